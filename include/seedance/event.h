@@ -1,0 +1,55 @@
+// Event: the unit of data that flows from sources through processors to sinks.
+//
+// An Event owns its bytes. It is movable and cheap to move; copying copies the payload.
+// Not thread-safe: one stage owns an event at a time and hands it on by move.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace seedance {
+
+// How the payload bytes are to be read.
+enum class PayloadFormat : uint8_t {
+  kJson,  // UTF-8 JSON text; checked at ingest, invalid payloads go to the `error` output.
+  kRaw,   // Opaque bytes; reach Lua as a string.
+};
+
+// Where an event is headed after a stage.
+enum class Output : uint8_t {
+  kMain,      // the normal stream
+  kError,     // malformed payloads, failing scripts
+  kRejected,  // refused by a sink (e.g. HTTP 4xx)
+  kStale,     // later than the allowed lateness
+};
+inline constexpr int kOutputCount = 4;
+
+// "main", "error", "rejected", "stale".
+std::string_view OutputName(Output output);
+// Parses an output name; returns false when `name` is not one.
+bool ParseOutputName(std::string_view name, Output* output);
+
+struct Header {
+  std::string name;
+  std::string value;
+};
+
+struct Event {
+  uint64_t id = 0;             // unique within one run of the process
+  std::string source;          // name of the source component that produced it
+  std::string topic;           // MQTT topic, HTTP path or file name
+  int64_t event_time_ns = 0;   // when it happened (Unix ns); the ingest time when unknown
+  int64_t ingest_time_ns = 0;  // when Seedance received it (Unix ns)
+  PayloadFormat format = PayloadFormat::kJson;
+  std::string payload;         // the bytes as received, or as a processor rewrote them
+  std::vector<Header> headers;  // e.g. traceparent; side outputs add "reason"
+
+  // Returns the value of header `name`, or nullptr. Valid until the headers change.
+  const std::string* FindHeader(std::string_view name) const;
+  // Sets header `name` to `value`, replacing an existing one.
+  void SetHeader(std::string_view name, std::string_view value);
+};
+
+}  // namespace seedance

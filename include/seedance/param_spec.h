@@ -1,0 +1,96 @@
+// ParamSpec and Params: the typed parameter schema of a plugin, and the checked values.
+//
+// A plugin declares its parameters once (name, type, default, required, one-line doc,
+// validator). The config layer checks every YAML section against that schema in one place
+// (unknown keys with a "did you mean" hint, type and unit conversion, validators), and
+// `seedance describe` prints the same schema. Params is what a plugin's Create() receives:
+// every declared parameter with a default is present; optional ones without a default may
+// be absent. Params is an immutable value after checking; thread-compatible.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "seedance/status.h"
+
+namespace seedance {
+
+enum class ParamType {
+  kString,
+  kInt,
+  kDouble,
+  kBool,
+  kDuration,    // "250ms", "5s"
+  kSize,        // "64MiB", 4096
+  kStringList,  // a YAML list of strings; a single string is a list of one
+  kStringMap,   // a YAML map of string to string (e.g. HTTP headers)
+  kObject,      // a nested section with its own fields
+};
+
+// "string", "integer", "duration", ...
+std::string_view ParamTypeName(ParamType type);
+
+class Params;
+
+using StringPairs = std::vector<std::pair<std::string, std::string>>;
+using ParamValue = std::variant<std::monostate, std::string, int64_t, double, bool,
+                                std::chrono::nanoseconds, uint64_t, std::vector<std::string>,
+                                StringPairs, std::shared_ptr<const Params>>;
+
+struct ParamSpec {
+  std::string name;
+  ParamType type = ParamType::kString;
+  std::string doc;                           // one line, shown by `seedance describe`
+  bool required = false;
+  std::optional<std::string> default_value;  // written as in YAML, e.g. "5s"
+  std::vector<std::string> allowed;          // for enum-like strings; empty = any
+  std::vector<ParamSpec> fields;             // for kObject
+  // Extra check after type conversion; returns kInvalidArgument with what is expected.
+  std::function<Status(const ParamValue&)> validator;
+};
+
+class Params {
+ public:
+  struct Entry {
+    ParamValue value;
+    std::string location;  // "file:line:column"
+  };
+
+  bool Has(const std::string& name) const { return entries_.count(name) != 0; }
+
+  // Typed getters. REQUIRES: the parameter was declared with the matching type and is present
+  // (required or defaulted); otherwise they return the type's zero value.
+  std::string GetString(const std::string& name) const;
+  int64_t GetInt(const std::string& name) const;
+  double GetDouble(const std::string& name) const;
+  bool GetBool(const std::string& name) const;
+  std::chrono::nanoseconds GetDuration(const std::string& name) const;
+  uint64_t GetSize(const std::string& name) const;
+  std::vector<std::string> GetStringList(const std::string& name) const;
+  StringPairs GetStringMap(const std::string& name) const;
+  // Returns the nested section, or an empty Params when absent.
+  const Params& GetObject(const std::string& name) const;
+
+  // "file:line:column" of the value, or of the section when the value was defaulted.
+  std::string Location(const std::string& name) const;
+
+  void Set(const std::string& name, ParamValue value, std::string location) {
+    entries_[name] = Entry{std::move(value), std::move(location)};
+  }
+  void set_section_location(std::string location) { section_location_ = std::move(location); }
+  const std::map<std::string, Entry>& entries() const { return entries_; }
+
+ private:
+  std::map<std::string, Entry> entries_;
+  std::string section_location_;
+};
+
+}  // namespace seedance

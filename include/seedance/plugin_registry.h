@@ -1,0 +1,68 @@
+// PluginRegistry: the one table of source, processor and sink types, by type name.
+//
+// Filled once at start by RegisterBuiltinPlugins() (one explicit list, no static
+// constructors, which break under static linking). Read-only afterwards; thread-compatible.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "seedance/param_spec.h"
+#include "seedance/processor.h"
+#include "seedance/result.h"
+#include "seedance/sink.h"
+#include "seedance/source.h"
+
+namespace seedance {
+
+// Defined by the runtime (src/core/plugin_context.h): the event loop, metrics, clock and
+// the component's name, handed to Create().
+struct PluginContext;
+
+enum class PluginKind { kSource, kProcessor, kSink };
+std::string_view PluginKindName(PluginKind kind);
+
+struct PluginInfo {
+  std::string type;     // e.g. "mqtt"
+  PluginKind kind = PluginKind::kSource;
+  std::string summary;  // one line
+  std::vector<ParamSpec> params;
+};
+
+struct SourceFactory {
+  PluginInfo info;
+  std::function<Result<std::unique_ptr<Source>>(const Params&, PluginContext&)> create;
+};
+struct ProcessorFactory {
+  PluginInfo info;
+  std::function<Result<std::unique_ptr<Processor>>(const Params&, PluginContext&)> create;
+};
+struct SinkFactory {
+  PluginInfo info;
+  std::function<Result<std::unique_ptr<Sink>>(const Params&, PluginContext&)> create;
+};
+
+class PluginRegistry {
+ public:
+  void Add(SourceFactory f) { sources_[f.info.type] = std::move(f); }
+  void Add(ProcessorFactory f) { processors_[f.info.type] = std::move(f); }
+  void Add(SinkFactory f) { sinks_[f.info.type] = std::move(f); }
+
+  // nullptr when no plugin of that kind has that type name.
+  const PluginInfo* Find(PluginKind kind, const std::string& type) const;
+  const SourceFactory* FindSource(const std::string& type) const;
+  const ProcessorFactory* FindProcessor(const std::string& type) const;
+  const SinkFactory* FindSink(const std::string& type) const;
+  // Type names of one kind, sorted.
+  std::vector<std::string> TypeNames(PluginKind kind) const;
+
+ private:
+  std::map<std::string, SourceFactory> sources_;
+  std::map<std::string, ProcessorFactory> processors_;
+  std::map<std::string, SinkFactory> sinks_;
+};
+
+}  // namespace seedance

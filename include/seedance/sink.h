@@ -1,0 +1,44 @@
+// Sink: where events leave the pipeline (HTTP, MQTT, file, stdout).
+//
+// The runtime owns batching and queueing; a sink only delivers batches it is given, at most
+// MaxInFlight() at a time, and reports each batch's outcome exactly once.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "seedance/event.h"
+#include "seedance/status.h"
+
+namespace seedance {
+
+struct Batch {
+  std::vector<Event> events;
+};
+
+// Outcome of one Deliver():
+//   kOk                 every event accepted by the remote side;
+//   kInvalidArgument    refused by the remote side (e.g. HTTP 4xx); the runtime routes the
+//                       events to the `rejected` output with the status message as reason;
+//   kCancelled          shutdown came first; the events were not delivered;
+//   anything else       gave up after the configured retries; routed like kInvalidArgument.
+using DeliveryCallback = std::function<void(Status)>;
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  // Prepares connections etc. Returns kInvalidArgument when misconfigured.
+  virtual Status Start() { return Status::Ok(); }
+  // Delivers `batch`, retrying transient failures internally. `done` runs exactly once, on the
+  // event loop. REQUIRES: Start() returned OK; called on the event loop.
+  virtual void Deliver(std::shared_ptr<const Batch> batch, DeliveryCallback done) = 0;
+  // How many Deliver() calls may be outstanding at once.
+  virtual int MaxInFlight() const { return 1; }
+  // Preferred maximum events per batch.
+  virtual size_t MaxBatchEvents() const { return 500; }
+  // Cancels retries and connections; outstanding Deliver() calls complete with kCancelled.
+  virtual void Stop() {}
+};
+
+}  // namespace seedance

@@ -1,0 +1,63 @@
+// Source: where events enter the pipeline (MQTT, HTTP push, file tail, generator).
+//
+// A source runs on the event loop. It hands events to a SourceOutput, which may refuse when
+// the pipeline is full: the source then stops reading (and so stops acknowledging upstream)
+// until WhenWritable() calls it back. Whether and when an event is acknowledged upstream is
+// the pipeline's decision: it calls the AckHandle given with the event once the event is safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+#include "seedance/event.h"
+#include "seedance/status.h"
+
+namespace seedance {
+
+// Implemented by sources whose upstream wants acknowledgements (MQTT QoS 1/2).
+// Thread-safe: Acknowledge may be called from any thread.
+class Acknowledger {
+ public:
+  virtual ~Acknowledger() = default;
+  // Tells upstream that the event identified by `token` is safe. Idempotent per token; a
+  // token from an earlier connection is ignored.
+  virtual void Acknowledge(uint64_t token) = 0;
+};
+
+// Identifies what to acknowledge for one event; empty when nothing needs acknowledging.
+struct AckHandle {
+  Acknowledger* owner = nullptr;
+  uint64_t token = 0;
+  void Ack() const {
+    if (owner != nullptr) owner->Acknowledge(token);
+  }
+};
+
+class SourceOutput {
+ public:
+  virtual ~SourceOutput() = default;
+  // Hands `event` to the pipeline. Returns false, leaving `event` untouched, when the pipeline
+  // is full. REQUIRES: called on the event loop.
+  virtual bool TryEmit(Event& event, AckHandle ack) = 0;
+  // Runs `callback` on the event loop once TryEmit may succeed again.
+  virtual void WhenWritable(std::function<void()> callback) = 0;
+  // A new event id, unique in this process.
+  virtual uint64_t NextEventId() = 0;
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  // Starts producing into `output`, which outlives the source. Returns kInvalidArgument or
+  // kFailedPrecondition when it cannot start at all; transient failures (broker down) are
+  // retried inside the source and reported through logs and metrics, not here.
+  virtual Status Start(SourceOutput& output) = 0;
+  // Stops reading. Events already emitted keep flowing; their acks are still honoured until
+  // Close().
+  virtual void Stop() = 0;
+  // Closes connections (after pending acknowledgements were sent). Called after Stop().
+  virtual void Close() {}
+};
+
+}  // namespace seedance

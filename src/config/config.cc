@@ -1,0 +1,445 @@
+#include "config/config.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "util/strings.h"
+#include "util/units.h"
+
+namespace seedance::config {
+namespace {
+
+// Keys every component section may have besides its plugin's parameters.
+const std::vector<std::string> kComponentKeys = {"type", "name"};
+const std::vector<std::string> kSinkKeys = {"type", "name", "inputs"};
+
+std::vector<ParamSpec> PipelineSpecs() {
+  return {
+      {.name = "queue_capacity",
+       .type = ParamType::kInt,
+       .doc = "events held between stages before sources are paused",
+       .default_value = "10000",
+       .validator = [](const ParamValue& v) {
+         return std::get<int64_t>(v) >= 1 ? Status::Ok()
+                                          : InvalidArgumentError("must be at least 1");
+       }},
+      {.name = "shutdown_timeout",
+       .type = ParamType::kDuration,
+       .doc = "how long shutdown waits for in-flight batches",
+       .default_value = "5s"},
+  };
+}
+std::vector<ParamSpec> MetricsSpecs() {
+  return {{.name = "listen",
+           .type = ParamType::kString,
+           .doc = "address:port of the /metrics and /healthz listener, e.g. 127.0.0.1:9464"}};
+}
+std::vector<ParamSpec> LogSpecs() {
+  return {{.name = "level",
+           .type = ParamType::kString,
+           .doc = "debug, info, warn, error or off",
+           .default_value = "info",
+           .allowed = {"debug", "info", "warn", "error", "off"}}};
+}
+
+class Checker {
+ public:
+  Checker(std::string file, const EnvLookup& env) : file_(std::move(file)), env_(env) {}
+
+  std::string Loc(const YAML::Node& node) const {
+    YAML::Mark m = node.Mark();
+    if (m.line < 0) return file_;
+    return fmt::format("{}:{}:{}", file_, m.line + 1, m.column + 1);
+  }
+  void Error(const YAML::Node& node, const std::string& path, const std::string& message) {
+    errors_.push_back(path.empty() ? fmt::format("{}: {}", Loc(node), message)
+                                   : fmt::format("{}: {}: {}", Loc(node), path, message));
+  }
+  const std::vector<std::string>& errors() const { return errors_; }
+
+  // The scalar's text with ${VAR} expanded; nullopt (error recorded) when not a scalar.
+  std::optional<std::string> Scalar(const YAML::Node& node, const std::string& path,
+                                    std::string_view expected) {
+    if (!node.IsScalar()) {
+      Error(node, path, fmt::format("expected {}, got a {}", expected,
+                                    node.IsMap() ? "map" : node.IsSequence() ? "list" : "null"));
+      return std::nullopt;
+    }
+    Result<std::string> expanded = ExpandEnv(node.Scalar(), env_);
+    if (!expanded) {
+      Error(node, path, expanded.error().message());
+      return std::nullopt;
+    }
+    return std::move(expanded).value();
+  }
+
+  std::optional<ParamValue> Convert(const YAML::Node& node, const ParamSpec& spec,
+                                    const std::string& path) {
+    std::string expected(ParamTypeName(spec.type));
+    switch (spec.type) {
+      case ParamType::kString: {
+        auto s = Scalar(node, path, "a string");
+        if (!s) return std::nullopt;
+        if (!spec.allowed.empty() &&
+            std::find(spec.allowed.begin(), spec.allowed.end(), *s) == spec.allowed.end()) {
+          std::string hint = util::ClosestMatch(*s, spec.allowed);
+          std::string list;
+          for (const auto& a : spec.allowed) list += (list.empty() ? "" : ", ") + a;
+          Error(node, path,
+                fmt::format("\"{}\" is not one of: {}{}", *s, list,
+                            hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
+          return std::nullopt;
+        }
+        return ParamValue(*s);
+      }
+      case ParamType::kInt: {
+        auto s = Scalar(node, path, "an integer");
+        if (!s) return std::nullopt;
+        errno = 0;
+        char* end = nullptr;
+        long long v = std::strtoll(s->c_str(), &end, 10);
+        if (s->empty() || *end != '\0' || errno != 0) {
+          Error(node, path, fmt::format("expected an integer, got \"{}\"", *s));
+          return std::nullopt;
+        }
+        return ParamValue(static_cast<int64_t>(v));
+      }
+      case ParamType::kDouble: {
+        auto s = Scalar(node, path, "a number");
+        if (!s) return std::nullopt;
+        char* end = nullptr;
+        double v = std::strtod(s->c_str(), &end);
+        if (s->empty() || *end != '\0') {
+          Error(node, path, fmt::format("expected a number, got \"{}\"", *s));
+          return std::nullopt;
+        }
+        return ParamValue(v);
+      }
+      case ParamType::kBool: {
+        auto s = Scalar(node, path, "true or false");
+        if (!s) return std::nullopt;
+        if (*s == "true" || *s == "yes" || *s == "on") return ParamValue(true);
+        if (*s == "false" || *s == "no" || *s == "off") return ParamValue(false);
+        Error(node, path, fmt::format("expected true or false, got \"{}\"", *s));
+        return std::nullopt;
+      }
+      case ParamType::kDuration: {
+        auto s = Scalar(node, path, "a duration");
+        if (!s) return std::nullopt;
+        auto d = util::ParseDuration(*s);
+        if (!d) {
+          Error(node, path, d.error().message());
+          return std::nullopt;
+        }
+        return ParamValue(*d);
+      }
+      case ParamType::kSize: {
+        auto s = Scalar(node, path, "a size");
+        if (!s) return std::nullopt;
+        auto v = util::ParseSize(*s);
+        if (!v) {
+          Error(node, path, v.error().message());
+          return std::nullopt;
+        }
+        return ParamValue(*v);
+      }
+      case ParamType::kStringList: {
+        std::vector<std::string> out;
+        if (node.IsScalar()) {
+          auto s = Scalar(node, path, "a string or a list of strings");
+          if (!s) return std::nullopt;
+          out.push_back(*s);
+          return ParamValue(std::move(out));
+        }
+        if (!node.IsSequence()) {
+          Error(node, path, "expected a list of strings");
+          return std::nullopt;
+        }
+        bool ok = true;
+        for (size_t i = 0; i < node.size(); ++i) {
+          auto s = Scalar(node[i], fmt::format("{}[{}]", path, i), "a string");
+          if (s) out.push_back(*s); else ok = false;
+        }
+        if (!ok) return std::nullopt;
+        return ParamValue(std::move(out));
+      }
+      case ParamType::kStringMap: {
+        if (!node.IsMap()) {
+          Error(node, path, "expected a map of names to strings");
+          return std::nullopt;
+        }
+        StringPairs out;
+        bool ok = true;
+        for (auto it = node.begin(); it != node.end(); ++it) {
+          std::string key = it->first.Scalar();
+          auto s = Scalar(it->second, path + "." + key, "a string");
+          if (s) out.emplace_back(key, *s); else ok = false;
+        }
+        if (!ok) return std::nullopt;
+        return ParamValue(std::move(out));
+      }
+      case ParamType::kObject: {
+        if (!node.IsMap()) {
+          Error(node, path, "expected a section (a map of keys)");
+          return std::nullopt;
+        }
+        auto params = std::make_shared<Params>(CheckSection(node, spec.fields, path, {}));
+        return ParamValue(std::shared_ptr<const Params>(std::move(params)));
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Checks `section` (a map) against `specs`; `extra_keys` are allowed and left to the caller.
+  Params CheckSection(const YAML::Node& section, const std::vector<ParamSpec>& specs,
+                      const std::string& path, const std::vector<std::string>& extra_keys) {
+    Params params;
+    params.set_section_location(Loc(section));
+    std::vector<std::string> known = extra_keys;
+    for (const auto& s : specs) known.push_back(s.name);
+    std::set<std::string> seen;
+    for (auto it = section.begin(); it != section.end(); ++it) {
+      std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
+      std::string key_path = path.empty() ? key : path + "." + key;
+      if (std::find(extra_keys.begin(), extra_keys.end(), key) != extra_keys.end()) continue;
+      auto spec = std::find_if(specs.begin(), specs.end(),
+                               [&](const ParamSpec& s) { return s.name == key; });
+      if (spec == specs.end()) {
+        std::string hint = util::ClosestMatch(key, known);
+        std::string msg = fmt::format("unknown key \"{}\"", key);
+        if (!hint.empty()) msg += fmt::format(" (did you mean \"{}\"?)", hint);
+        else {
+          std::string list;
+          for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+          msg += "; known keys: " + list;
+        }
+        Error(it->first, path, msg);
+        continue;
+      }
+      seen.insert(key);
+      std::optional<ParamValue> value = Convert(it->second, *spec, key_path);
+      if (!value) continue;
+      if (spec->validator) {
+        Status s = spec->validator(*value);
+        if (!s.ok()) {
+          Error(it->second, key_path, s.message());
+          continue;
+        }
+      }
+      params.Set(key, std::move(*value), Loc(it->second));
+    }
+    for (const ParamSpec& spec : specs) {
+      if (seen.count(spec.name)) continue;
+      if (spec.required) {
+        Error(section, path,
+              fmt::format("missing required key \"{}\" ({}: {})", spec.name,
+                          ParamTypeName(spec.type), spec.doc));
+        continue;
+      }
+      if (spec.default_value) {
+        YAML::Node def(*spec.default_value);
+        std::optional<ParamValue> value = Convert(def, spec, path + "." + spec.name);
+        if (value) params.Set(spec.name, std::move(*value), "");
+      }
+    }
+    return params;
+  }
+
+  void CheckComponents(const YAML::Node& root, const char* key, PluginKind kind, bool required,
+                       const PluginRegistry& registry, std::vector<ComponentConfig>* out) {
+    YAML::Node list = root[key];
+    if (!list) {
+      if (required) {
+        Error(root, "", fmt::format("missing required section \"{}\" (a list of {}s, each "
+                                    "with a \"type\")", key, PluginKindName(kind)));
+      }
+      return;
+    }
+    if (!list.IsSequence()) {
+      Error(list, key, fmt::format("expected a list of {}s", PluginKindName(kind)));
+      return;
+    }
+    if (required && list.size() == 0) {
+      Error(list, key, fmt::format("needs at least one {}", PluginKindName(kind)));
+    }
+    std::map<std::string, int> type_counts;
+    std::set<std::string> names;
+    for (size_t i = 0; i < list.size(); ++i) {
+      YAML::Node item = list[i];
+      std::string path = fmt::format("{}[{}]", key, i);
+      if (!item.IsMap()) {
+        Error(item, path, "expected a section with a \"type\" key");
+        continue;
+      }
+      ComponentConfig c;
+      c.kind = kind;
+      c.location = Loc(item);
+      YAML::Node type = item["type"];
+      if (!type) {
+        Error(item, path, "missing required key \"type\"");
+        continue;
+      }
+      auto type_name = Scalar(type, path + ".type", "a plugin type name");
+      if (!type_name) continue;
+      const PluginInfo* info = registry.Find(kind, *type_name);
+      if (info == nullptr) {
+        auto types = registry.TypeNames(kind);
+        std::string hint = util::ClosestMatch(*type_name, types);
+        std::string list_text;
+        for (const auto& t : types) list_text += (list_text.empty() ? "" : ", ") + t;
+        Error(type, path + ".type",
+              fmt::format("unknown {} type \"{}\"{}; known: {}", PluginKindName(kind),
+                          *type_name,
+                          hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint),
+                          list_text));
+        continue;
+      }
+      c.type = *type_name;
+      int n = ++type_counts[c.type];
+      c.name = n == 1 ? c.type : fmt::format("{}_{}", c.type, n);
+      if (YAML::Node name = item["name"]) {
+        if (auto s = Scalar(name, path + ".name", "a name")) c.name = *s;
+      }
+      if (!names.insert(c.name).second) {
+        Error(item, path, fmt::format("duplicate {} name \"{}\" (set a distinct \"name\")",
+                                      PluginKindName(kind), c.name));
+      }
+      bool is_sink = kind == PluginKind::kSink;
+      if (is_sink) {
+        c.inputs = {Output::kMain};
+        if (YAML::Node inputs = item["inputs"]) {
+          ParamSpec spec{.name = "inputs", .type = ParamType::kStringList};
+          if (auto v = Convert(inputs, spec, path + ".inputs")) {
+            c.inputs.clear();
+            for (const auto& s : std::get<std::vector<std::string>>(*v)) {
+              Output o;
+              if (ParseOutputName(s, &o)) c.inputs.push_back(o);
+              else Error(inputs, path + ".inputs",
+                         fmt::format("\"{}\" is not an output; use main, error, rejected or "
+                                     "stale", s));
+            }
+          }
+        }
+      }
+      c.params = CheckSection(item, info->params, path, is_sink ? kSinkKeys : kComponentKeys);
+      out->push_back(std::move(c));
+    }
+  }
+
+ private:
+  std::string file_;
+  const EnvLookup& env_;
+  std::vector<std::string> errors_;
+};
+
+Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
+                             const PluginRegistry& registry, const EnvLookup& env) {
+  Checker checker(file, env);
+  PipelineConfig config;
+  config.file = file;
+  if (!root.IsMap()) {
+    return InvalidArgumentError(
+        fmt::format("{}: expected a YAML map with \"sources\" and \"sinks\"", checker.Loc(root)));
+  }
+  static const std::vector<std::string> kTop = {"sources", "processors", "sinks",
+                                                "pipeline", "metrics", "log"};
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    std::string key = it->first.Scalar();
+    if (std::find(kTop.begin(), kTop.end(), key) == kTop.end()) {
+      std::string hint = util::ClosestMatch(key, kTop);
+      checker.Error(it->first, "",
+                    fmt::format("unknown top-level key \"{}\"{}", key,
+                                hint.empty() ? "; known: sources, processors, sinks, pipeline, "
+                                               "metrics, log"
+                                             : fmt::format(" (did you mean \"{}\"?)", hint)));
+    }
+  }
+  checker.CheckComponents(root, "sources", PluginKind::kSource, true, registry, &config.sources);
+  checker.CheckComponents(root, "processors", PluginKind::kProcessor, false, registry,
+                          &config.processors);
+  checker.CheckComponents(root, "sinks", PluginKind::kSink, true, registry, &config.sinks);
+  auto section = [&](const char* key, const std::vector<ParamSpec>& specs) {
+    YAML::Node node = root[key];
+    if (!node) return checker.CheckSection(YAML::Node(YAML::NodeType::Map), specs, key, {});
+    if (!node.IsMap()) {
+      checker.Error(node, key, "expected a section (a map of keys)");
+      return Params();
+    }
+    return checker.CheckSection(node, specs, key, {});
+  };
+  Params pipeline = section("pipeline", PipelineSpecs());
+  config.queue_capacity = static_cast<size_t>(pipeline.GetInt("queue_capacity"));
+  config.shutdown_timeout = pipeline.GetDuration("shutdown_timeout");
+  config.metrics_listen = section("metrics", MetricsSpecs()).GetString("listen");
+  config.log_level = section("log", LogSpecs()).GetString("level");
+  if (!checker.errors().empty()) {
+    std::string all;
+    for (const auto& e : checker.errors()) all += (all.empty() ? "" : "\n") + e;
+    return InvalidArgumentError(all);
+  }
+  return config;
+}
+
+}  // namespace
+
+Result<PipelineConfig> LoadConfigText(const std::string& text, const std::string& file,
+                                      const PluginRegistry& registry, const EnvLookup& env) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(fmt::format("{}:{}:{}: invalid YAML: {}", file, e.mark.line + 1,
+                                            e.mark.column + 1, e.msg));
+  }
+  try {
+    return Check(root, file, registry, env);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(fmt::format("{}:{}:{}: {}", file, e.mark.line + 1,
+                                            e.mark.column + 1, e.msg));
+  }
+}
+
+Status AddFilterScript(PipelineConfig* config, const std::string& script_path,
+                       const PluginRegistry& registry) {
+  const PluginInfo* lua = registry.Find(PluginKind::kProcessor, "lua");
+  if (lua == nullptr) return InvalidArgumentError("--filter needs the lua processor");
+  YAML::Node node(YAML::NodeType::Map);
+  node["script"] = script_path;
+  EnvLookup no_env = [](const std::string&) { return std::optional<std::string>(); };
+  Checker checker("--filter", no_env);
+  ComponentConfig c;
+  c.kind = PluginKind::kProcessor;
+  c.type = "lua";
+  c.name = "filter";
+  c.location = "--filter " + script_path;
+  c.params = checker.CheckSection(node, lua->params, "--filter", {});
+  if (!checker.errors().empty()) return InvalidArgumentError(checker.errors().front());
+  for (const auto& p : config->processors) {
+    if (p.name == "filter") {
+      return InvalidArgumentError(p.location + ": a processor is already named \"filter\"; "
+                                  "rename it to use --filter");
+    }
+  }
+  config->processors.insert(config->processors.begin(), std::move(c));
+  return Status::Ok();
+}
+
+Result<PipelineConfig> LoadConfigFile(const std::string& path, const PluginRegistry& registry,
+                                      const EnvLookup& env) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(fmt::format("{}: cannot open config file", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return LoadConfigText(ss.str(), path, registry, env);
+}
+
+}  // namespace seedance::config

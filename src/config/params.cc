@@ -1,0 +1,56 @@
+#include "seedance/param_spec.h"
+
+namespace seedance {
+namespace {
+
+template <typename T>
+T GetAs(const std::map<std::string, Params::Entry>& entries, const std::string& name) {
+  auto it = entries.find(name);
+  if (it == entries.end()) return T{};
+  if (const T* v = std::get_if<T>(&it->second.value)) return *v;
+  return T{};
+}
+
+}  // namespace
+
+std::string_view ParamTypeName(ParamType type) {
+  switch (type) {
+    case ParamType::kString: return "string";
+    case ParamType::kInt: return "integer";
+    case ParamType::kDouble: return "number";
+    case ParamType::kBool: return "boolean";
+    case ParamType::kDuration: return "duration";
+    case ParamType::kSize: return "size";
+    case ParamType::kStringList: return "list of strings";
+    case ParamType::kStringMap: return "map of strings";
+    case ParamType::kObject: return "section";
+  }
+  return "?";
+}
+
+std::string Params::GetString(const std::string& n) const { return GetAs<std::string>(entries_, n); }
+int64_t Params::GetInt(const std::string& n) const { return GetAs<int64_t>(entries_, n); }
+double Params::GetDouble(const std::string& n) const { return GetAs<double>(entries_, n); }
+bool Params::GetBool(const std::string& n) const { return GetAs<bool>(entries_, n); }
+std::chrono::nanoseconds Params::GetDuration(const std::string& n) const {
+  return GetAs<std::chrono::nanoseconds>(entries_, n);
+}
+uint64_t Params::GetSize(const std::string& n) const { return GetAs<uint64_t>(entries_, n); }
+std::vector<std::string> Params::GetStringList(const std::string& n) const {
+  return GetAs<std::vector<std::string>>(entries_, n);
+}
+StringPairs Params::GetStringMap(const std::string& n) const { return GetAs<StringPairs>(entries_, n); }
+
+const Params& Params::GetObject(const std::string& name) const {
+  static const Params kEmpty;
+  auto p = GetAs<std::shared_ptr<const Params>>(entries_, name);
+  return p ? *p : kEmpty;
+}
+
+std::string Params::Location(const std::string& name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end() || it->second.location.empty()) return section_location_;
+  return it->second.location;
+}
+
+}  // namespace seedance

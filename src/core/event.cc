@@ -1,0 +1,43 @@
+#include "seedance/event.h"
+
+namespace seedance {
+
+std::string_view OutputName(Output output) {
+  switch (output) {
+    case Output::kMain: return "main";
+    case Output::kError: return "error";
+    case Output::kRejected: return "rejected";
+    case Output::kStale: return "stale";
+  }
+  return "main";
+}
+
+bool ParseOutputName(std::string_view name, Output* output) {
+  for (int i = 0; i < kOutputCount; ++i) {
+    auto o = static_cast<Output>(i);
+    if (OutputName(o) == name) {
+      *output = o;
+      return true;
+    }
+  }
+  return false;
+}
+
+const std::string* Event::FindHeader(std::string_view name) const {
+  for (const Header& h : headers) {
+    if (h.name == name) return &h.value;
+  }
+  return nullptr;
+}
+
+void Event::SetHeader(std::string_view name, std::string_view value) {
+  for (Header& h : headers) {
+    if (h.name == name) {
+      h.value = value;
+      return;
+    }
+  }
+  headers.push_back(Header{std::string(name), std::string(value)});
+}
+
+}  // namespace seedance

@@ -1,0 +1,46 @@
+// EventLoop: the one network thread (Boost.Asio io_context) that runs sources, sinks and the
+// metrics listener. Everything posted to it runs on that thread, in order.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it.
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <thread>
+
+namespace seedance {
+
+class EventLoop {
+ public:
+  EventLoop() : work_(boost::asio::make_work_guard(io_)) {}
+  ~EventLoop() { Join(); }
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  boost::asio::io_context& io() { return io_; }
+
+  // Starts the thread. REQUIRES: not started.
+  void Start() {
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  // Runs `fn` on the loop thread.
+  template <typename Fn>
+  void Post(Fn&& fn) {
+    boost::asio::post(io_, std::forward<Fn>(fn));
+  }
+  bool InLoopThread() const { return std::this_thread::get_id() == thread_.get_id(); }
+  // Lets run() return once no work is left, then stops and joins.
+  void Join() {
+    work_.reset();
+    io_.stop();
+    if (thread_.joinable() && !InLoopThread()) thread_.join();
+  }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::thread thread_;
+};
+
+}  // namespace seedance

@@ -1,0 +1,52 @@
+// IngestQueue: the bounded queue from sources (event loop) to the processing thread.
+//
+// Sources never block: TryPush fails when full and the source waits for WhenWritable, which
+// fires once the processing thread has drained the queue below half its capacity.
+// Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "core/event_loop.h"
+#include "seedance/event.h"
+#include "seedance/source.h"
+
+namespace seedance {
+
+struct IngestItem {
+  Event event;
+  AckHandle ack;
+};
+
+class IngestQueue {
+ public:
+  IngestQueue(size_t capacity, EventLoop& loop) : capacity_(capacity), loop_(loop) {}
+
+  // Moves `event` in and returns true, or returns false (event untouched) when full or closed.
+  bool TryPush(Event& event, AckHandle ack);
+  // Runs `callback` on the event loop once there is room again (at once if there is now).
+  void WhenWritable(std::function<void()> callback);
+  // Waits up to `timeout` for items and moves up to `max` of them into `out`. Returns false
+  // once the queue is closed and empty.
+  bool PopBatch(std::vector<IngestItem>& out, size_t max, std::chrono::milliseconds timeout);
+  // No more pushes; PopBatch drains what is left, then returns false.
+  void Close();
+  size_t size() const;
+  size_t capacity() const { return capacity_; }
+
+ private:
+  const size_t capacity_;
+  EventLoop& loop_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<IngestItem> items_;
+  std::vector<std::function<void()>> waiters_;
+  bool closed_ = false;
+};
+
+}  // namespace seedance

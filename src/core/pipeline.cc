@@ -1,0 +1,275 @@
+#include "core/pipeline.h"
+
+#include <fmt/format.h>
+
+#include "core/json_check.h"
+#include "core/plugin_context.h"
+
+namespace seedance {
+namespace {
+
+constexpr size_t kProcessBatch = 256;
+constexpr auto kTickInterval = std::chrono::milliseconds(100);
+
+}  // namespace
+
+// The output a processor writes to: Emit goes to the next stage, EmitSide to the router.
+class Pipeline::StageOutput final : public ProcessorOutput {
+ public:
+  StageOutput(Pipeline& p, size_t next_stage) : p_(p), next_(next_stage) {}
+  void Emit(Event&& event) override {
+    p_.processors_[next_ - 1].stats->events_out.Add();
+    p_.RunFrom(next_, std::move(event));
+  }
+  void EmitSide(Output output, Event&& event, std::string_view reason) override {
+    ProcessorSlot& slot = p_.processors_[next_ - 1];
+    slot.stats->Dropped(std::string(OutputName(output)));
+    p_.RouteSide(output, std::move(event), reason, /*from_loop=*/false, slot.name);
+  }
+
+ private:
+  Pipeline& p_;
+  size_t next_;
+};
+
+Pipeline::Pipeline(const config::PipelineConfig& config, observe::MetricsRegistry& metrics)
+    : config_(config), metrics_(metrics) {
+  ingest_ = std::make_unique<IngestQueue>(config.queue_capacity, loop_);
+  routes_.resize(kOutputCount);
+  for (int i = 0; i < kOutputCount; ++i) {
+    side_counters_.push_back(&metrics_.GetCounter(
+        "seedance_output_events_total", "Events routed to each output (main and side outputs).",
+        {{"output", std::string(OutputName(static_cast<Output>(i)))}}));
+  }
+}
+
+Pipeline::~Pipeline() {
+  if (started_ && !shut_down_) Shutdown();
+  loop_.Join();
+}
+
+Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig& config,
+                                                   const PluginRegistry& registry,
+                                                   observe::MetricsRegistry& metrics,
+                                                   bool validate_only) {
+  std::unique_ptr<Pipeline> p(new Pipeline(config, metrics));
+  auto context = [&](const config::ComponentConfig& c, ComponentStats* stats) {
+    PluginContext ctx;
+    ctx.name = c.name;
+    ctx.loop = &p->loop_;
+    ctx.metrics = &metrics;
+    ctx.stats = stats;
+    ctx.validate_only = validate_only;
+    return ctx;
+  };
+  for (const auto& c : config.sources) {
+    auto stats = std::make_unique<ComponentStats>(metrics, "source", c.name);
+    PluginContext ctx = context(c, stats.get());
+    auto made = registry.FindSource(c.type)->create(c.params, ctx);
+    if (!made) return made.error().WithContext(fmt::format("{}: source \"{}\"", c.location, c.name));
+    p->sources_.push_back(SourceSlot{c.name, std::move(stats), std::move(made).value()});
+  }
+  for (const auto& c : config.processors) {
+    auto stats = std::make_unique<ComponentStats>(metrics, "processor", c.name);
+    PluginContext ctx = context(c, stats.get());
+    auto made = registry.FindProcessor(c.type)->create(c.params, ctx);
+    if (!made) {
+      return made.error().WithContext(fmt::format("{}: processor \"{}\"", c.location, c.name));
+    }
+    p->processors_.push_back(ProcessorSlot{c.name, std::move(stats), std::move(made).value()});
+  }
+  for (const auto& c : config.sinks) {
+    auto stats = std::make_unique<ComponentStats>(metrics, "sink", c.name);
+    PluginContext ctx = context(c, stats.get());
+    auto made = registry.FindSink(c.type)->create(c.params, ctx);
+    if (!made) return made.error().WithContext(fmt::format("{}: sink \"{}\"", c.location, c.name));
+    Pipeline* self = p.get();
+    std::string name = c.name;
+    auto runner = std::make_unique<SinkRunner>(
+        c.name, std::move(made).value(), config.queue_capacity, p->loop_, *stats,
+        [self, name](Event&& e, const std::string& reason) {
+          if (e.FindHeader("output") != nullptr && *e.FindHeader("output") == "rejected") {
+            // Refused again on the rejected path: do not loop.
+            self->metrics_
+                .GetCounter("seedance_events_dropped_total",
+                            "Events that left the main stream, by reason.",
+                            {{"component", name}, {"kind", "sink"}, {"reason", "rejected_twice"}})
+                .Add();
+            return;
+          }
+          self->RouteSide(Output::kRejected, std::move(e), reason, /*from_loop=*/true, name);
+        });
+    for (Output o : c.inputs) p->routes_[static_cast<int>(o)].push_back(runner.get());
+    p->sinks_.push_back(SinkSlot{std::move(stats), std::move(runner), c.inputs});
+  }
+  return p;
+}
+
+Status Pipeline::Start() {
+  for (auto& s : sinks_) {
+    SEEDANCE_RETURN_IF_ERROR(s.runner->sink().Start().WithContext("sink " + s.runner->name()));
+  }
+  loop_.Start();
+  processing_ = std::thread([this] { ProcessingLoop(); });
+  started_ = true;
+  Status result;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  loop_.Post([&] {
+    Status s;
+    for (auto& src : sources_) {
+      s = src.source->Start(*this).WithContext("source " + src.name);
+      if (!s.ok()) break;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    result = s;
+    done = true;
+    cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return done; });
+  return result;
+}
+
+bool Pipeline::TryEmit(Event& event, AckHandle ack) {
+  if (event.id == 0) event.id = NextEventId();
+  if (!ingest_->TryPush(event, ack)) return false;
+  return true;
+}
+
+void Pipeline::WhenWritable(std::function<void()> callback) {
+  ingest_->WhenWritable(std::move(callback));
+}
+
+uint64_t Pipeline::NextEventId() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
+
+void Pipeline::ProcessingLoop() {
+  std::vector<IngestItem> items;
+  items.reserve(kProcessBatch);
+  auto next_tick = std::chrono::steady_clock::now();
+  while (true) {
+    items.clear();
+    bool more = ingest_->PopBatch(items, kProcessBatch, kTickInterval);
+    for (IngestItem& item : items) ProcessOne(item);
+    auto now = std::chrono::steady_clock::now();
+    if (now >= next_tick) {
+      int64_t wall = WallNowNs();
+      for (auto& p : processors_) p.processor->Tick(wall);
+      next_tick = now + kTickInterval;
+    }
+    if (!more) break;
+  }
+}
+
+void Pipeline::ProcessOne(IngestItem& item) {
+  Event& event = item.event;
+  if (event.format == PayloadFormat::kJson) {
+    Status s = CheckJson(event.payload);
+    if (!s.ok()) {
+      const std::string source = event.source;
+      event.format = PayloadFormat::kRaw;  // not JSON: sinks must quote it
+      for (auto& src : sources_) {
+        if (src.name == event.source) {
+          src.stats->errors.Add();
+          src.stats->Dropped("invalid_json");
+        }
+      }
+      RouteSide(Output::kError, std::move(event), s.message(), /*from_loop=*/false, source);
+      item.ack.Ack();
+      return;
+    }
+  }
+  RunFrom(0, std::move(event));
+  item.ack.Ack();
+}
+
+void Pipeline::RunFrom(size_t stage, Event&& event) {
+  if (stage >= processors_.size()) {
+    Route(Output::kMain, std::move(event), /*from_loop=*/false);
+    return;
+  }
+  ProcessorSlot& slot = processors_[stage];
+  slot.stats->events_in.Add();
+  StageOutput out(*this, stage + 1);
+  slot.processor->Process(std::move(event), out);
+}
+
+void Pipeline::Route(Output output, Event&& event, bool from_loop) {
+  side_counters_[static_cast<int>(output)]->Add();
+  const std::vector<SinkRunner*>& targets = routes_[static_cast<int>(output)];
+  if (targets.empty()) {
+    if (output != Output::kMain) return;  // counted by the caller's dropped counter
+    uint64_t suppressed = 0;
+    if (log_limiter_.Allow("no_main_sink", &suppressed)) {
+      SEEDANCE_LOG_WARN("pipeline", "no sink consumes the main output; events are dropped");
+    }
+    return;
+  }
+  auto deadline = std::chrono::steady_clock::time_point(
+      std::chrono::nanoseconds(push_deadline_ns_.load(std::memory_order_relaxed)));
+  for (size_t i = 0; i < targets.size(); ++i) {
+    Event e = i + 1 == targets.size() ? std::move(event) : event;
+    if (from_loop) targets[i]->PushNoWait(std::move(e));
+    else targets[i]->Push(std::move(e), deadline);
+  }
+}
+
+void Pipeline::RouteSide(Output output, Event&& event, std::string_view reason, bool from_loop,
+                         const std::string& component) {
+  uint64_t suppressed = 0;
+  std::string key = fmt::format("{}/{}/{}", component, OutputName(output), reason.substr(0, 40));
+  if (log_limiter_.Allow(key, &suppressed)) {
+    SEEDANCE_LOG_WARN(component, "event {} (topic {}) to {} output: {}{}", event.id, event.topic,
+                      OutputName(output), reason,
+                      suppressed ? fmt::format(" ({} similar messages suppressed)", suppressed)
+                                 : std::string());
+  }
+  event.SetHeader("output", OutputName(output));
+  event.SetHeader("reason", reason);
+  event.SetHeader("component", component);
+  Route(output, std::move(event), from_loop);
+}
+
+bool Pipeline::Shutdown() {
+  if (!started_ || shut_down_) return true;
+  shut_down_ = true;
+  stopping_ = true;
+  auto deadline = std::chrono::steady_clock::now() + config_.shutdown_timeout;
+  push_deadline_ns_.store(deadline.time_since_epoch().count());
+  SEEDANCE_LOG_INFO("pipeline", "shutting down: stopping sources, flushing sinks (up to {} ms)",
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        config_.shutdown_timeout).count());
+  loop_.Post([this] {
+    for (auto& s : sources_) s.source->Stop();
+  });
+  ingest_->Close();
+  if (processing_.joinable()) processing_.join();
+  bool all_delivered = true;
+  for (auto& s : sinks_) {
+    if (!s.runner->WaitIdle(deadline)) {
+      all_delivered = false;
+      SEEDANCE_LOG_WARN(s.runner->name(), "shutdown timeout: {} events still pending",
+                        s.runner->Pending());
+    }
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  bool closed = false;
+  loop_.Post([&] {
+    for (auto& s : sources_) s.source->Close();
+    for (auto& s : sinks_) s.runner->Stop();
+    std::lock_guard<std::mutex> lock(mu);
+    closed = true;
+    cv.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(2), [&] { return closed; });
+  }
+  loop_.Join();
+  SEEDANCE_LOG_INFO("pipeline", "stopped{}", all_delivered ? "; everything delivered" : "");
+  return all_delivered;
+}
+
+}  // namespace seedance

@@ -1,0 +1,101 @@
+// Pipeline: builds the components of a PipelineConfig and runs them.
+//
+//   sources (event loop) ─► IngestQueue ─► processing thread: JSON check, processors in
+//   order ─► Router ─► SinkRunner per sink (event loop) ─► sinks
+//
+// Side outputs (error, rejected, stale) are routed to the sinks that list them in `inputs`;
+// with no such sink they are counted and dropped. An event is acknowledged upstream once it
+// and everything derived from it were handed to the sink queues (the durable queue will take
+// that place). Shutdown stops the sources, drains what was taken in, and waits up to
+// shutdown_timeout for the sinks.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "core/component_stats.h"
+#include "core/event_loop.h"
+#include "core/ingest_queue.h"
+#include "core/sink_runner.h"
+#include "observe/metrics.h"
+#include "seedance/plugin_registry.h"
+#include "util/log.h"
+
+namespace seedance {
+
+class Pipeline : private SourceOutput {
+ public:
+  // Builds every component. With `validate_only`, plugins check what they can without
+  // network (e.g. Lua scripts compile) and nothing is started.
+  static Result<std::unique_ptr<Pipeline>> Create(const config::PipelineConfig& config,
+                                                  const PluginRegistry& registry,
+                                                  observe::MetricsRegistry& metrics,
+                                                  bool validate_only = false);
+  ~Pipeline() override;
+
+  // Starts the loop, the processing thread, the sinks and then the sources.
+  Status Start();
+  // Graceful stop; returns true when every accepted event was delivered in time.
+  bool Shutdown();
+
+  EventLoop& loop() { return loop_; }
+  bool started() const { return started_; }
+
+ private:
+  struct SourceSlot {
+    std::string name;
+    std::unique_ptr<ComponentStats> stats;
+    std::unique_ptr<Source> source;
+  };
+  struct ProcessorSlot {
+    std::string name;
+    std::unique_ptr<ComponentStats> stats;
+    std::unique_ptr<Processor> processor;
+  };
+  struct SinkSlot {
+    std::unique_ptr<ComponentStats> stats;
+    std::unique_ptr<SinkRunner> runner;
+    std::vector<Output> inputs;
+  };
+  class StageOutput;
+
+  Pipeline(const config::PipelineConfig& config, observe::MetricsRegistry& metrics);
+
+  // SourceOutput
+  bool TryEmit(Event& event, AckHandle ack) override;
+  void WhenWritable(std::function<void()> callback) override;
+  uint64_t NextEventId() override;
+
+  void ProcessingLoop();
+  void ProcessOne(IngestItem& item);
+  void RunFrom(size_t stage, Event&& event);
+  // Hands `event` to every sink that consumes `output`. From the processing thread it may
+  // wait for room; from the event loop it never waits.
+  void Route(Output output, Event&& event, bool from_loop);
+  void RouteSide(Output output, Event&& event, std::string_view reason, bool from_loop,
+                 const std::string& component);
+
+  config::PipelineConfig config_;
+  observe::MetricsRegistry& metrics_;
+  EventLoop loop_;
+  std::unique_ptr<IngestQueue> ingest_;
+  std::vector<SourceSlot> sources_;
+  std::vector<ProcessorSlot> processors_;
+  std::vector<SinkSlot> sinks_;
+  std::vector<std::vector<SinkRunner*>> routes_;  // by Output
+  std::vector<observe::Counter*> side_counters_;  // by Output
+  std::thread processing_;
+  std::atomic<uint64_t> next_id_{1};
+  std::atomic<bool> stopping_{false};
+  // Steady-clock ns after which sink pushes stop waiting for room (set by Shutdown).
+  std::atomic<int64_t> push_deadline_ns_{INT64_MAX};
+  util::LogLimiter log_limiter_;
+  bool started_ = false;
+  bool shut_down_ = false;
+};
+
+}  // namespace seedance

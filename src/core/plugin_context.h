@@ -1,0 +1,33 @@
+// PluginContext: what the runtime hands a plugin's Create(): its name, the event loop,
+// metrics and the clock. Plugins take time and metrics from here, never from globals.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/component_stats.h"
+#include "core/event_loop.h"
+#include "observe/metrics.h"
+
+namespace seedance {
+
+// Wall clock in Unix nanoseconds.
+inline int64_t WallNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+struct PluginContext {
+  std::string name;                  // the component's name from the config
+  EventLoop* loop = nullptr;         // where sources and sinks run
+  observe::MetricsRegistry* metrics = nullptr;
+  ComponentStats* stats = nullptr;   // the component's standard counters
+  std::function<int64_t()> now_ns = WallNowNs;
+  // True for `seedance validate`: check everything that needs no network, start nothing.
+  bool validate_only = false;
+};
+
+}  // namespace seedance

@@ -1,0 +1,128 @@
+#include "core/sink_runner.h"
+
+#include "util/log.h"
+
+namespace seedance {
+
+SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, size_t capacity,
+                       EventLoop& loop, ComponentStats& stats, RejectFn on_reject)
+    : name_(std::move(name)),
+      sink_(std::move(sink)),
+      capacity_(capacity),
+      loop_(loop),
+      stats_(stats),
+      on_reject_(std::move(on_reject)) {}
+
+void SinkRunner::Push(Event&& event, std::chrono::steady_clock::time_point deadline) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    space_cv_.wait_until(lock, deadline, [this] { return queue_.size() < capacity_ || stopped_; });
+    queue_.push_back(std::move(event));
+    stats_.queue_depth.Set(static_cast<int64_t>(queue_.size()));
+  }
+  stats_.events_in.Add();
+  ScheduleKick();
+}
+
+void SinkRunner::PushNoWait(Event&& event) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(event));
+    stats_.queue_depth.Set(static_cast<int64_t>(queue_.size()));
+  }
+  stats_.events_in.Add();
+  ScheduleKick();
+}
+
+void SinkRunner::ScheduleKick() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (kick_scheduled_) return;
+    kick_scheduled_ = true;
+  }
+  loop_.Post([this] { Kick(); });
+}
+
+void SinkRunner::Kick() {
+  const size_t max_events = std::max<size_t>(1, sink_->MaxBatchEvents());
+  const int max_in_flight = std::max(1, sink_->MaxInFlight());
+  while (true) {
+    auto batch = std::make_shared<Batch>();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      kick_scheduled_ = false;
+      if (stopped_ || queue_.empty() || in_flight_batches_ >= max_in_flight) return;
+      size_t n = std::min(max_events, queue_.size());
+      batch->events.reserve(n);
+      for (size_t i = 0; i < n; ++i) {
+        batch->events.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      in_flight_events_ += n;
+      ++in_flight_batches_;
+      stats_.queue_depth.Set(static_cast<int64_t>(queue_.size()));
+    }
+    space_cv_.notify_all();
+    auto started = std::chrono::steady_clock::now();
+    std::shared_ptr<const Batch> shared = batch;
+    sink_->Deliver(shared, [this, shared, started](Status status) {
+      Finish(shared, std::move(status), started);
+    });
+  }
+}
+
+void SinkRunner::Finish(std::shared_ptr<const Batch> batch, Status status,
+                        std::chrono::steady_clock::time_point started) {
+  const size_t n = batch->events.size();
+  stats_.BatchLatency().Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  if (status.ok()) {
+    stats_.events_out.Add(n);
+  } else if (status.code() == StatusCode::kCancelled) {
+    stats_.Dropped("shutdown", n);
+  } else {
+    stats_.errors.Add();
+    stats_.Dropped("rejected", n);
+    for (const Event& e : batch->events) {
+      Event copy = e;
+      on_reject_(std::move(copy), status.message());
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_events_ -= n;
+    --in_flight_batches_;
+  }
+  idle_cv_.notify_all();
+  Kick();
+}
+
+bool SinkRunner::WaitIdle(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_cv_.wait_until(lock, deadline,
+                             [this] { return queue_.empty() && in_flight_batches_ == 0; });
+}
+
+size_t SinkRunner::Pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size() + in_flight_events_;
+}
+
+void SinkRunner::Stop() {
+  size_t dropped = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    dropped = queue_.size();
+    queue_.clear();
+  }
+  if (dropped > 0) {
+    stats_.Dropped("shutdown", dropped);
+    SEEDANCE_LOG_WARN(name_, "shutdown: {} queued events were not delivered", dropped);
+  }
+  space_cv_.notify_all();
+  idle_cv_.notify_all();
+  sink_->Stop();
+}
+
+}  // namespace seedance

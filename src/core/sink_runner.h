@@ -1,0 +1,73 @@
+// SinkRunner: the bounded queue in front of one sink, and the loop that hands it batches.
+//
+// The processing thread pushes events (blocking while the queue is full: that is how
+// backpressure reaches the sources). On the event loop, the runner forms batches of up to
+// Sink::MaxBatchEvents() from whatever is queued (no lingering: latency stays low and batches
+// grow by themselves under load) and keeps up to Sink::MaxInFlight() deliveries outstanding.
+// Outcomes other than kOk and kCancelled send the batch's events to the `rejected` output.
+// Thread-safe as stated per method.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/component_stats.h"
+#include "core/event_loop.h"
+#include "seedance/sink.h"
+
+namespace seedance {
+
+class SinkRunner {
+ public:
+  // Called on the event loop for each event of a refused batch, with the reason.
+  using RejectFn = std::function<void(Event&&, const std::string& reason)>;
+
+  SinkRunner(std::string name, std::unique_ptr<Sink> sink, size_t capacity, EventLoop& loop,
+             ComponentStats& stats, RejectFn on_reject);
+
+  const std::string& name() const { return name_; }
+  Sink& sink() { return *sink_; }
+
+  // Processing thread: queues `event`, waiting while the queue is full unless `deadline`
+  // passes (then it queues anyway: shutdown must not deadlock).
+  void Push(Event&& event, std::chrono::steady_clock::time_point deadline =
+                               std::chrono::steady_clock::time_point::max());
+  // Any thread: queues `event` without waiting (side outputs raised on the event loop).
+  void PushNoWait(Event&& event);
+
+  // Waits until nothing is queued or in flight, or `deadline`. Returns true when idle.
+  bool WaitIdle(std::chrono::steady_clock::time_point deadline);
+  // Events queued or in flight.
+  size_t Pending() const;
+  // Stops the sink; outstanding deliveries complete as cancelled.
+  void Stop();
+
+ private:
+  void ScheduleKick();
+  void Kick();  // event loop only
+  void Finish(std::shared_ptr<const Batch> batch, Status status,
+              std::chrono::steady_clock::time_point started);
+
+  const std::string name_;
+  std::unique_ptr<Sink> sink_;
+  const size_t capacity_;
+  EventLoop& loop_;
+  ComponentStats& stats_;
+  RejectFn on_reject_;
+
+  mutable std::mutex mu_;
+  std::condition_variable space_cv_;
+  std::condition_variable idle_cv_;
+  std::deque<Event> queue_;
+  size_t in_flight_events_ = 0;
+  int in_flight_batches_ = 0;
+  bool kick_scheduled_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace seedance

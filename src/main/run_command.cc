@@ -1,0 +1,85 @@
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "core/pipeline.h"
+#include "main/commands.h"
+#include "main/load_config.h"
+#include "observe/http_listener.h"
+#include "plugins/builtin_plugins.h"
+#include "util/log.h"
+
+namespace seedance::cli {
+
+int Run(const RunOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
+  // Signals are taken by sigwait below; block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  PluginRegistry registry;
+  RegisterBuiltinPlugins(registry);
+  auto config = LoadForRun(options, registry);
+  if (!config) {
+    std::cerr << config.error().message() << "\n";
+    return kExitConfig;
+  }
+  util::LogLevel level = util::LogLevel::kInfo;
+  const std::string& level_text = options.log_level.empty() ? config->log_level : options.log_level;
+  if (!util::ParseLogLevel(level_text, &level)) {
+    std::cerr << "--log-level: expected debug, info, warn, error or off, got \"" << level_text << "\"\n";
+    return kExitConfig;
+  }
+  util::SetLogLevel(level);
+
+  observe::MetricsRegistry metrics;
+  metrics.GetGauge("seedance_build_info", "Build information; always 1.",
+                   {{"version", SEEDANCE_VERSION}})
+      .Set(1);
+  auto pipeline = Pipeline::Create(*config, registry, metrics);
+  if (!pipeline) {
+    std::cerr << pipeline.error().message() << "\n";
+    return pipeline.error().code() == StatusCode::kInvalidArgument ||
+                   pipeline.error().code() == StatusCode::kNotFound
+               ? kExitConfig
+               : kExitRuntime;
+  }
+  std::unique_ptr<observe::HttpListener> listener;
+  if (!config->metrics_listen.empty()) {
+    listener = std::make_unique<observe::HttpListener>((*pipeline)->loop(), metrics,
+                                                       [] { return true; });
+    auto port = listener->Start(config->metrics_listen);
+    if (!port) {
+      std::cerr << port.error().message() << "\n";
+      return kExitConfig;
+    }
+    SEEDANCE_LOG_INFO("seedance", "metrics on http://{}/metrics", config->metrics_listen);
+  }
+  Status s = (*pipeline)->Start();
+  if (!s.ok()) {
+    SEEDANCE_LOG_ERROR("seedance", "cannot start: {}", s.message());
+    if (listener) (*pipeline)->loop().Post([&] { listener->Stop(); });
+    (*pipeline)->Shutdown();
+    return s.code() == StatusCode::kInvalidArgument ? kExitConfig : kExitRuntime;
+  }
+  auto ready_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::steady_clock::now() - started).count();
+  SEEDANCE_LOG_INFO("seedance", "ready in {:.1f} ms: {} source(s), {} processor(s), {} sink(s)",
+                    ready_us / 1000.0, config->sources.size(), config->processors.size(),
+                    config->sinks.size());
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  SEEDANCE_LOG_INFO("seedance", "received {}, stopping", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  if (listener) (*pipeline)->loop().Post([&] { listener->Stop(); });
+  bool clean = (*pipeline)->Shutdown();
+  return clean ? kExitOk : kExitRuntime;
+}
+
+}  // namespace seedance::cli

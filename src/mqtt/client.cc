@@ -1,0 +1,431 @@
+#include "mqtt/client.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "mqtt/codec.h"
+
+namespace seedance::mqtt {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::use_awaitable;
+using asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+std::string ConnackReasonText(Version v, uint8_t code) {
+  if (v == Version::kV311) {
+    switch (code) {
+      case 1: return "unacceptable protocol version";
+      case 2: return "client identifier rejected";
+      case 3: return "server unavailable";
+      case 4: return "bad user name or password";
+      case 5: return "not authorized";
+    }
+  } else {
+    switch (code) {
+      case 0x84: return "unsupported protocol version";
+      case 0x85: return "client identifier not valid";
+      case 0x86: return "bad user name or password";
+      case 0x87: return "not authorized";
+      case 0x88: return "server unavailable";
+      case 0x89: return "server busy";
+      case 0x8A: return "banned";
+    }
+  }
+  return fmt::format("reason code 0x{:02x}", code);
+}
+
+}  // namespace
+
+const char* ClientStateName(ClientState s) {
+  switch (s) {
+    case ClientState::kConnecting: return "connecting";
+    case ClientState::kConnected: return "connected";
+    case ClientState::kDisconnected: return "disconnected";
+    case ClientState::kStopped: return "stopped";
+  }
+  return "?";
+}
+
+Client::Client(asio::io_context& io, ClientOptions options, MessageHandler on_message,
+               StateHandler on_state)
+    : io_(io),
+      opts_(std::move(options)),
+      on_message_(std::move(on_message)),
+      on_state_(std::move(on_state)),
+      acked_(65536, 0),
+      awaiting_rel_(65536, 0),
+      resume_timer_(io) {}
+
+Client::~Client() = default;
+
+void Client::Start() { asio::co_spawn(io_, Run(shared_from_this()), asio::detached); }
+
+void Client::Acknowledge(uint64_t token) {
+  asio::post(io_, [self = shared_from_this(), token] { self->AckOnLoop(token); });
+}
+
+void Client::Resume() {
+  asio::post(io_, [self = shared_from_this()] {
+    self->resume_pending_ = true;
+    self->resume_timer_.cancel();
+  });
+}
+
+void Client::Stop() {
+  stopped_ = true;
+  resume_timer_.cancel();
+}
+
+void Client::Close() {
+  stopped_ = true;
+  closed_ = true;
+  resume_timer_.cancel();
+  if (IsOpen() && !writing_) {
+    std::string bytes = std::move(tx_pending_);
+    tx_pending_.clear();
+    Encode(Disconnect{}, opts_.version, bytes).IgnoreError();
+    error_code ec;
+    if (tls_) asio::write(*tls_, asio::buffer(bytes), ec);
+    else asio::write(*socket_, asio::buffer(bytes), ec);
+  }
+  CloseSocket();
+  SetState(ClientState::kStopped, "closed");
+}
+
+bool Client::IsOpen() const { return socket_ && socket_->is_open(); }
+
+void Client::CloseSocket() {
+  if (!socket_) return;
+  error_code ec;
+  socket_->shutdown(tcp::socket::shutdown_both, ec);
+  socket_->close(ec);
+}
+
+void Client::SetState(ClientState s, const std::string& detail) {
+  if (s == state_ && detail == last_detail_) return;
+  state_ = s;
+  last_detail_ = detail;
+  if (on_state_) on_state_(s, detail);
+}
+
+awaitable<void> Client::Run([[maybe_unused]] std::shared_ptr<Client> self) {
+  auto backoff = opts_.reconnect_min;
+  while (!stopped_) {
+    Status s = co_await ConnectOnce();
+    if (s.ok()) {
+      backoff = opts_.reconnect_min;
+      s = co_await ReadLoop();
+    }
+    CloseSocket();
+    if (stopped_) break;
+    SetState(ClientState::kDisconnected, s.message());
+    // Capped exponential backoff with jitter in [backoff/2, backoff].
+    auto ms = backoff.count();
+    std::uniform_int_distribution<long long> jitter(ms / 2, std::max<long long>(ms, 1));
+    asio::steady_timer timer(io_, std::chrono::milliseconds(jitter(rng_)));
+    error_code ec;
+    co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
+    backoff = std::min(opts_.reconnect_max, backoff * 2);
+  }
+  if (!closed_) SetState(ClientState::kStopped, "stopped");
+}
+
+awaitable<Status> Client::ConnectOnce() {
+  SetState(ClientState::kConnecting, "");
+  error_code ec;
+  tcp::resolver resolver(io_);
+  auto endpoints = co_await resolver.async_resolve(opts_.host, std::to_string(opts_.port),
+                                                   asio::redirect_error(use_awaitable, ec));
+  if (ec) co_return UnavailableError(fmt::format("cannot resolve {}: {}", opts_.host, ec.message()));
+
+  socket_ = std::make_shared<tcp::socket>(io_);
+  tls_.reset();
+  rx_.clear();
+  rx_pos_ = 0;
+  tx_pending_.clear();
+  writing_ = false;
+  // Closes the socket if connecting, the TLS handshake or CONNACK take too long.
+  asio::steady_timer watchdog(io_, opts_.connect_timeout);
+  std::weak_ptr<tcp::socket> weak_socket = socket_;
+  watchdog.async_wait([weak_socket](error_code e) {
+    if (e) return;
+    if (auto s = weak_socket.lock()) {
+      error_code ignored;
+      s->close(ignored);
+    }
+  });
+  const std::string where = fmt::format("{}:{}", opts_.host, opts_.port);
+  co_await asio::async_connect(*socket_, endpoints, asio::redirect_error(use_awaitable, ec));
+  if (ec) co_return UnavailableError(fmt::format("cannot connect to {}: {}", where, ec.message()));
+  socket_->set_option(tcp::no_delay(true), ec);
+
+  if (opts_.tls.enabled) {
+    if (!ssl_ctx_) {
+      auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
+      if (!opts_.tls.ca_file.empty()) ctx->load_verify_file(opts_.tls.ca_file, ec);
+      else ctx->set_default_verify_paths(ec);
+      if (ec) co_return InvalidArgumentError(fmt::format("TLS CA file: {}", ec.message()));
+      if (!opts_.tls.cert_file.empty()) {
+        ctx->use_certificate_chain_file(opts_.tls.cert_file, ec);
+        if (!ec) ctx->use_private_key_file(opts_.tls.key_file, asio::ssl::context::pem, ec);
+        if (ec) co_return InvalidArgumentError(fmt::format("TLS client cert/key: {}", ec.message()));
+      }
+      ssl_ctx_ = std::move(ctx);
+    }
+    tls_ = std::make_shared<asio::ssl::stream<tcp::socket&>>(*socket_, *ssl_ctx_);
+    const std::string& name = opts_.tls.server_name.empty() ? opts_.host : opts_.tls.server_name;
+    SSL_set_tlsext_host_name(tls_->native_handle(), name.c_str());
+    if (opts_.tls.verify) {
+      tls_->set_verify_mode(asio::ssl::verify_peer);
+      tls_->set_verify_callback(asio::ssl::host_name_verification(name));
+    } else {
+      tls_->set_verify_mode(asio::ssl::verify_none);
+    }
+    co_await tls_->async_handshake(asio::ssl::stream_base::client,
+                                   asio::redirect_error(use_awaitable, ec));
+    if (ec) co_return UnavailableError(fmt::format("TLS handshake with {}: {}", where, ec.message()));
+  }
+
+  Connect c;
+  c.version = opts_.version;
+  c.client_id = opts_.client_id;
+  c.clean_start = opts_.clean_start;
+  c.keep_alive_s = opts_.keep_alive_s;
+  c.username = opts_.username;
+  c.password = opts_.password;
+  if (opts_.version == Version::kV5) {
+    if (opts_.session_expiry_s > 0) c.props.push_back({.id = prop::kSessionExpiry, .number = opts_.session_expiry_s});
+    c.props.push_back({.id = prop::kReceiveMaximum, .number = opts_.receive_maximum});
+    c.props.push_back({.id = prop::kMaximumPacketSize,
+                       .number = static_cast<uint32_t>(opts_.max_packet_size)});
+  }
+  Send(c);
+  Result<Packet> reply = co_await ReadPacket();
+  watchdog.cancel();
+  if (!reply) co_return reply.error().WithContext(fmt::format("waiting for CONNACK from {}", where));
+  auto* connack = std::get_if<Connack>(&*reply);
+  if (connack == nullptr) {
+    co_return UnavailableError(fmt::format("{} answered CONNECT with {}", where,
+                                           PacketTypeName(TypeOf(*reply))));
+  }
+  if (connack->reason != 0) {
+    co_return UnavailableError(fmt::format("{} refused the connection: {}", where,
+                                           ConnackReasonText(opts_.version, connack->reason)));
+  }
+  keep_alive_s_ = opts_.keep_alive_s;
+  if (const Property* p = FindProperty(connack->props, prop::kServerKeepAlive)) {
+    keep_alive_s_ = static_cast<uint16_t>(p->number);
+  }
+  ++generation_;
+  ++connects_;
+  inbound_.clear();
+  std::fill(acked_.begin(), acked_.end(), 0);
+  last_rx_ = std::chrono::steady_clock::now();
+
+  Subscribe sub;
+  sub.packet_id = next_packet_id_++;
+  if (next_packet_id_ == 0) next_packet_id_ = 1;
+  sub.subscriptions = opts_.subscriptions;
+  Send(sub);
+  SetState(ClientState::kConnected,
+           fmt::format("{} (MQTT {}, session {})", where,
+                       opts_.version == Version::kV5 ? "5" : "3.1.1",
+                       connack->session_present ? "resumed" : "new"));
+  co_return Status::Ok();
+}
+
+awaitable<Result<Packet>> Client::ReadPacket() {
+  while (true) {
+    std::string_view avail(rx_.data() + rx_pos_, rx_.size() - rx_pos_);
+    auto frame = PeekFrame(avail, opts_.max_packet_size);
+    if (!frame) co_return frame.error();
+    if (frame->has_value()) {
+      const FrameInfo& f = **frame;
+      Result<Packet> p = Decode(f.first_byte, avail.substr(f.header_size, f.remaining), opts_.version);
+      rx_pos_ += f.total();
+      if (rx_pos_ == rx_.size()) {
+        rx_.clear();
+        rx_pos_ = 0;
+      } else if (rx_pos_ > 65536) {
+        rx_.erase(0, rx_pos_);
+        rx_pos_ = 0;
+      }
+      last_rx_ = std::chrono::steady_clock::now();
+      co_return p;
+    }
+    if (!IsOpen()) co_return UnavailableError("connection closed");
+    error_code ec;
+    size_t n = 0;
+    if (tls_) {
+      n = co_await tls_->async_read_some(asio::buffer(read_buffer_),
+                                         asio::redirect_error(use_awaitable, ec));
+    } else {
+      n = co_await socket_->async_read_some(asio::buffer(read_buffer_),
+                                            asio::redirect_error(use_awaitable, ec));
+    }
+    if (ec) {
+      co_return UnavailableError(ec == asio::error::eof ? std::string("broker closed the connection")
+                                                        : "connection lost: " + ec.message());
+    }
+    rx_.append(read_buffer_.data(), n);
+  }
+}
+
+awaitable<Status> Client::ReadLoop() {
+  asio::co_spawn(io_, KeepAlive(shared_from_this(), generation_), asio::detached);
+  while (!stopped_) {
+    Result<Packet> p = co_await ReadPacket();
+    if (!p) co_return p.error();
+    bool refused = false;
+    Status s = HandlePacket(*p, &refused);
+    if (!s.ok()) co_return s;
+    while (refused_ && !stopped_) {
+      paused_ = true;
+      if (!resume_pending_) {
+        resume_timer_.expires_at(asio::steady_timer::time_point::max());
+        error_code ec;
+        co_await resume_timer_.async_wait(asio::redirect_error(use_awaitable, ec));
+      }
+      resume_pending_ = false;
+      paused_ = false;
+      last_rx_ = std::chrono::steady_clock::now();
+      if (stopped_ || !IsOpen()) break;
+      if (on_message_(*refused_, refused_token_)) refused_.reset();
+    }
+  }
+  // Stopped: keep the socket open so pending acknowledgements can still be sent; Close()
+  // ends it.
+  while (!closed_ && IsOpen()) {
+    error_code ec;
+    resume_timer_.expires_at(asio::steady_timer::time_point::max());
+    co_await resume_timer_.async_wait(asio::redirect_error(use_awaitable, ec));
+  }
+  co_return CancelledError("stopped");
+}
+
+awaitable<void> Client::KeepAlive([[maybe_unused]] std::shared_ptr<Client> self, uint64_t generation) {
+  if (keep_alive_s_ == 0) co_return;
+  const auto period = std::chrono::seconds(keep_alive_s_);
+  asio::steady_timer timer(io_);
+  while (generation == generation_ && IsOpen() && !closed_) {
+    timer.expires_after(period);
+    error_code ec;
+    co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
+    if (generation != generation_ || !IsOpen() || closed_) break;
+    if (!paused_ && std::chrono::steady_clock::now() - last_rx_ > 2 * period) {
+      CloseSocket();  // no PINGRESP to the last PINGREQ: the connection is dead
+      break;
+    }
+    Send(PingReq{});
+  }
+}
+
+Status Client::HandlePacket(Packet& packet, bool* refused) {
+  if (auto* pub = std::get_if<Publish>(&packet)) {
+    if (stopped_) return Status::Ok();  // not acknowledged: the broker redelivers later
+    uint64_t token = 0;
+    if (pub->qos > 0) {
+      uint16_t id = pub->packet_id;
+      if (pub->qos == 2 && awaiting_rel_[id]) {
+        Send(PubResponse{.type = PacketType::kPubrec, .packet_id = id});
+        return Status::Ok();
+      }
+      if (acked_[id] != 0) return Status::Ok();  // redelivery of a message we still hold
+      acked_[id] = 1;
+      inbound_.push_back(Inbound{id, pub->qos});
+      token = (generation_ << 16) | id;
+    }
+    if (!on_message_(*pub, token)) {
+      refused_ = std::move(*pub);
+      refused_token_ = token;
+      *refused = true;
+    }
+    return Status::Ok();
+  }
+  if (auto* r = std::get_if<PubResponse>(&packet)) {
+    if (r->type == PacketType::kPubrel) {
+      awaiting_rel_[r->packet_id] = 0;
+      Send(PubResponse{.type = PacketType::kPubcomp, .packet_id = r->packet_id});
+    }
+    return Status::Ok();
+  }
+  if (auto* s = std::get_if<Suback>(&packet)) {
+    for (size_t i = 0; i < s->reasons.size(); ++i) {
+      if (s->reasons[i] >= 0x80) {
+        std::string filter = i < opts_.subscriptions.size() ? opts_.subscriptions[i].filter : "?";
+        SetState(ClientState::kConnected,
+                 fmt::format("broker refused subscription to \"{}\" (reason 0x{:02x})", filter,
+                             s->reasons[i]));
+      }
+    }
+    return Status::Ok();
+  }
+  if (std::holds_alternative<PingResp>(packet)) return Status::Ok();
+  if (auto* d = std::get_if<Disconnect>(&packet)) {
+    const Property* why = FindProperty(d->props, prop::kReasonString);
+    return UnavailableError(fmt::format("broker sent DISCONNECT (reason 0x{:02x}{}{})", d->reason,
+                                        why ? ": " : "", why ? why->text : ""));
+  }
+  return UnavailableError(fmt::format("unexpected {} from broker", PacketTypeName(TypeOf(packet))));
+}
+
+void Client::AckOnLoop(uint64_t token) {
+  const uint64_t generation = token >> 16;
+  const auto id = static_cast<uint16_t>(token & 0xFFFF);
+  if (generation != generation_ || !IsOpen() || acked_[id] != 1) return;
+  acked_[id] = 2;
+  while (!inbound_.empty() && acked_[inbound_.front().packet_id] == 2) {
+    Inbound in = inbound_.front();
+    inbound_.pop_front();
+    acked_[in.packet_id] = 0;
+    if (in.qos == 2) {
+      awaiting_rel_[in.packet_id] = 1;
+      Send(PubResponse{.type = PacketType::kPubrec, .packet_id = in.packet_id});
+    } else {
+      Send(PubResponse{.type = PacketType::kPuback, .packet_id = in.packet_id});
+    }
+  }
+}
+
+void Client::Send(const Packet& packet) {
+  Status s = Encode(packet, opts_.version, tx_pending_);
+  if (!s.ok()) {
+    SetState(state_, "cannot encode " + std::string(PacketTypeName(TypeOf(packet))) + ": " +
+                         s.message());
+    return;
+  }
+  FlushWrites();
+}
+
+void Client::FlushWrites() {
+  if (writing_ || tx_pending_.empty() || !IsOpen()) return;
+  writing_ = true;
+  auto buffer = std::make_shared<std::string>(std::move(tx_pending_));
+  tx_pending_.clear();
+  auto done = [self = shared_from_this(), buffer, socket = socket_, tls = tls_,
+               generation = generation_](error_code ec, size_t) {
+    if (socket != self->socket_) return;  // a write on an earlier connection
+    self->writing_ = false;
+    if (ec) {
+      self->CloseSocket();
+      return;
+    }
+    self->FlushWrites();
+  };
+  if (tls_) asio::async_write(*tls_, asio::buffer(*buffer), std::move(done));
+  else asio::async_write(*socket_, asio::buffer(*buffer), std::move(done));
+}
+
+}  // namespace seedance::mqtt

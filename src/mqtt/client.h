@@ -1,0 +1,156 @@
+// MQTT client session over Boost.Asio (TCP or TLS), protocol 3.1.1 or 5.0, subscribe side.
+//
+// What it does: connects, subscribes, receives PUBLISH packets and hands them to the
+// MessageHandler; keeps the connection alive (PINGREQ) and reconnects with capped exponential
+// backoff and jitter, logging once per state change.
+//
+// Acknowledgement is the caller's decision: a QoS 1/2 message comes with a token, and the
+// PUBACK (or PUBREC) is sent only when Acknowledge(token) is called. PUBACKs go out in the
+// order the messages arrived (MQTT §4.6), however the acknowledgements are ordered. A token
+// from before a reconnect is ignored: the broker redelivers that message.
+//
+// Flow control: the handler may refuse a message (returns false); the client then stops
+// reading the socket until Resume(), and redelivers that message first. With MQTT 5 the
+// broker also limits unacknowledged messages to `receive_maximum`.
+//
+// Threading: everything runs on the io_context's thread; Acknowledge() and Resume() may be
+// called from any thread (they post). Owned through shared_ptr: call Stop() before release.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp needs std::exchange declared first.
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "mqtt/packet.h"
+#include "seedance/result.h"
+
+namespace seedance::mqtt {
+
+struct TlsOptions {
+  bool enabled = false;
+  std::string ca_file;      // verify the broker against these CAs; system CAs when empty
+  std::string cert_file;    // client certificate (mutual TLS), optional
+  std::string key_file;
+  bool verify = true;       // false accepts any certificate (testing only)
+  std::string server_name;  // SNI and verified name; the host when empty
+};
+
+struct ClientOptions {
+  std::string host;
+  uint16_t port = 1883;
+  TlsOptions tls;
+  Version version = Version::kV5;
+  std::string client_id;
+  std::optional<std::string> username;
+  std::optional<std::string> password;
+  uint16_t keep_alive_s = 30;
+  bool clean_start = true;
+  uint32_t session_expiry_s = 0;   // MQTT 5: how long the broker keeps the session
+  uint16_t receive_maximum = 1024; // MQTT 5: unacknowledged QoS 1/2 messages in flight
+  std::vector<Subscription> subscriptions;
+  std::chrono::milliseconds connect_timeout{10000};
+  std::chrono::milliseconds reconnect_min{200};
+  std::chrono::milliseconds reconnect_max{30000};
+  size_t max_packet_size = 16 * 1024 * 1024;
+  std::string log_name = "mqtt";
+};
+
+enum class ClientState { kConnecting, kConnected, kDisconnected, kStopped };
+const char* ClientStateName(ClientState s);
+
+class Client : public std::enable_shared_from_this<Client> {
+ public:
+  // Called for each PUBLISH. `ack_token` is 0 for QoS 0. Return false to refuse for now: the
+  // client pauses reading and calls again with the same message after Resume().
+  using MessageHandler = std::function<bool(Publish& message, uint64_t ack_token)>;
+  // Called on each state change with a one-line detail (e.g. why a connection failed).
+  using StateHandler = std::function<void(ClientState state, const std::string& detail)>;
+
+  Client(boost::asio::io_context& io, ClientOptions options, MessageHandler on_message,
+         StateHandler on_state = nullptr);
+  ~Client();
+
+  // Starts connecting. REQUIRES: called once, on the io thread.
+  void Start();
+  // Any thread: acknowledges the message with `token` (see class comment).
+  void Acknowledge(uint64_t token);
+  // Any thread: resumes reading after the handler refused a message.
+  void Resume();
+  // Stops reading and reconnecting. Pending acknowledgements are still sent until Close().
+  void Stop();
+  // Sends DISCONNECT and closes the connection. REQUIRES: on the io thread.
+  void Close();
+
+  ClientState state() const { return state_; }
+  uint64_t connects() const { return connects_; }
+
+ private:
+  struct Inbound {
+    uint16_t packet_id;
+    uint8_t qos;
+  };
+
+  boost::asio::awaitable<void> Run(std::shared_ptr<Client> self);
+  boost::asio::awaitable<Status> ConnectOnce();
+  boost::asio::awaitable<Status> ReadLoop();
+  boost::asio::awaitable<Result<Packet>> ReadPacket();
+  boost::asio::awaitable<void> KeepAlive(std::shared_ptr<Client> self, uint64_t generation);
+  Status HandlePacket(Packet& packet, bool* refused);
+  void Send(const Packet& packet);
+  void FlushWrites();
+  void AckOnLoop(uint64_t token);
+  void CloseSocket();
+  void SetState(ClientState s, const std::string& detail);
+  bool IsOpen() const;
+
+  boost::asio::io_context& io_;
+  ClientOptions opts_;
+  MessageHandler on_message_;
+  StateHandler on_state_;
+
+  std::unique_ptr<boost::asio::ssl::context> ssl_ctx_;
+  std::shared_ptr<boost::asio::ip::tcp::socket> socket_;
+  std::shared_ptr<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls_;
+  std::array<char, 65536> read_buffer_;
+  std::string rx_;
+  size_t rx_pos_ = 0;
+
+  std::string tx_pending_;  // encoded packets waiting for the current write to finish
+  bool writing_ = false;
+
+  uint64_t generation_ = 0;        // counts connections; part of every ack token
+  std::deque<Inbound> inbound_;    // QoS 1/2 messages not yet acknowledged, in arrival order
+  std::vector<uint8_t> acked_;     // by packet id: acknowledged but not yet sent (order)
+  std::vector<uint8_t> awaiting_rel_;  // QoS 2: PUBREC sent, waiting for PUBREL
+  std::optional<Publish> refused_;     // message the handler refused, redelivered on Resume
+  uint64_t refused_token_ = 0;
+  boost::asio::steady_timer resume_timer_;
+  bool resume_pending_ = false;
+  bool paused_ = false;
+  uint16_t next_packet_id_ = 1;
+  uint16_t keep_alive_s_ = 30;
+  std::chrono::steady_clock::time_point last_rx_;
+
+  ClientState state_ = ClientState::kDisconnected;
+  std::string last_detail_;
+  bool stopped_ = false;
+  bool closed_ = false;
+  uint64_t connects_ = 0;
+  std::mt19937 rng_{std::random_device{}()};
+};
+
+}  // namespace seedance::mqtt

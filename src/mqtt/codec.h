@@ -1,0 +1,41 @@
+// MQTT packet codec: bytes ↔ Packet, for protocol 3.1.1 and 5.0.
+//
+// Pure functions, no I/O, no allocation beyond the output values. The decoder treats its
+// input as hostile: every length is checked, malformed input returns kInvalidArgument and
+// never reads out of bounds (fuzzed by tests/fuzz/mqtt_codec_fuzz.cc).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "mqtt/packet.h"
+#include "seedance/result.h"
+
+namespace seedance::mqtt {
+
+// Appends the encoding of `packet` to `out`. kInvalidArgument when it cannot be encoded in
+// `version` (e.g. AUTH in 3.1.1, a string over 65535 bytes, a packet over 256 MiB).
+Status Encode(const Packet& packet, Version version, std::string& out);
+
+struct FrameInfo {
+  uint8_t first_byte = 0;      // packet type and flags
+  size_t header_size = 0;      // fixed header bytes (1 + length bytes)
+  size_t remaining = 0;        // bytes after the fixed header
+  size_t total() const { return header_size + remaining; }
+};
+
+// Looks at the start of `buffer`. Returns the frame when a complete packet is there, nullopt
+// when more bytes are needed, kInvalidArgument for a malformed length, kResourceExhausted when
+// the packet exceeds `max_packet_size`.
+Result<std::optional<FrameInfo>> PeekFrame(std::string_view buffer, size_t max_packet_size);
+
+// Decodes one packet whose fixed header was `first_byte` and whose variable header and payload
+// are `body`. kInvalidArgument with what is wrong for malformed packets.
+Result<Packet> Decode(uint8_t first_byte, std::string_view body, Version version);
+
+// Decodes exactly one whole packet (fixed header included). For tests and the fuzzer.
+Result<Packet> DecodeWhole(std::string_view bytes, Version version);
+
+}  // namespace seedance::mqtt

@@ -1,0 +1,21 @@
+#include "plugins/builtin_plugins.h"
+
+#include "processors/lua/lua_processor.h"
+#include "sinks/file/file_sink.h"
+#include "sinks/http/http_sink.h"
+#include "sinks/stdout/stdout_sink.h"
+#include "sources/generate/generate_source.h"
+#include "sources/mqtt/mqtt_source.h"
+
+namespace seedance {
+
+void RegisterBuiltinPlugins(PluginRegistry& registry) {
+  registry.Add(sources::MqttSourceFactory());
+  registry.Add(sources::GenerateSourceFactory());
+  registry.Add(processors::LuaProcessorFactory());
+  registry.Add(sinks::HttpSinkFactory());
+  registry.Add(sinks::StdoutSinkFactory());
+  registry.Add(sinks::FileSinkFactory());
+}
+
+}  // namespace seedance

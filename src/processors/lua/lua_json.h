@@ -1,0 +1,38 @@
+// Conversion between JSON (RapidJSON DOM) and Lua values, for the Lua processor.
+//
+// JSON objects become tables; arrays become tables with the metatable kArrayMeta (so an empty
+// array stays an array); null becomes the light userdata `seedance.null`. Serializing back
+// keeps the key order of the original document where a table came from one, and appends new
+// keys in sorted order, so unchanged parts keep their shape.
+#pragma once
+
+#include <rapidjson/document.h>
+
+#include <string>
+
+#include "seedance/status.h"
+
+extern "C" {
+#include <lua.h>
+}
+
+namespace seedance::processors {
+
+// Registry key of the metatable that marks tables built from JSON arrays.
+inline constexpr const char* kArrayMeta = "seedance.json_array";
+
+// Creates the array metatable. REQUIRES: once per state, before PushJson.
+void RegisterJsonSupport(lua_State* L);
+
+// Pushes `v` onto the stack (one slot).
+void PushJson(lua_State* L, const rapidjson::Value& v);
+
+// True when the Lua value at `index` holds exactly the data of `v`.
+bool LuaEqualsJson(lua_State* L, int index, const rapidjson::Value& v);
+
+// Appends the JSON text of the Lua value at `index` to `out`. `hint` (may be null) is the
+// document the value was built from, for key order. kInvalidArgument for values JSON cannot
+// hold (functions, cyclic or too deep tables, mixed tables).
+Status LuaToJson(lua_State* L, int index, const rapidjson::Value* hint, std::string& out);
+
+}  // namespace seedance::processors

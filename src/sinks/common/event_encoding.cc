@@ -1,0 +1,98 @@
+#include "sinks/common/event_encoding.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+
+#include "util/strings.h"
+
+namespace seedance::sinks {
+
+EventEncoding ParseEventEncoding(std::string_view s) {
+  return s == "envelope" ? EventEncoding::kEnvelope : EventEncoding::kPayload;
+}
+
+BatchFormat ParseBatchFormat(std::string_view s) {
+  if (s == "ndjson") return BatchFormat::kNdjson;
+  if (s == "single") return BatchFormat::kSingle;
+  return BatchFormat::kJsonArray;
+}
+
+namespace {
+
+void AppendTime(int64_t ns, std::string& out) {
+  time_t secs = static_cast<time_t>(ns / 1000000000);
+  tm utc{};
+  gmtime_r(&secs, &utc);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &utc);
+  out += fmt::format("\"{}.{:06d}Z\"", buf, (ns % 1000000000) / 1000);
+}
+
+void AppendPayload(const Event& e, bool as_json_value, std::string& out) {
+  if (e.format == PayloadFormat::kJson) out += e.payload;
+  else if (as_json_value) util::AppendJsonString(out, e.payload);
+  else out += e.payload;
+}
+
+}  // namespace
+
+void AppendEvent(const Event& e, EventEncoding encoding, bool as_json_value, std::string& out) {
+  if (encoding == EventEncoding::kPayload) {
+    AppendPayload(e, as_json_value, out);
+    return;
+  }
+  out += fmt::format("{{\"id\":{},\"source\":", e.id);
+  util::AppendJsonString(out, e.source);
+  out += ",\"topic\":";
+  util::AppendJsonString(out, e.topic);
+  out += ",\"time\":";
+  AppendTime(e.event_time_ns, out);
+  out += ",\"payload\":";
+  AppendPayload(e, /*as_json_value=*/true, out);
+  if (!e.headers.empty()) {
+    out += ",\"headers\":{";
+    for (size_t i = 0; i < e.headers.size(); ++i) {
+      if (i > 0) out.push_back(',');
+      util::AppendJsonString(out, e.headers[i].name);
+      out.push_back(':');
+      util::AppendJsonString(out, e.headers[i].value);
+    }
+    out.push_back('}');
+  }
+  out.push_back('}');
+}
+
+void AppendBatch(const std::vector<Event>& events, EventEncoding encoding, BatchFormat format,
+                 std::string& out) {
+  switch (format) {
+    case BatchFormat::kJsonArray:
+      out.push_back('[');
+      for (size_t i = 0; i < events.size(); ++i) {
+        if (i > 0) out.push_back(',');
+        AppendEvent(events[i], encoding, /*as_json_value=*/true, out);
+      }
+      out.push_back(']');
+      return;
+    case BatchFormat::kNdjson:
+      for (const Event& e : events) {
+        AppendEvent(e, encoding, /*as_json_value=*/true, out);
+        out.push_back('\n');
+      }
+      return;
+    case BatchFormat::kSingle:
+      if (!events.empty()) AppendEvent(events[0], encoding, /*as_json_value=*/false, out);
+      return;
+  }
+}
+
+const char* ContentType(BatchFormat format, EventEncoding encoding, const Event* first) {
+  if (format == BatchFormat::kNdjson) return "application/x-ndjson";
+  if (format == BatchFormat::kSingle && encoding == EventEncoding::kPayload && first != nullptr &&
+      first->format == PayloadFormat::kRaw) {
+    return "application/octet-stream";
+  }
+  return "application/json";
+}
+
+}  // namespace seedance::sinks

@@ -1,0 +1,358 @@
+#include "sinks/http/http_sink.h"
+
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <fmt/format.h>
+
+#include <random>
+#include <set>
+
+#include "core/plugin_context.h"
+#include "sinks/common/event_encoding.h"
+#include "sinks/http/http_url.h"
+#include "util/log.h"
+
+namespace seedance::sinks {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::awaitable;
+using asio::use_awaitable;
+using boost::system::error_code;
+
+struct HttpSinkOptions {
+  HttpUrl url;
+  std::string url_text;
+  http::verb method = http::verb::post;
+  StringPairs headers;
+  EventEncoding encoding = EventEncoding::kPayload;
+  BatchFormat format = BatchFormat::kJsonArray;
+  size_t batch_size = 500;
+  int concurrency = 4;
+  std::chrono::milliseconds timeout{5000};
+  std::chrono::milliseconds retry_initial{100};
+  std::chrono::milliseconds retry_max{30000};
+  int64_t retry_limit = 0;  // 0 = forever
+  std::string ca_file;
+  bool tls_verify = true;
+};
+
+struct Connection {
+  std::unique_ptr<beast::tcp_stream> plain;
+  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;
+  beast::flat_buffer buffer;
+  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+  void Close() {
+    error_code ec;
+    lowest().socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    lowest().socket().close(ec);
+  }
+};
+
+using Response = http::response<http::string_body>;
+
+// Shared state of the sink, kept alive by the coroutines that use it.
+class HttpClient : public std::enable_shared_from_this<HttpClient> {
+ public:
+  HttpClient(HttpSinkOptions o, PluginContext ctx) : o_(std::move(o)), ctx_(std::move(ctx)) {}
+
+  Status Init() {
+    if (!o_.url.tls) return Status::Ok();
+    ssl_ = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
+    error_code ec;
+    if (!o_.ca_file.empty()) ssl_->load_verify_file(o_.ca_file, ec);
+    else ssl_->set_default_verify_paths(ec);
+    if (ec) return InvalidArgumentError("TLS CA file: " + ec.message());
+    ssl_->set_verify_mode(o_.tls_verify ? asio::ssl::verify_peer : asio::ssl::verify_none);
+    return Status::Ok();
+  }
+
+  void Deliver(std::shared_ptr<const Batch> batch, DeliveryCallback done) {
+    asio::co_spawn(ctx_.loop->io(), Run(shared_from_this(), std::move(batch), std::move(done)),
+                   asio::detached);
+  }
+
+  void Stop() {
+    stopped_ = true;
+    for (auto* t : timers_) t->cancel();
+    for (auto* c : active_) c->Close();
+    for (auto& c : idle_) c->Close();
+    idle_.clear();
+  }
+
+  const HttpSinkOptions& options() const { return o_; }
+
+ private:
+  awaitable<void> Run(std::shared_ptr<HttpClient> self, std::shared_ptr<const Batch> batch,
+                      DeliveryCallback done);
+  awaitable<Result<std::unique_ptr<Connection>>> Connect();
+  awaitable<Result<Response>> Exchange(Connection& c, const http::request<http::string_body>& req);
+  awaitable<bool> Sleep(std::chrono::milliseconds d);
+
+  HttpSinkOptions o_;
+  PluginContext ctx_;
+  std::unique_ptr<asio::ssl::context> ssl_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+  std::set<Connection*> active_;
+  std::set<asio::steady_timer*> timers_;
+  bool stopped_ = false;
+  bool failing_ = false;
+  util::LogLimiter limiter_;
+  std::mt19937 rng_{std::random_device{}()};
+};
+
+awaitable<Result<std::unique_ptr<Connection>>> HttpClient::Connect() {
+  error_code ec;
+  asio::ip::tcp::resolver resolver(ctx_.loop->io());
+  auto endpoints = co_await resolver.async_resolve(o_.url.host, std::to_string(o_.url.port),
+                                                   asio::redirect_error(use_awaitable, ec));
+  if (ec) co_return UnavailableError(fmt::format("cannot resolve {}: {}", o_.url.host, ec.message()));
+  auto c = std::make_unique<Connection>();
+  if (o_.url.tls) c->tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(ctx_.loop->io(), *ssl_);
+  else c->plain = std::make_unique<beast::tcp_stream>(ctx_.loop->io());
+  c->lowest().expires_after(o_.timeout);
+  co_await c->lowest().async_connect(endpoints, asio::redirect_error(use_awaitable, ec));
+  if (ec) {
+    co_return UnavailableError(fmt::format("cannot connect to {}:{}: {}", o_.url.host, o_.url.port,
+                                           ec.message()));
+  }
+  c->lowest().socket().set_option(asio::ip::tcp::no_delay(true), ec);
+  if (c->tls) {
+    SSL_set_tlsext_host_name(c->tls->native_handle(), o_.url.host.c_str());
+    if (o_.tls_verify) c->tls->set_verify_callback(asio::ssl::host_name_verification(o_.url.host));
+    co_await c->tls->async_handshake(asio::ssl::stream_base::client,
+                                     asio::redirect_error(use_awaitable, ec));
+    if (ec) co_return UnavailableError("TLS handshake: " + ec.message());
+  }
+  co_return c;
+}
+
+awaitable<Result<Response>> HttpClient::Exchange(Connection& c,
+                                                 const http::request<http::string_body>& req) {
+  error_code ec;
+  c.lowest().expires_after(o_.timeout);
+  if (c.tls) co_await http::async_write(*c.tls, req, asio::redirect_error(use_awaitable, ec));
+  else co_await http::async_write(*c.plain, req, asio::redirect_error(use_awaitable, ec));
+  if (ec) co_return UnavailableError("sending request: " + ec.message());
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(1 << 20);
+  if (c.tls) co_await http::async_read(*c.tls, c.buffer, parser, asio::redirect_error(use_awaitable, ec));
+  else co_await http::async_read(*c.plain, c.buffer, parser, asio::redirect_error(use_awaitable, ec));
+  if (ec == beast::error::timeout) co_return DeadlineExceededError("no response within the timeout");
+  if (ec) co_return UnavailableError("reading response: " + ec.message());
+  co_return parser.release();
+}
+
+awaitable<bool> HttpClient::Sleep(std::chrono::milliseconds d) {
+  asio::steady_timer timer(ctx_.loop->io(), d);
+  timers_.insert(&timer);
+  error_code ec;
+  co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
+  timers_.erase(&timer);
+  co_return !stopped_;
+}
+
+awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> self,
+                                std::shared_ptr<const Batch> batch, DeliveryCallback done) {
+  http::request<http::string_body> req{o_.method, o_.url.target, 11};
+  req.set(http::field::host, o_.url.HostHeader());
+  req.set(http::field::user_agent, "seedance/" SEEDANCE_VERSION);
+  req.set(http::field::content_type,
+          ContentType(o_.format, o_.encoding, batch->events.empty() ? nullptr : &batch->events[0]));
+  for (const auto& [name, value] : o_.headers) req.set(name, value);
+  req.keep_alive(true);
+  AppendBatch(batch->events, o_.encoding, o_.format, req.body());
+  req.prepare_payload();
+
+  auto backoff = o_.retry_initial;
+  int64_t attempt = 0;
+  while (true) {
+    if (stopped_) {
+      done(CancelledError("sink stopped"));
+      co_return;
+    }
+    std::unique_ptr<Connection> conn;
+    bool reused = false;
+    if (!idle_.empty()) {
+      conn = std::move(idle_.back());
+      idle_.pop_back();
+      reused = true;
+    }
+    Status failure;
+    std::chrono::milliseconds retry_after{0};
+    if (!conn) {
+      auto made = co_await Connect();
+      if (made) conn = std::move(made).value();
+      else failure = made.error();
+    }
+    if (conn) {
+      active_.insert(conn.get());
+      Result<Response> r = co_await Exchange(*conn, req);
+      active_.erase(conn.get());
+      if (!r && reused && !stopped_) {
+        continue;  // the server closed an idle keep-alive connection; retry on a fresh one
+      }
+      if (!r) {
+        failure = r.error();
+      } else {
+        unsigned code = r->result_int();
+        if (r->keep_alive() && idle_.size() < static_cast<size_t>(o_.concurrency)) {
+          idle_.push_back(std::move(conn));
+        }
+        if (code >= 200 && code < 300) {
+          if (failing_) {
+            failing_ = false;
+            SEEDANCE_LOG_INFO(ctx_.name, "delivery to {} recovered", o_.url_text);
+          }
+          done(Status::Ok());
+          co_return;
+        }
+        std::string snippet = r->body().substr(0, 200);
+        std::string what = fmt::format("HTTP {} {}{}{}", code, std::string(r->reason()),
+                                       snippet.empty() ? "" : ": ", snippet);
+        if (code == 408 || code == 429 || code >= 500) {
+          failure = UnavailableError(what);
+          auto ra = r->find(http::field::retry_after);
+          if (ra != r->end()) {
+            char* end = nullptr;
+            std::string v(ra->value());
+            long secs = std::strtol(v.c_str(), &end, 10);
+            if (*end == '\0' && secs >= 0) retry_after = std::chrono::seconds(std::min(secs, 3600L));
+          }
+        } else {
+          ctx_.stats->errors.Add();
+          done(InvalidArgumentError(what));
+          co_return;
+        }
+      }
+    }
+    if (stopped_) {
+      done(CancelledError("sink stopped"));
+      co_return;
+    }
+    ++attempt;
+    ctx_.stats->retries.Add();
+    if (o_.retry_limit > 0 && attempt > o_.retry_limit) {
+      ctx_.stats->errors.Add();
+      done(UnavailableError(fmt::format("gave up after {} attempts: {}", attempt, failure.message())));
+      co_return;
+    }
+    auto ms = backoff.count();
+    std::uniform_int_distribution<long long> jitter(ms / 2, std::max<long long>(ms, 1));
+    auto delay = std::max(retry_after, std::chrono::milliseconds(jitter(rng_)));
+    uint64_t suppressed = 0;
+    if (!failing_ || limiter_.Allow("retry", &suppressed)) {
+      failing_ = true;
+      SEEDANCE_LOG_WARN(ctx_.name, "{} {} failed: {}; retrying in {} ms{}",
+                        std::string(http::to_string(o_.method)), o_.url_text, failure.message(),
+                        delay.count(),
+                        suppressed ? fmt::format(" ({} similar failures not logged)", suppressed) : "");
+    }
+    if (!co_await Sleep(delay)) {
+      done(CancelledError("sink stopped"));
+      co_return;
+    }
+    backoff = std::min(o_.retry_max, backoff * 2);
+  }
+}
+
+class HttpSink final : public Sink {
+ public:
+  explicit HttpSink(std::shared_ptr<HttpClient> client) : client_(std::move(client)) {}
+  Status Start() override { return client_->Init(); }
+  void Deliver(std::shared_ptr<const Batch> batch, DeliveryCallback done) override {
+    client_->Deliver(std::move(batch), std::move(done));
+  }
+  int MaxInFlight() const override { return client_->options().concurrency; }
+  size_t MaxBatchEvents() const override {
+    return client_->options().format == BatchFormat::kSingle ? 1 : client_->options().batch_size;
+  }
+  void Stop() override { client_->Stop(); }
+
+ private:
+  std::shared_ptr<HttpClient> client_;
+};
+
+std::chrono::milliseconds Ms(std::chrono::nanoseconds d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d);
+}
+
+}  // namespace
+
+SinkFactory HttpSinkFactory() {
+  SinkFactory f;
+  f.info.type = "http";
+  f.info.kind = PluginKind::kSink;
+  f.info.summary = "Sends batches of events to an HTTP(S) endpoint, with retries.";
+  auto positive = [](const ParamValue& v) {
+    return std::get<int64_t>(v) >= 1 ? Status::Ok() : InvalidArgumentError("must be at least 1");
+  };
+  f.info.params = {
+      {.name = "endpoint", .type = ParamType::kString,
+       .doc = "URL to send events to, e.g. http://127.0.0.1:8080/v1/metrics", .required = true,
+       .validator = [](const ParamValue& v) { return ParseHttpUrl(std::get<std::string>(v)).status(); }},
+      {.name = "method", .type = ParamType::kString, .doc = "HTTP method",
+       .default_value = "POST", .allowed = {"POST", "PUT"}},
+      {.name = "headers", .type = ParamType::kStringMap,
+       .doc = "extra request headers, e.g. Authorization: \"Bearer ${TOKEN}\""},
+      {.name = "format", .type = ParamType::kString,
+       .doc = "body: json_array (a batch as a JSON array), ndjson, or single (one event per request)",
+       .default_value = "json_array", .allowed = {"json_array", "ndjson", "single"}},
+      {.name = "encoding", .type = ParamType::kString,
+       .doc = "each event as its payload, or as an envelope with id, topic, time and payload",
+       .default_value = "payload", .allowed = {"payload", "envelope"}},
+      {.name = "batch_size", .type = ParamType::kInt, .doc = "most events per request",
+       .default_value = "500", .validator = positive},
+      {.name = "concurrency", .type = ParamType::kInt, .doc = "requests in flight at once",
+       .default_value = "4", .validator = positive},
+      {.name = "timeout", .type = ParamType::kDuration, .doc = "per request (connect, send, answer)",
+       .default_value = "5s"},
+      {.name = "retry_initial", .type = ParamType::kDuration, .doc = "first retry delay",
+       .default_value = "100ms"},
+      {.name = "retry_max", .type = ParamType::kDuration, .doc = "longest retry delay",
+       .default_value = "30s"},
+      {.name = "retry_limit", .type = ParamType::kInt,
+       .doc = "attempts before a batch goes to the rejected output (0 = retry forever)",
+       .default_value = "0"},
+      {.name = "tls", .type = ParamType::kObject, .doc = "TLS settings for https endpoints",
+       .fields = {
+           {.name = "ca_file", .type = ParamType::kString, .doc = "PEM CAs; system CAs when unset"},
+           {.name = "verify", .type = ParamType::kBool, .doc = "verify the server certificate",
+            .default_value = "true"},
+       }},
+  };
+  f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Sink>> {
+    HttpSinkOptions o;
+    o.url_text = p.GetString("endpoint");
+    SEEDANCE_ASSIGN_OR_RETURN(o.url, ParseHttpUrl(o.url_text));
+    o.method = p.GetString("method") == "PUT" ? http::verb::put : http::verb::post;
+    o.headers = p.GetStringMap("headers");
+    o.format = ParseBatchFormat(p.GetString("format"));
+    o.encoding = ParseEventEncoding(p.GetString("encoding"));
+    o.batch_size = static_cast<size_t>(p.GetInt("batch_size"));
+    o.concurrency = static_cast<int>(p.GetInt("concurrency"));
+    o.timeout = Ms(p.GetDuration("timeout"));
+    o.retry_initial = std::max(std::chrono::milliseconds(1), Ms(p.GetDuration("retry_initial")));
+    o.retry_max = std::max(o.retry_initial, Ms(p.GetDuration("retry_max")));
+    o.retry_limit = p.GetInt("retry_limit");
+    const Params& tls = p.GetObject("tls");
+    o.ca_file = tls.GetString("ca_file");
+    o.tls_verify = tls.Has("verify") ? tls.GetBool("verify") : true;
+    auto client = std::make_shared<HttpClient>(std::move(o), ctx);
+    return std::unique_ptr<Sink>(new HttpSink(std::move(client)));
+  };
+  return f;
+}
+
+}  // namespace seedance::sinks

@@ -1,0 +1,15 @@
+// The `http` sink: POSTs (or PUTs) batches of events to an HTTP(S) endpoint.
+//
+// Keep-alive connections, up to `concurrency` requests in flight, a timeout per request.
+// Connection errors, timeouts, 5xx, 408 and 429 are retried with jittered exponential
+// backoff (Retry-After in seconds is honoured); other 4xx and 3xx answers send the batch to
+// the `rejected` output.
+#pragma once
+
+#include "seedance/plugin_registry.h"
+
+namespace seedance::sinks {
+
+SinkFactory HttpSinkFactory();
+
+}  // namespace seedance::sinks

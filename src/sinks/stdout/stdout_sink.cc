@@ -1,0 +1,55 @@
+#include "sinks/stdout/stdout_sink.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/plugin_context.h"
+#include "sinks/common/event_encoding.h"
+
+namespace seedance::sinks {
+namespace {
+
+class StdoutSink final : public Sink {
+ public:
+  explicit StdoutSink(EventEncoding encoding) : encoding_(encoding) {}
+  void Deliver(std::shared_ptr<const Batch> batch, DeliveryCallback done) override {
+    std::string out;
+    AppendBatch(batch->events, encoding_, BatchFormat::kNdjson, out);
+    size_t off = 0;
+    while (off < out.size()) {
+      ssize_t n = ::write(STDOUT_FILENO, out.data() + off, out.size() - off);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        done(InvalidArgumentError(std::string("writing to stdout: ") + std::strerror(errno)));
+        return;
+      }
+      off += static_cast<size_t>(n);
+    }
+    done(Status::Ok());
+  }
+
+ private:
+  EventEncoding encoding_;
+};
+
+}  // namespace
+
+SinkFactory StdoutSinkFactory() {
+  SinkFactory f;
+  f.info.type = "stdout";
+  f.info.kind = PluginKind::kSink;
+  f.info.summary = "Writes events to standard output, one JSON line each.";
+  f.info.params = {
+      {.name = "encoding", .type = ParamType::kString,
+       .doc = "payload alone, or an envelope with id, topic, time, payload and headers",
+       .default_value = "envelope", .allowed = {"payload", "envelope"}},
+  };
+  f.create = [](const Params& p, PluginContext&) -> Result<std::unique_ptr<Sink>> {
+    return std::unique_ptr<Sink>(new StdoutSink(ParseEventEncoding(p.GetString("encoding"))));
+  };
+  return f;
+}
+
+}  // namespace seedance::sinks

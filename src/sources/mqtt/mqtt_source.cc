@@ -1,0 +1,230 @@
+#include "sources/mqtt/mqtt_source.h"
+
+#include <unistd.h>
+
+#include <memory>
+
+#include "core/plugin_context.h"
+#include "mqtt/client.h"
+#include "mqtt/topic.h"
+#include "sources/mqtt/mqtt_uri.h"
+#include "util/log.h"
+
+namespace seedance::sources {
+namespace {
+
+class MqttSource final : public Source, public Acknowledger {
+ public:
+  MqttSource(mqtt::ClientOptions options, PayloadFormat format, PluginContext ctx)
+      : options_(std::move(options)), format_(format), ctx_(std::move(ctx)) {
+    observe::Labels labels = {{"component", ctx_.name}};
+    connected_ = &ctx_.metrics->GetGauge("seedance_mqtt_connected",
+                                         "1 while the MQTT session is connected.", labels);
+    connects_ = &ctx_.metrics->GetCounter("seedance_mqtt_connects_total",
+                                          "Successful MQTT connections (reconnects included).",
+                                          labels);
+    paused_ = &ctx_.metrics->GetCounter(
+        "seedance_source_paused_total",
+        "Times the source stopped reading because the pipeline was full.", labels);
+  }
+
+  Status Start(SourceOutput& output) override {
+    output_ = &output;
+    client_ = std::make_shared<mqtt::Client>(
+        ctx_.loop->io(), options_,
+        [this](mqtt::Publish& m, uint64_t token) { return OnMessage(m, token); },
+        [this](mqtt::ClientState s, const std::string& detail) { OnState(s, detail); });
+    client_->Start();
+    return Status::Ok();
+  }
+
+  void Stop() override {
+    if (client_) client_->Stop();
+  }
+  void Close() override {
+    if (client_) client_->Close();
+  }
+
+  void Acknowledge(uint64_t token) override { client_->Acknowledge(token); }
+
+ private:
+  bool OnMessage(mqtt::Publish& m, uint64_t token) {
+    Event e;
+    e.source = ctx_.name;
+    e.topic = std::move(m.topic);
+    e.payload = std::move(m.payload);
+    e.format = format_;
+    e.ingest_time_ns = ctx_.now_ns();
+    e.event_time_ns = e.ingest_time_ns;
+    if (output_->TryEmit(e, AckHandle{token ? this : nullptr, token})) {
+      ctx_.stats->events_in.Add();
+      ctx_.stats->events_out.Add();
+      return true;
+    }
+    m.topic = std::move(e.topic);  // refused: hand the message back for redelivery
+    m.payload = std::move(e.payload);
+    paused_->Add();
+    uint64_t suppressed = 0;
+    if (limiter_.Allow("paused", &suppressed)) {
+      SEEDANCE_LOG_WARN(ctx_.name, "pipeline full: pausing reads from the broker (backpressure)");
+    }
+    std::weak_ptr<mqtt::Client> weak = client_;
+    output_->WhenWritable([weak] {
+      if (auto c = weak.lock()) c->Resume();
+    });
+    return false;
+  }
+
+  void OnState(mqtt::ClientState s, const std::string& detail) {
+    connected_->Set(s == mqtt::ClientState::kConnected ? 1 : 0);
+    switch (s) {
+      case mqtt::ClientState::kConnected:
+        if (detail.rfind("broker refused", 0) == 0) {
+          SEEDANCE_LOG_ERROR(ctx_.name, "{}", detail);
+        } else {
+          connects_->Add();
+          SEEDANCE_LOG_INFO(ctx_.name, "connected to {}", detail);
+        }
+        break;
+      case mqtt::ClientState::kDisconnected:
+        ctx_.stats->errors.Add();
+        SEEDANCE_LOG_WARN(ctx_.name, "{}; retrying with backoff", detail);
+        break;
+      case mqtt::ClientState::kConnecting:
+      case mqtt::ClientState::kStopped:
+        SEEDANCE_LOG_DEBUG(ctx_.name, "{} {}", mqtt::ClientStateName(s), detail);
+        break;
+    }
+  }
+
+  mqtt::ClientOptions options_;
+  PayloadFormat format_;
+  PluginContext ctx_;
+  SourceOutput* output_ = nullptr;
+  std::shared_ptr<mqtt::Client> client_;
+  observe::Gauge* connected_;
+  observe::Counter* connects_;
+  observe::Counter* paused_;
+  util::LogLimiter limiter_{std::chrono::seconds(30)};
+};
+
+Status ValidateUri(const ParamValue& v) { return ParseBrokerUri(std::get<std::string>(v)).status(); }
+
+Status ValidateFilters(const ParamValue& v) {
+  const auto& list = std::get<std::vector<std::string>>(v);
+  if (list.empty()) return InvalidArgumentError("needs at least one topic filter");
+  for (const auto& f : list) SEEDANCE_RETURN_IF_ERROR(mqtt::ValidateTopicFilter(f));
+  return Status::Ok();
+}
+
+std::string DefaultClientId(const std::string& component) {
+  char host[64] = {0};
+  gethostname(host, sizeof host - 1);
+  return "seedance-" + std::string(host) + "-" + component;
+}
+
+}  // namespace
+
+SourceFactory MqttSourceFactory() {
+  SourceFactory f;
+  f.info.type = "mqtt";
+  f.info.kind = PluginKind::kSource;
+  f.info.summary = "Subscribes to MQTT topics (3.1.1 or 5, QoS 0/1/2, TLS) on a broker.";
+  f.info.params = {
+      {.name = "uri", .type = ParamType::kString,
+       .doc = "broker address: tcp://host:1883 or ssl://host:8883", .required = true,
+       .validator = ValidateUri},
+      {.name = "topic", .type = ParamType::kStringList,
+       .doc = "topic filter or list of filters; + and # wildcards, $share/group/ allowed",
+       .required = true, .validator = ValidateFilters},
+      {.name = "qos", .type = ParamType::kInt, .doc = "subscription QoS: 0, 1 or 2",
+       .default_value = "1",
+       .validator = [](const ParamValue& v) {
+         int64_t q = std::get<int64_t>(v);
+         return q >= 0 && q <= 2 ? Status::Ok() : InvalidArgumentError("must be 0, 1 or 2");
+       }},
+      {.name = "protocol", .type = ParamType::kString, .doc = "MQTT protocol version",
+       .default_value = "5", .allowed = {"5", "3.1.1"}},
+      {.name = "client_id", .type = ParamType::kString,
+       .doc = "client identifier; default seedance-<hostname>-<component name>"},
+      {.name = "username", .type = ParamType::kString, .doc = "user name for the broker"},
+      {.name = "password", .type = ParamType::kString, .doc = "password (use ${ENV_VAR})"},
+      {.name = "persistent_session", .type = ParamType::kBool,
+       .doc = "keep the session (and queued QoS 1/2 messages) on the broker across restarts",
+       .default_value = "false"},
+      {.name = "session_expiry", .type = ParamType::kDuration,
+       .doc = "MQTT 5: how long the broker keeps a persistent session", .default_value = "1h"},
+      {.name = "keep_alive", .type = ParamType::kDuration, .doc = "MQTT keep-alive interval",
+       .default_value = "30s"},
+      {.name = "receive_maximum", .type = ParamType::kInt,
+       .doc = "MQTT 5: unacknowledged QoS 1/2 messages the broker may send", .default_value = "1024",
+       .validator = [](const ParamValue& v) {
+         int64_t n = std::get<int64_t>(v);
+         return n >= 1 && n <= 65535 ? Status::Ok() : InvalidArgumentError("must be 1..65535");
+       }},
+      {.name = "format", .type = ParamType::kString,
+       .doc = "payload format: json (checked; invalid ones go to the error output) or raw",
+       .default_value = "json", .allowed = {"json", "raw"}},
+      {.name = "connect_timeout", .type = ParamType::kDuration,
+       .doc = "limit for TCP connect, TLS handshake and CONNACK", .default_value = "10s"},
+      {.name = "reconnect_min", .type = ParamType::kDuration,
+       .doc = "first reconnect delay (doubles up to reconnect_max)", .default_value = "200ms"},
+      {.name = "reconnect_max", .type = ParamType::kDuration, .doc = "longest reconnect delay",
+       .default_value = "30s"},
+      {.name = "max_packet_size", .type = ParamType::kSize,
+       .doc = "largest packet accepted from the broker", .default_value = "16MiB"},
+      {.name = "tls", .type = ParamType::kObject, .doc = "TLS settings (ssl:// URIs)",
+       .fields = {
+           {.name = "ca_file", .type = ParamType::kString,
+            .doc = "PEM file of CAs to verify the broker; system CAs when unset"},
+           {.name = "cert_file", .type = ParamType::kString, .doc = "client certificate (PEM)"},
+           {.name = "key_file", .type = ParamType::kString, .doc = "client private key (PEM)"},
+           {.name = "verify", .type = ParamType::kBool,
+            .doc = "verify the broker's certificate and name", .default_value = "true"},
+           {.name = "server_name", .type = ParamType::kString,
+            .doc = "name to verify and send as SNI; the URI's host when unset"},
+       }},
+  };
+  f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Source>> {
+    SEEDANCE_ASSIGN_OR_RETURN(BrokerAddress addr, ParseBrokerUri(p.GetString("uri")));
+    mqtt::ClientOptions o;
+    o.host = addr.host;
+    o.port = addr.port;
+    o.tls.enabled = addr.tls;
+    const Params& tls = p.GetObject("tls");
+    o.tls.ca_file = tls.GetString("ca_file");
+    o.tls.cert_file = tls.GetString("cert_file");
+    o.tls.key_file = tls.GetString("key_file");
+    o.tls.verify = tls.Has("verify") ? tls.GetBool("verify") : true;
+    o.tls.server_name = tls.GetString("server_name");
+    if (o.tls.cert_file.empty() != o.tls.key_file.empty()) {
+      return InvalidArgumentError(p.Location("tls") +
+                                  ": tls.cert_file and tls.key_file go together");
+    }
+    o.version = p.GetString("protocol") == "3.1.1" ? mqtt::Version::kV311 : mqtt::Version::kV5;
+    o.client_id = p.Has("client_id") ? p.GetString("client_id") : DefaultClientId(ctx.name);
+    if (p.Has("username")) o.username = p.GetString("username");
+    if (p.Has("password")) o.password = p.GetString("password");
+    const bool persistent = p.GetBool("persistent_session");
+    o.clean_start = !persistent;
+    o.session_expiry_s = persistent ? static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                          p.GetDuration("session_expiry")).count())
+                                    : 0;
+    o.keep_alive_s = static_cast<uint16_t>(
+        std::chrono::duration_cast<std::chrono::seconds>(p.GetDuration("keep_alive")).count());
+    o.receive_maximum = static_cast<uint16_t>(p.GetInt("receive_maximum"));
+    for (const auto& filter : p.GetStringList("topic")) {
+      o.subscriptions.push_back({filter, static_cast<uint8_t>(p.GetInt("qos"))});
+    }
+    o.connect_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(p.GetDuration("connect_timeout"));
+    o.reconnect_min = std::chrono::duration_cast<std::chrono::milliseconds>(p.GetDuration("reconnect_min"));
+    o.reconnect_max = std::chrono::duration_cast<std::chrono::milliseconds>(p.GetDuration("reconnect_max"));
+    o.max_packet_size = p.GetSize("max_packet_size");
+    o.log_name = ctx.name;
+    PayloadFormat format = p.GetString("format") == "raw" ? PayloadFormat::kRaw : PayloadFormat::kJson;
+    return std::unique_ptr<Source>(new MqttSource(std::move(o), format, ctx));
+  };
+  return f;
+}
+
+}  // namespace seedance::sources

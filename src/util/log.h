@@ -1,0 +1,70 @@
+// Leveled, line-oriented logging to stderr, with a limiter against log storms.
+//
+// Why not spdlog: we need one line per event of interest, a global level and a per-key rate
+// limit; that is ~100 lines on top of fmt, while spdlog would add its own sink/thread
+// machinery and a second fmt copy to a binary whose size we budget.
+// Thread-safe: each line is written with one write(2).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace seedance::util {
+
+enum class LogLevel : int { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3, kOff = 4 };
+
+// Parses "debug", "info", "warn", "error", "off". Returns false on anything else.
+bool ParseLogLevel(std::string_view text, LogLevel* level);
+void SetLogLevel(LogLevel level);
+LogLevel GetLogLevel();
+inline bool LogEnabled(LogLevel level) { return level >= GetLogLevel(); }
+
+// Writes one line: "<UTC time> <LEVEL> [<component>] <message>".
+void LogLine(LogLevel level, std::string_view component, std::string_view message);
+
+template <typename... Args>
+void Log(LogLevel level, std::string_view component, fmt::format_string<Args...> f,
+         Args&&... args) {
+  if (!LogEnabled(level)) return;
+  LogLine(level, component, fmt::format(f, std::forward<Args>(args)...));
+}
+
+// Lets a message through at most once per `interval` per key, and reports how many were held
+// back when it next lets one through. Thread-safe.
+class LogLimiter {
+ public:
+  explicit LogLimiter(std::chrono::steady_clock::duration interval = std::chrono::seconds(10))
+      : interval_(interval) {}
+
+  // Returns true when a line for `key` should be written now; `*suppressed` is set to the
+  // number of lines for that key held back since the last one written.
+  bool Allow(const std::string& key, uint64_t* suppressed);
+
+ private:
+  struct Slot {
+    std::chrono::steady_clock::time_point last{};
+    uint64_t suppressed = 0;
+    bool seen = false;
+  };
+  std::chrono::steady_clock::duration interval_;
+  std::mutex mu_;
+  std::unordered_map<std::string, Slot> slots_;
+};
+
+}  // namespace seedance::util
+
+#define SEEDANCE_LOG_DEBUG(component, ...) \
+  ::seedance::util::Log(::seedance::util::LogLevel::kDebug, component, __VA_ARGS__)
+#define SEEDANCE_LOG_INFO(component, ...) \
+  ::seedance::util::Log(::seedance::util::LogLevel::kInfo, component, __VA_ARGS__)
+#define SEEDANCE_LOG_WARN(component, ...) \
+  ::seedance::util::Log(::seedance::util::LogLevel::kWarn, component, __VA_ARGS__)
+#define SEEDANCE_LOG_ERROR(component, ...) \
+  ::seedance::util::Log(::seedance::util::LogLevel::kError, component, __VA_ARGS__)
