@@ -114,8 +114,12 @@ void Client::CloseSocket() {
 }
 
 void Client::SetState(ClientState s, const std::string& detail) {
-  if (s == state_ && detail == last_detail_) return;
   state_ = s;
+  // Attempts in between are not news: a broker that keeps refusing for the same reason is
+  // reported once, not on every retry.
+  if (s == ClientState::kConnecting) return;
+  if (s == reported_state_ && detail == last_detail_) return;
+  reported_state_ = s;
   last_detail_ = detail;
   if (on_state_) on_state_(s, detail);
 }

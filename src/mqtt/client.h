@@ -146,6 +146,7 @@ class Client : public std::enable_shared_from_this<Client> {
   std::chrono::steady_clock::time_point last_rx_;
 
   ClientState state_ = ClientState::kDisconnected;
+  ClientState reported_state_ = ClientState::kConnecting;  // last state given to on_state_
   std::string last_detail_;
   bool stopped_ = false;
   bool closed_ = false;

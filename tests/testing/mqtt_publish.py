@@ -24,7 +24,8 @@ def publish_all(port, messages, qos=1, timeout=60.0, pace=None):
 
     `pace` is an optional callback called with the index after each publish (for tests that
     act while messages flow)."""
-    c = connect(port)
+    # mosquitto accepts at most max_inflight_messages (20) unfinished QoS 2 flows per client.
+    c = connect(port, inflight=20 if qos == 2 else 1000)
     infos = []
     try:
         for i, (topic, payload) in enumerate(messages):
@@ -37,6 +38,8 @@ def publish_all(port, messages, qos=1, timeout=60.0, pace=None):
             if left <= 0:
                 raise TimeoutError("broker did not acknowledge all publishes")
             info.wait_for_publish(timeout=left)
+            if not info.is_published():
+                raise TimeoutError("broker did not acknowledge all publishes")
     finally:
         c.loop_stop()
         c.disconnect()

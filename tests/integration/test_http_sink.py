@@ -1,0 +1,81 @@
+"""HTTP sink against a real receiver: retries through 503s, rejects 400s to a side output."""
+import json
+import time
+
+from testing.mqtt_publish import publish_all
+from testing.seedance_process import Seedance
+
+
+def config(broker, receiver, tmp_path, extra=""):
+    return f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "s/#"
+sinks:
+  - type: http
+    endpoint: "{receiver.url}/ingest"
+    batch_size: 20
+    retry_initial: 20ms
+    retry_max: 200ms
+{extra}
+  - type: file
+    name: rejected
+    path: {tmp_path}/rejected.ndjson
+    inputs: [rejected]
+"""
+
+
+def test_503_for_a_while_then_everything_arrives(broker, receiver, tmp_path):
+    receiver.fail_next(15, 503)
+    sd = Seedance(config(broker, receiver, tmp_path)).start()
+    try:
+        assert sd.wait_log("connected to")
+        publish_all(broker.port, [("s/a", json.dumps({"n": i})) for i in range(500)])
+        assert receiver.wait_for_events(500, timeout=30), sd.stderr()[-2000:]
+        time.sleep(0.3)
+        ns = sorted(e["n"] for e in receiver.accepted_events())
+        assert ns == list(range(500))
+        assert receiver.count(503) == 15
+        assert sd.wait_log(r"failed: HTTP 503")
+        assert sd.wait_log(r"recovered")
+    finally:
+        assert sd.stop() == 0
+
+
+def test_429_retry_after_is_honoured(broker, receiver, tmp_path):
+    receiver.retry_after = 1
+    receiver.fail_next(1, 429)
+    sd = Seedance(config(broker, receiver, tmp_path)).start()
+    try:
+        assert sd.wait_log("connected to")
+        t0 = time.time()
+        publish_all(broker.port, [("s/a", json.dumps({"n": 1}))])
+        assert receiver.wait_for_events(1, timeout=10)
+        assert time.time() - t0 >= 0.9, "retried before Retry-After elapsed"
+    finally:
+        assert sd.stop() == 0
+
+
+def test_400_sends_the_batch_to_the_rejected_output(broker, receiver, tmp_path):
+    receiver.reject = lambda body: 400 if b'"poison"' in body else None
+    extra = "    format: single\n"
+    sd = Seedance(config(broker, receiver, tmp_path, extra)).start()
+    try:
+        assert sd.wait_log("connected to")
+        msgs = [("s/a", json.dumps({"n": i})) for i in range(50)]
+        msgs.insert(25, ("s/a", json.dumps({"n": "poison"})))
+        publish_all(broker.port, msgs)
+        assert receiver.wait_for_events(50, timeout=15)
+        rejected_file = tmp_path / "rejected.ndjson"
+        deadline = time.time() + 5
+        while time.time() < deadline and not (rejected_file.exists() and rejected_file.read_text()):
+            time.sleep(0.05)
+        lines = [json.loads(l) for l in rejected_file.read_text().splitlines()]
+        assert len(lines) == 1
+        assert lines[0]["payload"] == {"n": "poison"}
+        assert lines[0]["headers"]["output"] == "rejected"
+        assert "HTTP 400" in lines[0]["headers"]["reason"]
+        assert receiver.count(400) == 1, "a 400 must not be retried"
+    finally:
+        assert sd.stop() == 0

@@ -1,0 +1,98 @@
+"""`seedance validate`: the seed config passes as it stands; broken configs exit 2 with
+file:line:column, the key and what was expected."""
+import os
+import subprocess
+
+import pytest
+
+from testing.seedance_process import BIN, SOURCE_DIR
+
+SEED = os.path.join(SOURCE_DIR, "examples", "seed")
+
+
+def validate(*args):
+    return subprocess.run([BIN, "validate", *args], capture_output=True, text=True, timeout=30)
+
+
+def test_seed_config_validates_as_it_stands():
+    r = validate("--config", os.path.join(SEED, "config.yaml"),
+                 "--filter", os.path.join(SEED, "filter.lua"))
+    assert r.returncode == 0, r.stderr
+    assert "ok" in r.stdout
+
+
+GOOD_SINK = """sinks:
+  - type: http
+    endpoint: "http://127.0.0.1:9/x"
+"""
+GOOD_SOURCE = """sources:
+  - type: mqtt
+    uri: "tcp://127.0.0.1:1883"
+    topic: "a/+"
+"""
+
+BROKEN = {
+    "bad_yaml": ("sources:\n  - type: mqtt\n    uri: [unclosed\n" + GOOD_SINK,
+                 [":4:", "invalid YAML"]),
+    "unknown_key": (GOOD_SOURCE.replace("topic:", "topik: x\n    topic:") + GOOD_SINK,
+                    [":4:5:", "sources[0]", 'unknown key "topik"', 'did you mean "topic"']),
+    "wrong_type": (GOOD_SOURCE + GOOD_SINK + "    batch_size: lots\n",
+                   [":8:17:", "sinks[0].batch_size", "expected an integer"]),
+    "missing_endpoint": (GOOD_SOURCE + "sinks:\n  - type: http\n    method: POST\n",
+                         [":6:5:", "sinks[0]", 'missing required key "endpoint"']),
+    "bad_enum": (GOOD_SOURCE + GOOD_SINK + "    method: POTS\n",
+                 [":8:13:", "sinks[0].method", '"POTS" is not one of', 'did you mean "POST"']),
+    "unknown_type": (GOOD_SOURCE.replace("type: mqtt", "type: mqt") + GOOD_SINK,
+                     [":2:11:", "sources[0].type", 'unknown source type "mqt"', 'did you mean "mqtt"']),
+    "bad_uri": (GOOD_SOURCE.replace("tcp://127.0.0.1:1883", "http://x") + GOOD_SINK,
+                [":3:10:", "sources[0].uri", "broker URI"]),
+    "bad_duration": (GOOD_SOURCE + "    keep_alive: 30 parsecs\n" + GOOD_SINK,
+                     [":5:17:", "sources[0].keep_alive", "expected a duration"]),
+    "unset_env": (GOOD_SOURCE.replace("tcp://127.0.0.1:1883", "${SEEDANCE_TEST_UNSET_VAR}") + GOOD_SINK,
+                  [":3:10:", "SEEDANCE_TEST_UNSET_VAR is not set"]),
+    "bad_filter_wildcard": (GOOD_SOURCE.replace('"a/+"', '"a/b#"') + GOOD_SINK,
+                            [":4:12:", "sources[0].topic", "'#' must be a whole level"]),
+    "no_sinks": (GOOD_SOURCE, ['missing required section "sinks"']),
+    "unknown_top_level": (GOOD_SOURCE + GOOD_SINK + "sink:\n  - type: stdout\n",
+                          [":8:1:", 'unknown top-level key "sink"', 'did you mean "sinks"']),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_broken_config_exits_2_naming_file_line_and_key(name, tmp_path):
+    text, expected = BROKEN[name]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    r = validate("--config", str(path))
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert str(path) in r.stderr
+    for fragment in expected:
+        assert fragment in r.stderr, f"{fragment!r} not in {r.stderr!r}"
+
+
+def test_env_references_fill_values_and_defaults(tmp_path):
+    path = tmp_path / "env.yaml"
+    path.write_text(GOOD_SOURCE.replace("tcp://127.0.0.1:1883", "${BROKER_URI:-tcp://127.0.0.1:1883}")
+                    + GOOD_SINK.replace("http://127.0.0.1:9/x", "${SINK_URL}"))
+    env = dict(os.environ, SINK_URL="http://127.0.0.1:8080/v1/metrics")
+    r = subprocess.run([BIN, "validate", "--config", str(path)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+
+
+def test_broken_filter_script_fails_validation(tmp_path):
+    script = tmp_path / "f.lua"
+    script.write_text("function process(e) return e")
+    path = tmp_path / "c.yaml"
+    path.write_text(GOOD_SOURCE + GOOD_SINK)
+    r = validate("--config", str(path), "--filter", str(script))
+    assert r.returncode == 2
+    assert "f.lua" in r.stderr and "cannot load script" in r.stderr
+
+
+def test_usage_errors_exit_2_and_version_works():
+    assert subprocess.run([BIN, "--no-such-flag"], capture_output=True).returncode == 2
+    assert subprocess.run([BIN], capture_output=True).returncode == 2
+    r = subprocess.run([BIN, "version"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("seedance ")
+    r = subprocess.run([BIN, "describe", "http"], capture_output=True, text=True)
+    assert r.returncode == 0 and "endpoint" in r.stdout and "retry_limit" in r.stdout
