@@ -139,8 +139,9 @@ Result<std::unique_ptr<LuaScript>> LuaScript::Load(const std::string& code,
   lua_State* L = luaL_newstate();
   if (L == nullptr) return ResourceExhaustedError("cannot create a Lua state (out of memory)");
   std::unique_ptr<LuaScript> script(new LuaScript(L, options));
-  if (!options.jit) luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
   Sandbox(L, options);
+  // After luaL_openlibs: opening the jit library switches the JIT (back) on.
+  if (!options.jit) luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
   lua_pushlightuserdata(L, script.get());
   lua_setfield(L, LUA_REGISTRYINDEX, "seedance.script");
   if (options.instruction_limit > 0) lua_sethook(L, CountHook, LUA_MASKCOUNT, kHookEvery);

@@ -1,0 +1,211 @@
+#include "processors/lua/lua_processor.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "testing/plugin_harness.h"
+
+namespace seedance::processors {
+namespace {
+
+using seedance::testing::Harness;
+using seedance::testing::JsonEvent;
+using seedance::testing::ProcessorParams;
+using seedance::testing::RecordingOutput;
+
+class LuaProcessorTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Processor> Make(const std::string& yaml) {
+    auto ctx = harness_.Context("lua");
+    auto p = LuaProcessorFactory().create(ProcessorParams("lua", yaml), ctx);
+    EXPECT_TRUE(p.has_value()) << (p ? "" : p.error().message());
+    return p ? std::move(p).value() : nullptr;
+  }
+  Harness harness_;
+};
+
+constexpr const char* kSeedFilter = R"(code: |
+  function process(event)
+    local temp = tonumber(event.payload.temperature)
+    if temp and temp >= -40 and temp <= 125 then
+      return event
+    end
+    return nil
+  end
+)";
+
+TEST_F(LuaProcessorTest, SeedFilterKeepsInRangeAndDropsTheRest) {
+  auto p = Make(kSeedFilter);
+  RecordingOutput out;
+  p->Process(JsonEvent(R"({"temperature": 21.5, "id": 1})"), out);
+  p->Process(JsonEvent(R"({"temperature": -41})"), out);
+  p->Process(JsonEvent(R"({"temperature": "125"})"), out);
+  p->Process(JsonEvent(R"({"humidity": 3})"), out);
+  ASSERT_EQ(out.main.size(), 2u);
+  EXPECT_EQ(out.main[0].payload, R"({"temperature": 21.5, "id": 1})");  // bytes untouched
+  EXPECT_EQ(out.main[1].payload, R"({"temperature": "125"})");
+  EXPECT_TRUE(out.side.empty());
+}
+
+TEST_F(LuaProcessorTest, ChangedPayloadIsReserializedKeepingKeyOrder) {
+  auto p = Make(R"(code: |
+  function process(e)
+    e.payload.temperature = e.payload.temperature * 9 / 5 + 32
+    e.payload.unit = "F"
+    e.topic = "converted/" .. e.topic
+    return e
+  end)");
+  RecordingOutput out;
+  p->Process(JsonEvent(R"({"z": true, "temperature": 100, "a": [1, 2.5, null], "o": {}})"), out);
+  ASSERT_EQ(out.main.size(), 1u);
+  EXPECT_EQ(out.main[0].payload, R"({"z":true,"temperature":212,"a":[1,2.5,null],"o":{},"unit":"F"})");
+  EXPECT_EQ(out.main[0].topic, "converted/sensor/1/temperature");
+}
+
+TEST_F(LuaProcessorTest, ListResultFansOutAndEmptyListDrops) {
+  auto p = Make(R"(code: |
+  function process(e)
+    if e.payload.n == 0 then return {} end
+    local out = {}
+    for i = 1, e.payload.n do out[i] = { payload = { i = i }, topic = "split" } end
+    return out
+  end)");
+  RecordingOutput out;
+  p->Process(JsonEvent(R"({"n": 3})"), out);
+  p->Process(JsonEvent(R"({"n": 0})"), out);
+  ASSERT_EQ(out.main.size(), 3u);
+  EXPECT_EQ(out.main[2].payload, R"({"i":3})");
+  EXPECT_EQ(out.main[2].topic, "split");
+}
+
+TEST_F(LuaProcessorTest, ScriptErrorGoesToErrorOutputAndPipelineContinues) {
+  auto p = Make(R"(code: |
+  function process(e)
+    if e.payload.boom then error("kaboom") end
+    return e
+  end)");
+  RecordingOutput out;
+  p->Process(JsonEvent(R"({"boom": 1})"), out);
+  p->Process(JsonEvent(R"({"ok": 1})"), out);
+  ASSERT_EQ(out.side.size(), 1u);
+  EXPECT_EQ(out.side[0].output, Output::kError);
+  EXPECT_NE(out.side[0].reason.find("kaboom"), std::string::npos);
+  EXPECT_EQ(out.side[0].event.payload, R"({"boom": 1})");
+  ASSERT_EQ(out.main.size(), 1u);
+}
+
+TEST_F(LuaProcessorTest, RunawayScriptHitsTheInstructionBudget) {
+  auto p = Make(R"(instruction_limit: 100000
+code: |
+  function process(e)
+    if e.payload.spin then while true do end end
+    return e
+  end)");
+  RecordingOutput out;
+  auto t0 = std::chrono::steady_clock::now();
+  p->Process(JsonEvent(R"({"spin": true})"), out);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  p->Process(JsonEvent(R"({"spin": false})"), out);
+  ASSERT_EQ(out.side.size(), 1u);
+  EXPECT_NE(out.side[0].reason.find("instruction limit"), std::string::npos);
+  EXPECT_EQ(out.main.size(), 1u);
+}
+
+TEST_F(LuaProcessorTest, WrongReturnTypeIsAnError) {
+  auto p = Make("code: 'function process(e) return 42 end'");
+  RecordingOutput out;
+  p->Process(JsonEvent("{}"), out);
+  ASSERT_EQ(out.side.size(), 1u);
+  EXPECT_NE(out.side[0].reason.find("returned a number"), std::string::npos);
+}
+
+TEST_F(LuaProcessorTest, SandboxHidesIoOsExecuteAndRequire) {
+  auto p = Make(R"(code: |
+  function process(e)
+    e.payload.io = io == nil
+    e.payload.exec = os.execute == nil
+    e.payload.time = os.time ~= nil
+    e.payload.req = require == nil
+    e.payload.loadfile = loadfile == nil
+    return e
+  end)");
+  RecordingOutput out;
+  p->Process(JsonEvent("{}"), out);
+  ASSERT_EQ(out.main.size(), 1u);
+  EXPECT_EQ(out.main[0].payload, R"({"exec":true,"io":true,"loadfile":true,"req":true,"time":true})");
+}
+
+TEST_F(LuaProcessorTest, GrantsOpenWhatTheConfigAllows) {
+  auto p = Make(R"(allow: [io, os]
+code: |
+  function process(e)
+    e.payload.io = io ~= nil and os.execute ~= nil
+    return e
+  end)");
+  RecordingOutput out;
+  p->Process(JsonEvent("{}"), out);
+  EXPECT_EQ(out.main.at(0).payload, R"({"io":true})");
+}
+
+TEST_F(LuaProcessorTest, RawPayloadReachesLuaAsAString) {
+  auto p = Make(R"(code: |
+  function process(e)
+    e.payload = string.upper(e.payload)
+    return e
+  end)");
+  RecordingOutput out;
+  Event e = JsonEvent("hello");
+  e.format = PayloadFormat::kRaw;
+  p->Process(std::move(e), out);
+  EXPECT_EQ(out.main.at(0).payload, "HELLO");
+}
+
+TEST_F(LuaProcessorTest, InvalidJsonGoesToErrorOutput) {
+  auto p = Make("code: 'function process(e) return e end'");
+  RecordingOutput out;
+  p->Process(JsonEvent("{not json"), out);
+  ASSERT_EQ(out.side.size(), 1u);
+  EXPECT_NE(out.side[0].reason.find("invalid JSON"), std::string::npos);
+}
+
+TEST_F(LuaProcessorTest, CreateFailsForSyntaxErrorsAndMissingFunction) {
+  Harness h;
+  auto ctx = h.Context("lua");
+  auto bad = LuaProcessorFactory().create(ProcessorParams("lua", "code: 'function process(e) return e'"), ctx);
+  EXPECT_EQ(bad.error().code(), StatusCode::kInvalidArgument);
+  auto missing = LuaProcessorFactory().create(ProcessorParams("lua", "code: 'x = 1'"), ctx);
+  EXPECT_NE(missing.error().message().find("no function \"process\""), std::string::npos);
+}
+
+TEST_F(LuaProcessorTest, ReloadsAChangedFileAndKeepsTheOldOneWhenBroken) {
+  auto dir = std::filesystem::temp_directory_path() / ("lua_reload_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto path = (dir / "f.lua").string();
+  auto write = [&](const std::string& text) {
+    std::ofstream(path + ".tmp") << text;
+    std::filesystem::rename(path + ".tmp", path);
+  };
+  write("function process(e) e.payload.v = 1 return e end");
+  auto p = Make("script: " + path + "\nreload_check: 1ms");
+  RecordingOutput out;
+  int64_t now = 1;
+  p->Process(JsonEvent("{}"), out);
+  write("function process(e) e.payload.v = 2 return e end");
+  p->Tick(now += 10'000'000);
+  p->Process(JsonEvent("{}"), out);
+  write("function process(e) e.payload.v = ");  // broken
+  p->Tick(now += 10'000'000);
+  p->Process(JsonEvent("{}"), out);
+  ASSERT_EQ(out.main.size(), 3u);
+  EXPECT_EQ(out.main[0].payload, R"({"v":1})");
+  EXPECT_EQ(out.main[1].payload, R"({"v":2})");
+  EXPECT_EQ(out.main[2].payload, R"({"v":2})");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace seedance::processors

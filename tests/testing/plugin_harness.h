@@ -1,0 +1,46 @@
+// Helpers for unit tests of plugins: schema-checked Params from a YAML snippet, a plugin
+// context with a real metrics registry, and a ProcessorOutput that records what it gets.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "core/plugin_context.h"
+#include "plugins/builtin_plugins.h"
+#include "seedance/processor.h"
+
+namespace seedance::testing {
+
+// Checks `yaml` (the keys of one processor section, without "type") against the schema of
+// processor `type`, with defaults applied. Fails the test on errors.
+Params ProcessorParams(const std::string& type, const std::string& yaml);
+
+struct Harness {
+  Harness();
+  PluginContext Context(const std::string& name);
+  PluginRegistry registry;
+  observe::MetricsRegistry metrics;
+  std::vector<std::unique_ptr<ComponentStats>> stats;
+};
+
+struct Side {
+  Output output;
+  Event event;
+  std::string reason;
+};
+
+class RecordingOutput : public ProcessorOutput {
+ public:
+  void Emit(Event&& e) override { main.push_back(std::move(e)); }
+  void EmitSide(Output o, Event&& e, std::string_view reason) override {
+    side.push_back(Side{o, std::move(e), std::string(reason)});
+  }
+  std::vector<Event> main;
+  std::vector<Side> side;
+};
+
+Event JsonEvent(const std::string& payload, const std::string& topic = "sensor/1/temperature");
+
+}  // namespace seedance::testing
