@@ -1,0 +1,131 @@
+#include "config/config.h"
+
+#include <gtest/gtest.h>
+
+#include "plugins/builtin_plugins.h"
+
+namespace seedance::config {
+namespace {
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  ConfigTest() { RegisterBuiltinPlugins(registry_); }
+  Result<PipelineConfig> Load(const std::string& text,
+                              EnvLookup env = [](const std::string&) { return std::nullopt; }) {
+    return LoadConfigText(text, "c.yaml", registry_, env);
+  }
+  PluginRegistry registry_;
+};
+
+constexpr const char* kSeed = R"(sources:
+  - type: mqtt
+    uri: "tcp://broker.local:1883"
+    topic: "sensor/+/temperature"
+sinks:
+  - type: http
+    endpoint: "http://api.example.com/v1/metrics"
+    method: POST
+)";
+
+TEST_F(ConfigTest, SeedConfigLoadsWithDefaults) {
+  auto c = Load(kSeed);
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  ASSERT_EQ(c->sources.size(), 1u);
+  EXPECT_EQ(c->sources[0].name, "mqtt");
+  EXPECT_EQ(c->sources[0].params.GetInt("qos"), 1);
+  EXPECT_EQ(c->sources[0].params.GetStringList("topic"), std::vector<std::string>{"sensor/+/temperature"});
+  EXPECT_EQ(c->sinks[0].params.GetString("method"), "POST");
+  EXPECT_EQ(c->sinks[0].params.GetDuration("timeout"), std::chrono::seconds(5));
+  EXPECT_EQ(c->sinks[0].inputs, std::vector<Output>{Output::kMain});
+  EXPECT_EQ(c->queue_capacity, 10000u);
+  EXPECT_TRUE(c->metrics_listen.empty());
+}
+
+TEST_F(ConfigTest, ReportsEveryProblemWithLineColumnAndKey) {
+  auto c = Load(R"(sources:
+  - type: mqtt
+    uri: "tcp://h:1883"
+    topic: "a"
+    qos: 7
+sinks:
+  - type: http
+    endpont: "http://x/"
+)");
+  ASSERT_FALSE(c.has_value());
+  const std::string& m = c.error().message();
+  EXPECT_NE(m.find("c.yaml:5:10: sources[0].qos: must be 0, 1 or 2"), std::string::npos) << m;
+  EXPECT_NE(m.find("c.yaml:8:5: sinks[0]: unknown key \"endpont\" (did you mean \"endpoint\"?)"), std::string::npos) << m;
+  EXPECT_NE(m.find("c.yaml:7:5: sinks[0]: missing required key \"endpoint\""), std::string::npos) << m;
+}
+
+TEST_F(ConfigTest, ExpandsEnvironmentReferences) {
+  auto env = [](const std::string& n) -> std::optional<std::string> {
+    if (n == "HOST") return "127.0.0.1";
+    return std::nullopt;
+  };
+  auto c = Load(R"(sources:
+  - type: mqtt
+    uri: "tcp://${HOST}:${PORT:-1884}"
+    topic: a
+sinks:
+  - type: stdout
+)", env);
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_EQ(c->sources[0].params.GetString("uri"), "tcp://127.0.0.1:1884");
+}
+
+TEST_F(ConfigTest, NamesDefaultToTypeAndMustBeUnique) {
+  auto c = Load(R"(sources:
+  - {type: generate}
+  - {type: generate}
+sinks:
+  - {type: stdout, name: out}
+  - {type: file, name: out, path: /tmp/x}
+)");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_NE(c.error().message().find("duplicate sink name \"out\""), std::string::npos);
+  auto ok = Load("sources:\n  - {type: generate}\n  - {type: generate}\nsinks:\n  - {type: stdout}\n");
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_EQ(ok->sources[1].name, "generate_2");
+}
+
+TEST_F(ConfigTest, SinkInputsSelectSideOutputs) {
+  auto c = Load("sources:\n  - {type: generate}\nsinks:\n  - {type: stdout, inputs: [error, rejected]}\n");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->sinks[0].inputs, (std::vector<Output>{Output::kError, Output::kRejected}));
+  auto bad = Load("sources:\n  - {type: generate}\nsinks:\n  - {type: stdout, inputs: [errors]}\n");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("\"errors\" is not an output"), std::string::npos);
+}
+
+TEST_F(ConfigTest, FilterOptionAddsALuaProcessorInFront) {
+  auto c = Load(kSeed);
+  ASSERT_TRUE(c.has_value());
+  ASSERT_TRUE(AddFilterScript(&*c, "/some/filter.lua", registry_).ok());
+  ASSERT_EQ(c->processors.size(), 1u);
+  EXPECT_EQ(c->processors[0].name, "filter");
+  EXPECT_EQ(c->processors[0].params.GetString("script"), "/some/filter.lua");
+  EXPECT_EQ(c->processors[0].params.GetInt("instruction_limit"), 10000000);
+}
+
+TEST_F(ConfigTest, InvalidYamlNamesThePosition) {
+  auto c = Load("sources: [\n");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.error().message().rfind("c.yaml:", 0), 0u);
+  EXPECT_NE(c.error().message().find("invalid YAML"), std::string::npos);
+}
+
+TEST(EnvExpandTest, HandlesDefaultsEscapesAndErrors) {
+  auto env = [](const std::string& n) -> std::optional<std::string> {
+    if (n == "A") return "x";
+    if (n == "EMPTY") return "";
+    return std::nullopt;
+  };
+  EXPECT_EQ(*ExpandEnv("${A}/${B:-d}/$$/${EMPTY:-e}/$x", env), "x/d/$/e/$x");
+  EXPECT_FALSE(ExpandEnv("${B}", env).has_value());
+  EXPECT_FALSE(ExpandEnv("${A", env).has_value());
+}
+
+}  // namespace
+}  // namespace seedance::config
