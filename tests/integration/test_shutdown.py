@@ -1,0 +1,51 @@
+"""SIGTERM/SIGINT stop seedance cleanly: sources stop, in-flight batches are flushed within
+pipeline.shutdown_timeout, and the exit code says whether everything got out."""
+import json
+import signal
+import time
+
+from testing.mqtt_publish import publish_all
+from testing.seedance_process import Seedance
+
+
+def cfg(broker, receiver, timeout):
+    return f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "s/#"
+sinks:
+  - type: http
+    endpoint: "{receiver.url}/in"
+    batch_size: 10
+    concurrency: 1
+pipeline:
+  shutdown_timeout: {timeout}
+"""
+
+
+def test_sigterm_flushes_in_flight_batches(broker, receiver):
+    receiver.delay_s = 0.05  # 10 events per 50 ms: 300 events take ~1.5 s
+    sd = Seedance(cfg(broker, receiver, "10s")).start()
+    assert sd.wait_log("connected to")
+    publish_all(broker.port, [("s/x", json.dumps({"n": i})) for i in range(300)])
+    time.sleep(0.2)
+    assert len(receiver.accepted_events()) < 300, "test needs events still queued at SIGTERM"
+    t0 = time.time()
+    assert sd.stop(signal.SIGTERM) == 0, sd.stderr()
+    assert time.time() - t0 < 10
+    assert sorted(e["n"] for e in receiver.accepted_events()) == list(range(300))
+    assert "everything delivered" in sd.stderr()
+
+
+def test_shutdown_timeout_bounds_the_wait_and_exit_code_reports_it(broker, receiver):
+    receiver.fail_next(10_000, 503)  # the receiver never recovers
+    sd = Seedance(cfg(broker, receiver, "500ms")).start()
+    assert sd.wait_log("connected to")
+    publish_all(broker.port, [("s/x", json.dumps({"n": i})) for i in range(20)])
+    assert sd.wait_log("failed: HTTP 503")
+    t0 = time.time()
+    rc = sd.stop(signal.SIGINT)
+    assert time.time() - t0 < 5
+    assert rc == 1, "undelivered events at exit must give exit code 1"
+    assert "shutdown timeout" in sd.stderr()
