@@ -163,7 +163,9 @@ Status LuaProcessor::ReadEvent(int index, const Event& in, const rapidjson::Docu
 
   lua_getfield(L, index, "payload");
   Status s;
-  if (in.format == PayloadFormat::kRaw && lua_type(L, -1) == LUA_TSTRING) {
+  if (lua_isnil(L, -1)) {
+    out.payload = in.payload;  // a new event table without payload keeps the input's
+  } else if (in.format == PayloadFormat::kRaw && lua_type(L, -1) == LUA_TSTRING) {
     size_t len = 0;
     const char* p = lua_tolstring(L, -1, &len);
     out.payload.assign(p, len);
