@@ -79,3 +79,21 @@ def test_400_sends_the_batch_to_the_rejected_output(broker, receiver, tmp_path):
         assert receiver.count(400) == 1, "a 400 must not be retried"
     finally:
         assert sd.stop() == 0
+
+
+def test_https_endpoint_with_verified_certificate(broker, tmp_path):
+    from testing.certs import make_certs
+    from testing.http_receiver import Receiver
+    make_certs(tmp_path)
+    receiver = Receiver(tls_dir=str(tmp_path)).start()
+    try:
+        extra = f"    tls:\n      ca_file: {tmp_path}/ca.crt\n"
+        sd = Seedance(config(broker, receiver, tmp_path, extra)).start()
+        try:
+            assert sd.wait_log("connected to")
+            publish_all(broker.port, [("s/a", json.dumps({"n": i})) for i in range(30)])
+            assert receiver.wait_for_events(30, timeout=15), sd.stderr()[-2000:]
+        finally:
+            assert sd.stop() == 0
+    finally:
+        receiver.stop()

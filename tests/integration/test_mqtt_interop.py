@@ -7,6 +7,7 @@ import time
 import pytest
 
 from testing.broker import Broker
+from testing.certs import make_certs
 from testing.mqtt_publish import publish_all
 from testing.seedance_process import Seedance
 
@@ -121,24 +122,9 @@ def test_reconnects_after_broker_restart_and_survives_unreachable_broker(receive
         b.stop()
 
 
-def make_certs(d):
-    def run(*args):
-        subprocess.run(args, check=True, capture_output=True, cwd=d)
-    run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-        "-keyout", "ca.key", "-out", "ca.crt", "-subj", "/CN=seedance-test-ca")
-    run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key",
-        "-out", "server.csr", "-subj", "/CN=localhost")
-    with open(os.path.join(d, "san.ext"), "w") as f:
-        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    run("openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-        "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "san.ext")
-
-
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_tls_with_verified_broker_certificate(receiver, tmp_path, protocol):
     make_certs(tmp_path)
-    for f in os.listdir(tmp_path):
-        os.chmod(tmp_path / f, 0o644)
     plain = Broker()
     tls_port = plain.port
     b = Broker(port=tls_port, extra=(

@@ -8,6 +8,7 @@ Run standalone (the demo): python3 -m testing.http_receiver --port 8080 [--out F
 """
 import argparse
 import json
+import ssl
 import sys
 import threading
 import time
@@ -15,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Receiver:
-    def __init__(self, host="127.0.0.1", port=0, out=None, quiet=True):
+    def __init__(self, host="127.0.0.1", port=0, out=None, quiet=True, tls_dir=None):
         self.lock = threading.Lock()
         self.requests = []          # (path, content_type, body bytes, status answered)
         self.fail_queue = []        # statuses to answer next, in order
@@ -59,6 +60,11 @@ class Receiver:
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
+        if tls_dir is not None:  # https with the certificate made by testing.certs
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(f"{tls_dir}/server.crt", f"{tls_dir}/server.key")
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+            self.url = f"https://localhost:{self.port}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def _decide(self, body):

@@ -30,35 +30,44 @@ class FileSink final : public Sink {
   Status Start() override { return Open(); }
 
   void Deliver(std::shared_ptr<const Batch> batch, DeliveryCallback done) override {
-    std::string out;
-    AppendBatch(batch->events, encoding_, BatchFormat::kNdjson, out);
-    if (max_size_ > 0 && size_ > 0 && size_ + out.size() > max_size_) {
-      Status s = Rotate();
-      if (!s.ok()) SEEDANCE_LOG_ERROR(name_, "{}", s.message());
-    }
-    if (fd_ < 0) {
-      Status s = Open();
-      if (!s.ok()) {
-        done(s);
-        return;
+    std::string pending;
+    std::string line;
+    for (const Event& e : batch->events) {
+      line.clear();
+      AppendEvent(e, encoding_, /*as_json_value=*/true, line);
+      line.push_back('\n');
+      // Rotate before a line that would take the file past max_size (a file holds at least
+      // one line, however long).
+      if (max_size_ > 0 && size_ + pending.size() > 0 &&
+          size_ + pending.size() + line.size() > max_size_) {
+        if (Status s = Write(pending); !s.ok()) return done(s);
+        pending.clear();
+        if (Status s = Rotate(); !s.ok()) SEEDANCE_LOG_ERROR(name_, "{}", s.message());
       }
+      pending += line;
     }
-    size_t off = 0;
-    while (off < out.size()) {
-      ssize_t n = ::write(fd_, out.data() + off, out.size() - off);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        done(UnavailableError(Errno("writing " + path_)));
-        return;
-      }
-      off += static_cast<size_t>(n);
-    }
-    size_ += out.size();
-    if (fsync_) ::fdatasync(fd_);
+    if (Status s = Write(pending); !s.ok()) return done(s);
+    if (fsync_ && fd_ >= 0) ::fdatasync(fd_);
     done(Status::Ok());
   }
 
  private:
+  Status Write(const std::string& bytes) {
+    if (bytes.empty()) return Status::Ok();
+    if (fd_ < 0) SEEDANCE_RETURN_IF_ERROR(Open());
+    size_t off = 0;
+    while (off < bytes.size()) {
+      ssize_t n = ::write(fd_, bytes.data() + off, bytes.size() - off);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return UnavailableError(Errno("writing " + path_));
+      }
+      off += static_cast<size_t>(n);
+    }
+    size_ += bytes.size();
+    return Status::Ok();
+  }
+
   Status Open() {
     fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd_ < 0) return InvalidArgumentError(Errno("cannot open " + path_));
