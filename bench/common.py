@@ -27,6 +27,15 @@ def rss_kb(pid):
     return 0
 
 
+def anon_kb(pid):
+    """Anonymous (heap, stacks) resident memory: what the process allocated itself."""
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Anonymous:"):
+                return int(line.split()[1])
+    return 0
+
+
 def shared_libs(path):
     out = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
     return sorted(l.split()[0] for l in out.splitlines() if "=>" in l or l.strip().startswith("/"))

@@ -7,7 +7,7 @@ import sys
 import tempfile
 import time
 
-from common import ROOT, Broker, Receiver, free_port, rss_kb, shared_libs, stripped_binary
+from common import ROOT, Broker, Receiver, anon_kb, free_port, rss_kb, shared_libs, stripped_binary
 
 RUNS = 15
 
@@ -22,7 +22,7 @@ def main():
                SIDE_OUTPUT_FILE=os.path.join(work, "side.ndjson"))
     args = [binary, "--config", os.path.join(ROOT, "examples/reference/config.yaml"),
             "--filter", os.path.join(ROOT, "examples/seed/filter.lua")]
-    ready_ms, connected_ms, idle_rss = [], [], []
+    ready_ms, connected_ms, idle_rss, idle_anon = [], [], [], []
     try:
         for _ in range(RUNS):
             t0 = time.perf_counter()
@@ -37,6 +37,7 @@ def main():
                     break
             time.sleep(1.0)  # settle, then read the idle footprint
             idle_rss.append(rss_kb(p.pid))
+            idle_anon.append(anon_kb(p.pid))
             p.terminate()
             p.wait(10)
             ready_ms.append(ready)
@@ -49,6 +50,7 @@ def main():
         "binary_bytes": os.path.getsize(binary),
         "shared_libraries": shared_libs(binary),
         "idle_rss_kb": int(statistics.median(idle_rss)),
+        "idle_anon_kb": int(statistics.median(idle_anon)),
         "ready_ms": round(statistics.median(ready_ms), 2),
         "connected_ms": round(statistics.median(connected_ms), 2),
         "runs": RUNS,
