@@ -1,0 +1,22 @@
+// CRC-32C (Castagnoli), as used by the durable queue's records, and leveldb-style masking.
+//
+// Uses Boost.CRC (header-only, table-driven, portable to ARM gateways). Masking keeps a CRC
+// stored inside data from being the CRC of that data (leveldb's rationale).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace seedance::storage {
+
+uint32_t Crc32c(std::string_view data);
+// CRC of `a` followed by `b`.
+uint32_t Crc32c(std::string_view a, std::string_view b);
+
+inline uint32_t MaskCrc(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
+inline uint32_t UnmaskCrc(uint32_t masked) {
+  uint32_t rot = masked - 0xa282ead8u;
+  return (rot >> 17) | (rot << 15);
+}
+
+}  // namespace seedance::storage

@@ -1,0 +1,112 @@
+#include "storage/queue_reader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "storage/record_scanner.h"
+
+namespace seedance::storage {
+
+QueueReader::QueueReader(const QueueLog& log, uint64_t start_sequence)
+    : log_(log), next_wanted_(start_sequence) {}
+
+QueueReader::~QueueReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool QueueReader::OpenSegmentFor(uint64_t sequence) {
+  auto segments = log_.Segments();
+  if (segments.empty()) return false;
+  // The last segment whose first sequence is <= sequence; the oldest when all are newer.
+  size_t idx = 0;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    if (segments[i].first_sequence <= sequence) idx = i;
+  }
+  if (have_segment_ && segments[idx].first_sequence == segment_first_) return true;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = ::open(segments[idx].path.c_str(), O_RDONLY | O_CLOEXEC);
+  have_segment_ = fd_ >= 0;
+  segment_first_ = segments[idx].first_sequence;
+  file_offset_ = 0;
+  buffer_.clear();
+  pos_ = 0;
+  return have_segment_;
+}
+
+bool QueueReader::ReadMore(uint64_t limit) {
+  if (file_offset_ >= limit) return false;
+  if (pos_ > 0) {
+    buffer_.erase(0, pos_);
+    pos_ = 0;
+  }
+  size_t want = static_cast<size_t>(std::min<uint64_t>(limit - file_offset_, 1 << 18));
+  size_t old = buffer_.size();
+  buffer_.resize(old + want);
+  ssize_t n;
+  do {
+    n = ::pread(fd_, buffer_.data() + old, want, static_cast<off_t>(file_offset_));
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) {
+    buffer_.resize(old);
+    return false;
+  }
+  buffer_.resize(old + static_cast<size_t>(n));
+  file_offset_ += static_cast<uint64_t>(n);
+  return true;
+}
+
+bool QueueReader::Next(uint64_t* sequence, uint8_t* tag, std::string_view* payload) {
+  if (next_wanted_ < log_.first_sequence()) next_wanted_ = log_.first_sequence();  // dropped
+  if (!have_segment_ && !OpenSegmentFor(next_wanted_)) return false;
+  while (true) {
+    ScannedRecord r;
+    size_t skipped = 0;
+    ScanResult s = ScanRecord(buffer_, &pos_, &r, &skipped);
+    if (s == ScanResult::kRecord) {
+      if (r.sequence < next_wanted_) continue;
+      next_wanted_ = r.sequence + 1;
+      *sequence = r.sequence;
+      *tag = r.tag;
+      *payload = r.payload;
+      return true;
+    }
+    if (s == ScanResult::kCorruption) {
+      ++skipped_records_;
+      skipped_bytes_ += skipped;
+      continue;
+    }
+    // Need more bytes: from this segment if it has them, else move to the next segment.
+    auto segments = log_.Segments();
+    const SegmentInfo* mine = nullptr;
+    const SegmentInfo* next = nullptr;
+    for (size_t i = 0; i < segments.size(); ++i) {
+      if (segments[i].first_sequence == segment_first_) {
+        mine = &segments[i];
+        if (i + 1 < segments.size()) next = &segments[i + 1];
+      }
+    }
+    uint64_t limit = mine ? mine->size : file_offset_;
+    if (mine == nullptr && !segments.empty() && segments.front().first_sequence > segment_first_) {
+      // Our segment was deleted under us (drop-oldest): continue with what is retained.
+      have_segment_ = false;
+      if (!OpenSegmentFor(std::max(next_wanted_, segments.front().first_sequence))) return false;
+      continue;
+    }
+    if (ReadMore(limit)) continue;
+    if (mine != nullptr && mine->active) return false;  // caught up with the writer
+    if (next == nullptr) {
+      // Segment gone and nothing newer is known yet.
+      return false;
+    }
+    if (pos_ < buffer_.size()) {  // bytes at the end of a closed segment that form no record
+      ++skipped_records_;
+      skipped_bytes_ += buffer_.size() - pos_;
+    }
+    have_segment_ = false;
+    if (!OpenSegmentFor(std::max(next_wanted_, next->first_sequence))) return false;
+  }
+}
+
+}  // namespace seedance::storage
