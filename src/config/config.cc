@@ -38,6 +38,36 @@ std::vector<ParamSpec> PipelineSpecs() {
        .default_value = "5s"},
   };
 }
+std::vector<ParamSpec> QueueSpecs() {
+  return {
+      {.name = "buffer", .type = ParamType::kString,
+       .doc = "disk: durable queue (survives crashes); memory: bounded in-memory queues",
+       .default_value = "disk", .allowed = {"disk", "memory"}},
+      {.name = "data_dir", .type = ParamType::kString,
+       .doc = "directory of the durable queue and the sinks' positions",
+       .default_value = "seedance-data"},
+      {.name = "segment_size", .type = ParamType::kSize, .doc = "size of one queue file",
+       .default_value = "64MiB"},
+      {.name = "max_disk", .type = ParamType::kSize, .doc = "most disk the queue may use",
+       .default_value = "1GiB"},
+      {.name = "when_full", .type = ParamType::kString,
+       .doc = "at max_disk: block (stop acknowledging sources) or drop_oldest (counted)",
+       .default_value = "block", .allowed = {"block", "drop_oldest"}},
+      {.name = "fsync", .type = ParamType::kString,
+       .doc = "always (before acknowledging), an interval such as 100ms, or never",
+       .default_value = "100ms",
+       .validator = [](const ParamValue& v) {
+         const auto& s = std::get<std::string>(v);
+         if (s == "always" || s == "never") return Status::Ok();
+         auto d = util::ParseDuration(s);
+         if (!d || d->count() <= 0) {
+           return InvalidArgumentError("expected always, never or a duration such as 100ms, got \"" + s + "\"");
+         }
+         return Status::Ok();
+       }},
+  };
+}
+
 std::vector<ParamSpec> MetricsSpecs() {
   return {{.name = "listen",
            .type = ParamType::kString,
@@ -350,8 +380,8 @@ Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
     return InvalidArgumentError(
         fmt::format("{}: expected a YAML map with \"sources\" and \"sinks\"", checker.Loc(root)));
   }
-  static const std::vector<std::string> kTop = {"sources", "processors", "sinks",
-                                                "pipeline", "metrics", "log"};
+  static const std::vector<std::string> kTop = {"sources", "processors", "sinks", "pipeline",
+                                                "queue", "metrics", "log"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     std::string key = it->first.Scalar();
     if (std::find(kTop.begin(), kTop.end(), key) == kTop.end()) {
@@ -359,7 +389,7 @@ Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
       checker.Error(it->first, "",
                     fmt::format("unknown top-level key \"{}\"{}", key,
                                 hint.empty() ? "; known: sources, processors, sinks, pipeline, "
-                                               "metrics, log"
+                                               "queue, metrics, log"
                                              : fmt::format(" (did you mean \"{}\"?)", hint)));
     }
   }
@@ -379,6 +409,20 @@ Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
   Params pipeline = section("pipeline", PipelineSpecs());
   config.queue_capacity = static_cast<size_t>(pipeline.GetInt("queue_capacity"));
   config.shutdown_timeout = pipeline.GetDuration("shutdown_timeout");
+  Params queue = section("queue", QueueSpecs());
+  config.queue.durable = queue.GetString("buffer") != "memory";
+  config.queue.data_dir = queue.GetString("data_dir");
+  config.queue.segment_bytes = queue.GetSize("segment_size");
+  config.queue.max_disk = queue.GetSize("max_disk");
+  config.queue.drop_oldest = queue.GetString("when_full") == "drop_oldest";
+  const std::string fsync = queue.GetString("fsync");
+  if (fsync == "always") {
+    config.queue.fsync = QueueSettings::Fsync::kAlways;
+  } else if (fsync == "never") {
+    config.queue.fsync = QueueSettings::Fsync::kNever;
+  } else if (auto d = util::ParseDuration(fsync)) {
+    config.queue.fsync_interval = *d;
+  }
   config.metrics_listen = section("metrics", MetricsSpecs()).GetString("listen");
   config.log_level = section("log", LogSpecs()).GetString("level");
   if (!checker.errors().empty()) {

@@ -25,6 +25,17 @@ struct ComponentConfig {
   std::string location;         // "file:line:column" of the component's section
 };
 
+// The queue between processors and sinks (the `queue:` section).
+struct QueueSettings {
+  bool durable = true;                      // buffer: disk (default) or memory
+  std::string data_dir = "seedance-data";
+  uint64_t segment_bytes = 64ull << 20;
+  uint64_t max_disk = 1ull << 30;
+  bool drop_oldest = false;                 // when_full: block (default) or drop_oldest
+  enum class Fsync { kAlways, kInterval, kNever } fsync = Fsync::kInterval;
+  std::chrono::nanoseconds fsync_interval = std::chrono::milliseconds(100);
+};
+
 struct PipelineConfig {
   std::string file;
   std::vector<ComponentConfig> sources;
@@ -32,6 +43,7 @@ struct PipelineConfig {
   std::vector<ComponentConfig> sinks;
   size_t queue_capacity = 10000;                      // events between stages
   std::chrono::nanoseconds shutdown_timeout = std::chrono::seconds(5);
+  QueueSettings queue;
   std::string metrics_listen;                         // "" = off
   std::string log_level = "info";
 };

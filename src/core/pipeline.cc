@@ -78,6 +78,11 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     }
     p->processors_.push_back(ProcessorSlot{c.name, std::move(stats), std::move(made).value()});
   }
+  if (config.queue.durable && !validate_only) {
+    auto queue = DurableQueue::Open(config.queue, metrics);
+    if (!queue) return queue.error();
+    p->queue_ = std::move(queue).value();
+  }
   for (const auto& c : config.sinks) {
     auto stats = std::make_unique<ComponentStats>(metrics, "sink", c.name);
     PluginContext ctx = context(c, stats.get());
@@ -98,9 +103,16 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
             return;
           }
           self->RouteSide(Output::kRejected, std::move(e), reason, /*from_loop=*/true, name);
-        });
+        },
+        p->queue_ ? p->queue_->OpenCursor(c.name, c.inputs) : nullptr);
     for (Output o : c.inputs) p->routes_[static_cast<int>(o)].push_back(runner.get());
     p->sinks_.push_back(SinkSlot{std::move(stats), std::move(runner), c.inputs});
+  }
+  if (p->queue_) {
+    Pipeline* self = p.get();
+    p->queue_->SetCommitListener([self] {
+      for (auto& s : self->sinks_) s.runner->NotifyAppended();
+    });
   }
   return p;
 }
@@ -110,6 +122,7 @@ Status Pipeline::Start() {
     SEEDANCE_RETURN_IF_ERROR(s.runner->sink().Start().WithContext("sink " + s.runner->name()));
   }
   loop_.Start();
+  for (auto& s : sinks_) s.runner->NotifyAppended();  // deliver what a previous run left queued
   processing_ = std::thread([this] { ProcessingLoop(); });
   started_ = true;
   Status result;
@@ -152,6 +165,10 @@ void Pipeline::ProcessingLoop() {
     items.clear();
     bool more = ingest_->PopBatch(items, kProcessBatch, kTickInterval);
     for (IngestItem& item : items) ProcessOne(item);
+    // Acknowledge upstream only once the batch's events are safe.
+    if (queue_ && !items.empty()) CommitBatch();
+    for (IngestItem& item : items) item.ack.Ack();
+    if (queue_) queue_->Tick();
     auto now = std::chrono::steady_clock::now();
     if (now >= next_tick) {
       int64_t wall = WallNowNs();
@@ -176,12 +193,23 @@ void Pipeline::ProcessOne(IngestItem& item) {
         }
       }
       RouteSide(Output::kError, std::move(event), s.message(), /*from_loop=*/false, source);
-      item.ack.Ack();
       return;
     }
   }
   RunFrom(0, std::move(event));
-  item.ack.Ack();
+}
+
+void Pipeline::CommitBatch() {
+  while (true) {
+    Status s = queue_->Commit();
+    if (s.ok()) return;
+    uint64_t suppressed = 0;
+    if (log_limiter_.Allow("commit", &suppressed)) {
+      SEEDANCE_LOG_ERROR("queue", "cannot write the durable queue: {}; retrying (sources are not "
+                         "acknowledged meanwhile)", s.message());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 void Pipeline::RunFrom(size_t stage, Event&& event) {
@@ -208,6 +236,25 @@ void Pipeline::Route(Output output, Event&& event, bool from_loop) {
   }
   auto deadline = std::chrono::steady_clock::time_point(
       std::chrono::nanoseconds(push_deadline_ns_.load(std::memory_order_relaxed)));
+  if (queue_) {
+    // One record serves every sink that consumes this output.
+    while (true) {
+      Status s = from_loop ? queue_->AppendNoWait(output, event) : queue_->Append(output, event, deadline);
+      if (s.ok()) return;
+      uint64_t suppressed = 0;
+      if (log_limiter_.Allow("append", &suppressed)) {
+        SEEDANCE_LOG_ERROR("queue", "cannot append to the durable queue: {}; retrying", s.message());
+      }
+      if (from_loop || std::chrono::steady_clock::now() >= deadline) {
+        metrics_
+            .GetCounter("seedance_events_dropped_total", "Events that left the main stream, by reason.",
+                        {{"component", "queue"}, {"kind", "queue"}, {"reason", "queue_write_failed"}})
+            .Add();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
   for (size_t i = 0; i < targets.size(); ++i) {
     Event e = i + 1 == targets.size() ? std::move(event) : event;
     if (from_loop) targets[i]->PushNoWait(std::move(e));
@@ -245,12 +292,21 @@ bool Pipeline::Shutdown() {
   });
   ingest_->Close();
   if (processing_.joinable()) processing_.join();
-  bool all_delivered = true;
+  bool all_delivered = true;  // nothing lost
+  bool drained = true;        // nothing pending
   for (auto& s : sinks_) {
     if (!s.runner->WaitIdle(deadline)) {
-      all_delivered = false;
-      SEEDANCE_LOG_WARN(s.runner->name(), "shutdown timeout: {} events still pending",
-                        s.runner->Pending());
+      drained = false;
+      if (queue_) {
+        SEEDANCE_LOG_INFO(s.runner->name(),
+                          "shutdown timeout: {} events stay in the durable queue and will be "
+                          "delivered after the next start",
+                          s.runner->Pending());
+      } else {
+        all_delivered = false;
+        SEEDANCE_LOG_WARN(s.runner->name(), "shutdown timeout: {} events still pending",
+                          s.runner->Pending());
+      }
     }
   }
   std::mutex mu;
@@ -268,7 +324,16 @@ bool Pipeline::Shutdown() {
     cv.wait_for(lock, std::chrono::seconds(2), [&] { return closed; });
   }
   loop_.Join();
-  SEEDANCE_LOG_INFO("pipeline", "stopped{}", all_delivered ? "; everything delivered" : "");
+  if (queue_) {
+    queue_->Tick();
+    Status s = queue_->Commit();
+    if (s.ok() && queue_->config().fsync != QueueConfig::Fsync::kNever) s = queue_->Sync();
+    if (!s.ok()) SEEDANCE_LOG_ERROR("queue", "final sync failed: {}", s.message());
+    queue_->SaveCursors();
+  }
+  SEEDANCE_LOG_INFO("pipeline", "stopped{}",
+                    drained ? "; everything delivered"
+                            : (queue_ ? "; undelivered events stay in the durable queue" : ""));
   return all_delivered;
 }
 

@@ -3,11 +3,14 @@
 //   sources (event loop) ─► IngestQueue ─► processing thread: JSON check, processors in
 //   order ─► Router ─► SinkRunner per sink (event loop) ─► sinks
 //
+// With `queue.buffer: disk` (the default) the Router appends to the DurableQueue and each
+// SinkRunner reads from it; with `memory` the Router pushes into the runners' bounded queues.
 // Side outputs (error, rejected, stale) are routed to the sinks that list them in `inputs`;
 // with no such sink they are counted and dropped. An event is acknowledged upstream once it
-// and everything derived from it were handed to the sink queues (the durable queue will take
-// that place). Shutdown stops the sources, drains what was taken in, and waits up to
-// shutdown_timeout for the sinks.
+// and everything derived from it are committed to the durable queue (memory: handed to the
+// sink queues). Shutdown stops the sources, drains what was taken in, and waits up to
+// shutdown_timeout for the sinks; with the durable queue, whatever is left is delivered
+// after the next start.
 #pragma once
 
 #include <atomic>
@@ -18,6 +21,7 @@
 
 #include "config/config.h"
 #include "core/component_stats.h"
+#include "core/durable_queue.h"
 #include "core/event_loop.h"
 #include "core/ingest_queue.h"
 #include "core/sink_runner.h"
@@ -72,6 +76,8 @@ class Pipeline : private SourceOutput {
 
   void ProcessingLoop();
   void ProcessOne(IngestItem& item);
+  // Durable mode: makes the batch's records visible and durable, retrying on I/O errors.
+  void CommitBatch();
   void RunFrom(size_t stage, Event&& event);
   // Hands `event` to every sink that consumes `output`. From the processing thread it may
   // wait for room; from the event loop it never waits.
@@ -83,6 +89,7 @@ class Pipeline : private SourceOutput {
   observe::MetricsRegistry& metrics_;
   EventLoop loop_;
   std::unique_ptr<IngestQueue> ingest_;
+  std::unique_ptr<DurableQueue> queue_;  // null with buffer: memory
   std::vector<SourceSlot> sources_;
   std::vector<ProcessorSlot> processors_;
   std::vector<SinkSlot> sinks_;

@@ -5,13 +5,15 @@
 namespace seedance {
 
 SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, size_t capacity,
-                       EventLoop& loop, ComponentStats& stats, RejectFn on_reject)
+                       EventLoop& loop, ComponentStats& stats, RejectFn on_reject,
+                       std::unique_ptr<SinkCursor> cursor)
     : name_(std::move(name)),
       sink_(std::move(sink)),
       capacity_(capacity),
       loop_(loop),
       stats_(stats),
-      on_reject_(std::move(on_reject)) {}
+      on_reject_(std::move(on_reject)),
+      cursor_(std::move(cursor)) {}
 
 void SinkRunner::Push(Event&& event, std::chrono::steady_clock::time_point deadline) {
   {
@@ -48,38 +50,54 @@ void SinkRunner::Kick() {
   const int max_in_flight = std::max(1, sink_->MaxInFlight());
   while (true) {
     auto batch = std::make_shared<Batch>();
+    uint64_t first = 0, last = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       kick_scheduled_ = false;
-      if (stopped_ || queue_.empty() || in_flight_batches_ >= max_in_flight) return;
-      size_t n = std::min(max_events, queue_.size());
-      batch->events.reserve(n);
-      for (size_t i = 0; i < n; ++i) {
-        batch->events.push_back(std::move(queue_.front()));
-        queue_.pop_front();
+      if (stopped_ || in_flight_batches_ >= max_in_flight) return;
+      if (cursor_) {
+        if (!cursor_->Read(max_events, &batch->events, &first, &last)) {
+          stats_.queue_depth.Set(0);
+          return;
+        }
+        stats_.queue_depth.Set(static_cast<int64_t>(cursor_->Backlog()));
+        if (batch->events.empty()) {  // only records for other outputs
+          cursor_->Done(first, last);
+          continue;
+        }
+        stats_.events_in.Add(batch->events.size());
+      } else {
+        if (queue_.empty()) return;
+        size_t n = std::min(max_events, queue_.size());
+        batch->events.reserve(n);
+        for (size_t i = 0; i < n; ++i) {
+          batch->events.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
+        stats_.queue_depth.Set(static_cast<int64_t>(queue_.size()));
       }
-      in_flight_events_ += n;
+      in_flight_events_ += batch->events.size();
       ++in_flight_batches_;
-      stats_.queue_depth.Set(static_cast<int64_t>(queue_.size()));
     }
     space_cv_.notify_all();
     auto started = std::chrono::steady_clock::now();
     std::shared_ptr<const Batch> shared = batch;
-    sink_->Deliver(shared, [this, shared, started](Status status) {
-      Finish(shared, std::move(status), started);
+    sink_->Deliver(shared, [this, shared, started, first, last](Status status) {
+      Finish(shared, std::move(status), started, first, last);
     });
   }
 }
 
 void SinkRunner::Finish(std::shared_ptr<const Batch> batch, Status status,
-                        std::chrono::steady_clock::time_point started) {
+                        std::chrono::steady_clock::time_point started, uint64_t first,
+                        uint64_t last) {
   const size_t n = batch->events.size();
   stats_.BatchLatency().Observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   if (status.ok()) {
     stats_.events_out.Add(n);
   } else if (status.code() == StatusCode::kCancelled) {
-    stats_.Dropped("shutdown", n);
+    if (!cursor_) stats_.Dropped("shutdown", n);  // durable: read again after a restart
   } else {
     stats_.errors.Add();
     stats_.Dropped("rejected", n);
@@ -92,6 +110,8 @@ void SinkRunner::Finish(std::shared_ptr<const Batch> batch, Status status,
     std::lock_guard<std::mutex> lock(mu_);
     in_flight_events_ -= n;
     --in_flight_batches_;
+    // A cancelled batch stays unfinished: it is read again after a restart.
+    if (cursor_ && status.code() != StatusCode::kCancelled) cursor_->Done(first, last);
   }
   idle_cv_.notify_all();
   Kick();
@@ -99,13 +119,20 @@ void SinkRunner::Finish(std::shared_ptr<const Batch> batch, Status status,
 
 bool SinkRunner::WaitIdle(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mu_);
-  return idle_cv_.wait_until(lock, deadline,
-                             [this] { return queue_.empty() && in_flight_batches_ == 0; });
+  auto idle = [this] {
+    return queue_.empty() && in_flight_batches_ == 0 && (!cursor_ || cursor_->Backlog() == 0);
+  };
+  while (!idle()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    // The durable backlog changes without a notification; look again every 10 ms.
+    idle_cv_.wait_for(lock, std::chrono::milliseconds(10));
+  }
+  return true;
 }
 
 size_t SinkRunner::Pending() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return queue_.size() + in_flight_events_;
+  return queue_.size() + in_flight_events_ + (cursor_ ? cursor_->Backlog() : 0);
 }
 
 void SinkRunner::Stop() {
@@ -123,6 +150,7 @@ void SinkRunner::Stop() {
   space_cv_.notify_all();
   idle_cv_.notify_all();
   sink_->Stop();
+  if (cursor_) cursor_->Save();
 }
 
 }  // namespace seedance

@@ -1,7 +1,9 @@
 // SinkRunner: the bounded queue in front of one sink, and the loop that hands it batches.
 //
-// The processing thread pushes events (blocking while the queue is full: that is how
-// backpressure reaches the sources). On the event loop, the runner forms batches of up to
+// Two modes. Memory: the processing thread pushes events into a bounded queue (blocking while
+// it is full: that is how backpressure reaches the sources). Durable: the runner reads its
+// events from the durable queue through its SinkCursor, and marks ranges finished as batches
+// complete. Either way, on the event loop, the runner forms batches of up to
 // Sink::MaxBatchEvents() from whatever is queued (no lingering: latency stays low and batches
 // grow by themselves under load) and keeps up to Sink::MaxInFlight() deliveries outstanding.
 // Outcomes other than kOk and kCancelled send the batch's events to the `rejected` output.
@@ -17,6 +19,7 @@
 #include <string>
 
 #include "core/component_stats.h"
+#include "core/durable_queue.h"
 #include "core/event_loop.h"
 #include "seedance/sink.h"
 
@@ -27,8 +30,14 @@ class SinkRunner {
   // Called on the event loop for each event of a refused batch, with the reason.
   using RejectFn = std::function<void(Event&&, const std::string& reason)>;
 
+  // With `cursor` the runner is in durable mode; without, in memory mode.
   SinkRunner(std::string name, std::unique_ptr<Sink> sink, size_t capacity, EventLoop& loop,
-             ComponentStats& stats, RejectFn on_reject);
+             ComponentStats& stats, RejectFn on_reject,
+             std::unique_ptr<SinkCursor> cursor = nullptr);
+
+  // Any thread: new records were committed to the durable queue.
+  void NotifyAppended() { ScheduleKick(); }
+  bool durable() const { return cursor_ != nullptr; }
 
   const std::string& name() const { return name_; }
   Sink& sink() { return *sink_; }
@@ -51,7 +60,7 @@ class SinkRunner {
   void ScheduleKick();
   void Kick();  // event loop only
   void Finish(std::shared_ptr<const Batch> batch, Status status,
-              std::chrono::steady_clock::time_point started);
+              std::chrono::steady_clock::time_point started, uint64_t first, uint64_t last);
 
   const std::string name_;
   std::unique_ptr<Sink> sink_;
@@ -59,6 +68,7 @@ class SinkRunner {
   EventLoop& loop_;
   ComponentStats& stats_;
   RejectFn on_reject_;
+  std::unique_ptr<SinkCursor> cursor_;
 
   mutable std::mutex mu_;
   std::condition_variable space_cv_;

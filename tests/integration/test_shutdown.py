@@ -8,7 +8,7 @@ from testing.mqtt_publish import publish_all
 from testing.seedance_process import Seedance
 
 
-def cfg(broker, receiver, timeout):
+def cfg(broker, receiver, timeout, buffer="disk"):
     return f"""
 sources:
   - type: mqtt
@@ -21,6 +21,8 @@ sinks:
     concurrency: 1
 pipeline:
   shutdown_timeout: {timeout}
+queue:
+  buffer: {buffer}
 """
 
 
@@ -38,9 +40,9 @@ def test_sigterm_flushes_in_flight_batches(broker, receiver):
     assert "everything delivered" in sd.stderr()
 
 
-def test_shutdown_timeout_bounds_the_wait_and_exit_code_reports_it(broker, receiver):
+def test_memory_buffer_shutdown_timeout_bounds_the_wait_and_exit_code_reports_loss(broker, receiver):
     receiver.fail_next(10_000, 503)  # the receiver never recovers
-    sd = Seedance(cfg(broker, receiver, "500ms")).start()
+    sd = Seedance(cfg(broker, receiver, "500ms", buffer="memory")).start()
     assert sd.wait_log("connected to")
     publish_all(broker.port, [("s/x", json.dumps({"n": i})) for i in range(20)])
     assert sd.wait_log("failed: HTTP 503")
@@ -49,3 +51,22 @@ def test_shutdown_timeout_bounds_the_wait_and_exit_code_reports_it(broker, recei
     assert time.time() - t0 < 5
     assert rc == 1, "undelivered events at exit must give exit code 1"
     assert "shutdown timeout" in sd.stderr()
+
+
+def test_durable_queue_keeps_what_shutdown_could_not_deliver(broker, receiver, tmp_path):
+    receiver.fail_next(10_000, 503)
+    workdir = str(tmp_path)
+    sd = Seedance(cfg(broker, receiver, "500ms"), workdir=workdir).start()
+    assert sd.wait_log("connected to")
+    publish_all(broker.port, [("s/x", json.dumps({"n": i})) for i in range(20)])
+    assert sd.wait_log("failed: HTTP 503")
+    assert sd.stop(signal.SIGTERM) == 0, "nothing is lost, so the exit code is 0"
+    assert "stay in the durable queue" in sd.stderr()
+    with receiver.lock:
+        receiver.fail_queue.clear()
+    sd = Seedance(cfg(broker, receiver, "5s"), workdir=workdir).start()
+    try:
+        assert receiver.wait_for_events(20, timeout=15), sd.stderr()
+        assert sorted(e["n"] for e in receiver.accepted_events()) == list(range(20))
+    finally:
+        assert sd.stop() == 0

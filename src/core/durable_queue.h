@@ -1,0 +1,131 @@
+// DurableQueue: the queue between processors and sinks, on disk (storage::QueueLog).
+//
+// The processing thread appends every routed event as one record tagged with its output,
+// then Commit()s the batch: records become visible to the sinks, and durable per the fsync
+// policy; only then are the source events acknowledged upstream. Each sink reads the log
+// through its own SinkCursor and keeps its own position (persisted under
+// <data_dir>/cursors/); a segment is deleted once every sink has passed it.
+//
+// Disk limit: when the log reaches `max_disk`, Append either waits for the sinks to free
+// space (kBlock: sources stop being acknowledged and pause) or deletes the oldest segment
+// (kDropOldest, counted).
+//
+// Thread-safety: Append/Commit/Tick from the processing thread; AppendNoWait and the
+// SinkCursor methods from the event loop; everything else from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "observe/metrics.h"
+#include "seedance/event.h"
+#include "seedance/result.h"
+#include "storage/queue_log.h"
+#include "storage/queue_reader.h"
+
+namespace seedance {
+
+using QueueConfig = config::QueueSettings;
+
+class DurableQueue;
+
+// One sink's view of the queue: what it has read, what is finished, and the persisted
+// position. Event-loop thread only.
+class SinkCursor {
+ public:
+  // Reads up to `max` events for this sink's inputs into `out`. `*first`..`*last` is the
+  // range of sequences consumed (records for other outputs included). False when no record
+  // is available.
+  bool Read(size_t max, std::vector<Event>* out, uint64_t* first, uint64_t* last);
+  // The range is finished (delivered, rejected or given up): moves the position past every
+  // finished prefix, persists it now and then, and lets the queue delete consumed segments.
+  void Done(uint64_t first, uint64_t last);
+  // Records appended but not yet read by this sink.
+  uint64_t Backlog() const;
+  // Persists the position now.
+  void Save();
+  uint64_t committed() const { return committed_.load(); }
+  ~SinkCursor();
+
+ private:
+  friend class DurableQueue;
+  SinkCursor(DurableQueue& queue, std::string name, std::vector<Output> inputs, uint64_t start);
+
+  DurableQueue& queue_;
+  std::string name_;
+  std::vector<bool> wanted_;  // by Output
+  storage::QueueReader reader_;
+  std::atomic<uint64_t> read_next_;
+  std::atomic<uint64_t> committed_;  // every sequence below is finished
+  std::vector<std::pair<uint64_t, uint64_t>> finished_;  // finished ranges beyond committed_
+  std::chrono::steady_clock::time_point last_save_{};
+  uint64_t saved_ = 0;
+};
+
+class DurableQueue {
+ public:
+  static Result<std::unique_ptr<DurableQueue>> Open(const QueueConfig& config,
+                                                    observe::MetricsRegistry& metrics);
+  ~DurableQueue();
+
+  // Appends `event` for `output`. At the disk limit it waits for space (kBlock) until
+  // `deadline`, or drops the oldest segment (drop_oldest). kUnavailable on I/O errors.
+  Status Append(Output output, const Event& event,
+                std::chrono::steady_clock::time_point deadline =
+                    std::chrono::steady_clock::time_point::max());
+  // Appends without waiting and commits at once (side outputs raised on the event loop).
+  Status AppendNoWait(Output output, const Event& event);
+  // Makes the appended records visible and durable per the fsync policy, then runs the
+  // listener. kUnavailable on I/O errors (nothing may be acknowledged then).
+  Status Commit();
+  // Interval fsync; call often.
+  void Tick();
+  // Flush and fdatasync now (shutdown).
+  Status Sync() { return log_->Sync(); }
+
+  // Cursor for sink `name` reading `inputs`, from its persisted position.
+  std::unique_ptr<SinkCursor> OpenCursor(const std::string& name, std::vector<Output> inputs);
+  // Runs after each Commit (any thread): the pipeline wakes its sinks here.
+  void SetCommitListener(std::function<void()> listener) { on_commit_ = std::move(listener); }
+  // Saves every cursor now (shutdown).
+  void SaveCursors();
+
+  uint64_t disk_bytes() const { return log_->disk_bytes(); }
+  const storage::QueueLog& log() const { return *log_; }
+  const QueueConfig& config() const { return config_; }
+
+ private:
+  friend class SinkCursor;
+  DurableQueue(QueueConfig config, std::unique_ptr<storage::QueueLog> log,
+               observe::MetricsRegistry& metrics);
+  void CollectGarbage();
+  std::string CursorPath(const std::string& name) const;
+  Status MakeRoom(std::chrono::steady_clock::time_point deadline);
+
+  QueueConfig config_;
+  std::unique_ptr<storage::QueueLog> log_;
+  std::function<void()> on_commit_;
+  std::mutex cursors_mu_;
+  std::vector<SinkCursor*> cursors_;
+  std::mutex space_mu_;
+  std::condition_variable space_cv_;
+  std::chrono::steady_clock::time_point last_sync_ = std::chrono::steady_clock::now();
+  bool dirty_ = false;  // flushed but not synced
+  std::string scratch_;
+  observe::Gauge& disk_gauge_;
+  observe::Counter& appended_;
+  observe::Counter& dropped_;
+  observe::Counter& blocked_;
+  observe::Counter& corrupt_;
+  observe::Histogram& fsync_latency_;
+};
+
+}  // namespace seedance

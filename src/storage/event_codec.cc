@@ -1,0 +1,100 @@
+#include "storage/event_codec.h"
+
+#include <cstdint>
+
+namespace seedance::storage {
+namespace {
+
+constexpr uint8_t kVersion = 1;
+
+void PutU64(std::string& o, uint64_t v) {
+  for (int i = 0; i < 8; ++i) o.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+void PutU32(std::string& o, uint32_t v) {
+  for (int i = 0; i < 4; ++i) o.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+void PutBytes(std::string& o, std::string_view s) {
+  PutU32(o, static_cast<uint32_t>(s.size()));
+  o.append(s.data(), s.size());
+}
+
+class Cursor {
+ public:
+  explicit Cursor(std::string_view d) : d_(d) {}
+  bool ok() const { return ok_; }
+  bool done() const { return pos_ == d_.size(); }
+  uint64_t U64() {
+    if (!Need(8)) return 0;
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(d_[pos_ + i]);
+    pos_ += 8;
+    return v;
+  }
+  uint32_t U32() {
+    if (!Need(4)) return 0;
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(d_[pos_ + i]);
+    pos_ += 4;
+    return v;
+  }
+  uint8_t U8() { return Need(1) ? static_cast<uint8_t>(d_[pos_++]) : 0; }
+  std::string Bytes() {
+    uint32_t n = U32();
+    if (!Need(n)) return {};
+    std::string s(d_.substr(pos_, n));
+    pos_ += n;
+    return s;
+  }
+
+ private:
+  bool Need(size_t n) {
+    if (!ok_ || d_.size() - pos_ < n) ok_ = false;
+    return ok_;
+  }
+  std::string_view d_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+}  // namespace
+
+void EncodeEvent(const Event& e, std::string& out) {
+  out.push_back(static_cast<char>(kVersion));
+  PutU64(out, e.id);
+  PutU64(out, static_cast<uint64_t>(e.event_time_ns));
+  PutU64(out, static_cast<uint64_t>(e.ingest_time_ns));
+  out.push_back(static_cast<char>(e.format));
+  PutBytes(out, e.source);
+  PutBytes(out, e.topic);
+  PutU32(out, static_cast<uint32_t>(e.headers.size()));
+  for (const Header& h : e.headers) {
+    PutBytes(out, h.name);
+    PutBytes(out, h.value);
+  }
+  PutBytes(out, e.payload);
+}
+
+Status DecodeEvent(std::string_view bytes, Event* e) {
+  Cursor c(bytes);
+  if (c.U8() != kVersion) return DataLossError("unknown event encoding version");
+  e->id = c.U64();
+  e->event_time_ns = static_cast<int64_t>(c.U64());
+  e->ingest_time_ns = static_cast<int64_t>(c.U64());
+  uint8_t format = c.U8();
+  e->format = format == static_cast<uint8_t>(PayloadFormat::kRaw) ? PayloadFormat::kRaw
+                                                                  : PayloadFormat::kJson;
+  e->source = c.Bytes();
+  e->topic = c.Bytes();
+  uint32_t n = c.U32();
+  e->headers.clear();
+  for (uint32_t i = 0; i < n && c.ok(); ++i) {
+    std::string name = c.Bytes();
+    std::string value = c.Bytes();
+    e->headers.push_back(Header{std::move(name), std::move(value)});
+  }
+  e->payload = c.Bytes();
+  if (!c.ok() || !c.done()) return DataLossError("truncated or malformed event record");
+  return Status::Ok();
+}
+
+}  // namespace seedance::storage
