@@ -19,7 +19,8 @@ def main():
     work = tempfile.mkdtemp(prefix="seedance-bench-")
     env = dict(os.environ, BROKER_URI=broker.uri, SINK_URL=receiver.url + "/v1/metrics",
                METRICS_LISTEN=f"127.0.0.1:{free_port()}",
-               SIDE_OUTPUT_FILE=os.path.join(work, "side.ndjson"))
+               SIDE_OUTPUT_FILE=os.path.join(work, "side.ndjson"),
+               SEEDANCE_DATA_DIR=os.path.join(work, "data"))
     args = [binary, "--config", os.path.join(ROOT, "examples/reference/config.yaml"),
             "--filter", os.path.join(ROOT, "examples/seed/filter.lua")]
     ready_ms, connected_ms, idle_rss, idle_anon = [], [], [], []

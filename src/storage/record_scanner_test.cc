@@ -1,0 +1,54 @@
+#include "storage/record_scanner.h"
+
+#include <gtest/gtest.h>
+
+#include "storage/crc32c.h"
+
+namespace seedance::storage {
+namespace {
+
+std::string Hex(const std::string& s) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    if (!out.empty()) out += ' ';
+    out += d[c >> 4];
+    out += d[c & 15];
+  }
+  return out;
+}
+
+TEST(Crc32cTest, MatchesTheStandardCheckValue) {
+  EXPECT_EQ(Crc32c("123456789"), 0xE3069283u);
+  EXPECT_EQ(UnmaskCrc(MaskCrc(0x12345678u)), 0x12345678u);
+}
+
+// The worked example of docs/formats/queue-log.md.
+TEST(RecordScannerTest, EncodesTheDocumentedExampleByteForByte) {
+  std::string out;
+  EncodeRecord(1, 0, "hello", out);
+  EXPECT_EQ(Hex(out),
+            "ce d1 ed 5e 05 00 00 00 01 00 00 00 00 00 00 00 c2 ce ee bf bb 1f 1c 19 00 00 00 00 "
+            "68 65 6c 6c 6f");
+  size_t pos = 0, skipped = 0;
+  ScannedRecord r;
+  ASSERT_EQ(ScanRecord(out, &pos, &r, &skipped), ScanResult::kRecord);
+  EXPECT_EQ(r.sequence, 1u);
+  EXPECT_EQ(r.payload, "hello");
+  EXPECT_EQ(pos, out.size());
+}
+
+TEST(RecordScannerTest, ResynchronizesAfterGarbage) {
+  std::string out = "garbage!";
+  EncodeRecord(9, 2, "after", out);
+  size_t pos = 0, skipped = 0;
+  ScannedRecord r;
+  ASSERT_EQ(ScanRecord(out, &pos, &r, &skipped), ScanResult::kCorruption);
+  EXPECT_EQ(skipped, 8u);
+  ASSERT_EQ(ScanRecord(out, &pos, &r, &skipped), ScanResult::kRecord);
+  EXPECT_EQ(r.sequence, 9u);
+  EXPECT_EQ(r.tag, 2);
+}
+
+}  // namespace
+}  // namespace seedance::storage
