@@ -10,6 +10,7 @@
 
 #include "core/plugin_context.h"
 #include "sinks/common/event_encoding.h"
+#include "util/fd_io.h"
 #include "util/log.h"
 
 namespace seedance::sinks {
@@ -55,14 +56,9 @@ class FileSink final : public Sink {
   Status Write(const std::string& bytes) {
     if (bytes.empty()) return Status::Ok();
     if (fd_ < 0) SEEDANCE_RETURN_IF_ERROR(Open());
-    size_t off = 0;
-    while (off < bytes.size()) {
-      ssize_t n = ::write(fd_, bytes.data() + off, bytes.size() - off);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return UnavailableError(Errno("writing " + path_));
-      }
-      off += static_cast<size_t>(n);
+    if (int err = util::WriteAll(fd_, bytes); err != 0) {
+      errno = err;
+      return UnavailableError(Errno("writing " + path_));
     }
     size_ += bytes.size();
     return Status::Ok();

@@ -7,6 +7,7 @@
 
 #include "core/plugin_context.h"
 #include "sinks/common/event_encoding.h"
+#include "util/fd_io.h"
 
 namespace seedance::sinks {
 namespace {
@@ -17,15 +18,9 @@ class StdoutSink final : public Sink {
   void Deliver(std::shared_ptr<const Batch> batch, DeliveryCallback done) override {
     std::string out;
     AppendBatch(batch->events, encoding_, BatchFormat::kNdjson, out);
-    size_t off = 0;
-    while (off < out.size()) {
-      ssize_t n = ::write(STDOUT_FILENO, out.data() + off, out.size() - off);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        done(InvalidArgumentError(std::string("writing to stdout: ") + std::strerror(errno)));
-        return;
-      }
-      off += static_cast<size_t>(n);
+    if (int err = util::WriteAll(STDOUT_FILENO, out); err != 0) {
+      done(InvalidArgumentError(std::string("writing to stdout: ") + std::strerror(err)));
+      return;
     }
     done(Status::Ok());
   }
