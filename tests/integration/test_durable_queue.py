@@ -222,3 +222,34 @@ def test_memory_buffer_with_stalled_sink_stays_bounded_and_loses_nothing_acknowl
         sd.stop()
         receiver.stop()
         broker.stop()
+
+
+def test_drop_oldest_keeps_acknowledging_and_counts_what_it_drops(tmp_path):
+    broker = Broker(log_all=True).start()
+    receiver = Receiver().start()
+    receiver.fail_next(1_000_000, 503)
+    client = "seedance-drop"
+    metrics_port = free_port()
+    cfg = config(broker, receiver.url, client, queue="  max_disk: 256KiB\n  when_full: drop_oldest",
+                 metrics_port=metrics_port).replace("  segment_size: 1MiB\n", "")
+    sd = Seedance(cfg, workdir=str(tmp_path)).start()
+    n = 4000
+    try:
+        assert sd.wait_log("connected to")
+        publish_all(broker.port, [(f"dev/4", json.dumps({"id": i, "pad": "d" * 150})) for i in range(n)])
+        assert wait_until(lambda: puback_count(broker, client) >= n, 20), "drop_oldest must not block"
+        text = scrape(f"http://127.0.0.1:{metrics_port}/metrics")
+        dropped = metric(text, "seedance_queue_dropped_total")
+        assert dropped > 0
+        assert metric(text, "seedance_queue_disk_bytes") <= 256 * 1024 + 64 * 1024
+        with receiver.lock:
+            receiver.fail_queue.clear()
+        assert wait_until(lambda: len(receiver.accepted_events()) + dropped >= n, 30)
+        ids = sorted(e["id"] for e in receiver.accepted_events())
+        assert ids[-1] == n - 1, "the newest events survive"
+        assert len(set(ids)) + dropped >= n  # every event is either delivered or counted as dropped
+        assert sd.wait_log("dropped .* oldest record")
+    finally:
+        sd.stop()
+        receiver.stop()
+        broker.stop()
