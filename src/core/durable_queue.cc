@@ -208,7 +208,11 @@ Status DurableQueue::MakeRoom(std::chrono::steady_clock::time_point deadline) {
                       config_.max_disk);
   }
   std::unique_lock<std::mutex> lock(space_mu_);
-  while (log_->disk_bytes() >= config_.max_disk && std::chrono::steady_clock::now() < deadline) {
+  auto give_up = [&] {
+    auto now = std::chrono::steady_clock::now();
+    return now >= deadline || now.time_since_epoch().count() >= shutdown_deadline_ns_.load();
+  };
+  while (log_->disk_bytes() >= config_.max_disk && !give_up()) {
     space_cv_.wait_for(lock, std::chrono::milliseconds(100));
   }
   return Status::Ok();

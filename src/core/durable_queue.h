@@ -88,6 +88,11 @@ class DurableQueue {
   Status Commit();
   // Interval fsync; call often.
   void Tick();
+  // Any thread: from now on appends wait for space no later than `deadline` (shutdown).
+  void SetShutdownDeadline(std::chrono::steady_clock::time_point deadline) {
+    shutdown_deadline_ns_.store(deadline.time_since_epoch().count());
+    space_cv_.notify_all();
+  }
   // Flush and fdatasync now (shutdown).
   Status Sync() { return log_->Sync(); }
 
@@ -119,6 +124,7 @@ class DurableQueue {
   std::condition_variable space_cv_;
   std::chrono::steady_clock::time_point last_sync_ = std::chrono::steady_clock::now();
   bool dirty_ = false;  // flushed but not synced
+  std::atomic<int64_t> shutdown_deadline_ns_{INT64_MAX};
   std::string scratch_;
   observe::Gauge& disk_gauge_;
   observe::Counter& appended_;

@@ -284,6 +284,10 @@ bool Pipeline::Shutdown() {
   stopping_ = true;
   auto deadline = std::chrono::steady_clock::now() + config_.shutdown_timeout;
   push_deadline_ns_.store(deadline.time_since_epoch().count());
+  // A processing thread waiting for room (full sink queue or disk limit) gives up at the
+  // deadline, so shutdown cannot hang on a sink that never recovers.
+  for (auto& s : sinks_) s.runner->SetShutdownDeadline(deadline);
+  if (queue_) queue_->SetShutdownDeadline(deadline);
   SEEDANCE_LOG_INFO("pipeline", "shutting down: stopping sources, flushing sinks (up to {} ms)",
                     std::chrono::duration_cast<std::chrono::milliseconds>(
                         config_.shutdown_timeout).count());

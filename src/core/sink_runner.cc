@@ -18,12 +18,25 @@ SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, size_t capa
 void SinkRunner::Push(Event&& event, std::chrono::steady_clock::time_point deadline) {
   {
     std::unique_lock<std::mutex> lock(mu_);
-    space_cv_.wait_until(lock, deadline, [this] { return queue_.size() < capacity_ || stopped_; });
+    // The shutdown deadline may be set while we wait: look at it on every wake-up.
+    while (queue_.size() >= capacity_ && !stopped_) {
+      auto until = std::min(deadline, shutdown_deadline_);
+      if (std::chrono::steady_clock::now() >= until) break;
+      space_cv_.wait_until(lock, until);
+    }
     queue_.push_back(std::move(event));
     stats_.queue_depth.Set(static_cast<int64_t>(queue_.size()));
   }
   stats_.events_in.Add();
   ScheduleKick();
+}
+
+void SinkRunner::SetShutdownDeadline(std::chrono::steady_clock::time_point deadline) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_deadline_ = deadline;
+  }
+  space_cv_.notify_all();
 }
 
 void SinkRunner::PushNoWait(Event&& event) {

@@ -46,6 +46,8 @@ class SinkRunner {
   // passes (then it queues anyway: shutdown must not deadlock).
   void Push(Event&& event, std::chrono::steady_clock::time_point deadline =
                                std::chrono::steady_clock::time_point::max());
+  // Any thread: from now on Push() waits no later than `deadline` (shutdown).
+  void SetShutdownDeadline(std::chrono::steady_clock::time_point deadline);
   // Any thread: queues `event` without waiting (side outputs raised on the event loop).
   void PushNoWait(Event&& event);
 
@@ -77,6 +79,8 @@ class SinkRunner {
   size_t in_flight_events_ = 0;
   int in_flight_batches_ = 0;
   bool kick_scheduled_ = false;
+  std::chrono::steady_clock::time_point shutdown_deadline_ =
+      std::chrono::steady_clock::time_point::max();
   bool stopped_ = false;
 };
 

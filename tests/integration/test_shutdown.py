@@ -70,3 +70,28 @@ def test_durable_queue_keeps_what_shutdown_could_not_deliver(broker, receiver, t
         assert sorted(e["n"] for e in receiver.accepted_events()) == list(range(20))
     finally:
         assert sd.stop() == 0
+
+
+def test_shutdown_does_not_hang_while_the_pipeline_is_blocked(broker, tmp_path):
+    from testing.http_receiver import Receiver
+    for buffer in ("memory", "disk"):
+        receiver = Receiver().start()
+        receiver.fail_next(1_000_000, 503)
+        text = cfg(broker, receiver, "1s", buffer)
+        if buffer == "memory":
+            text = text.replace("pipeline:\n", "pipeline:\n  queue_capacity: 50\n")
+        else:
+            text += "  max_disk: 256KiB\n"
+        sd = Seedance(text, workdir=str(tmp_path / buffer)).start()
+        try:
+            assert sd.wait_log("connected to")
+            publish_all(broker.port, [("s/x", json.dumps({"n": i, "pad": "p" * 200})) for i in range(3000)])
+            blocked = "pausing reads from the broker" if buffer == "memory" else "disk limit .* reached"
+            assert sd.wait_log(blocked, timeout=20), sd.stderr()
+            t0 = time.time()
+            rc = sd.stop(signal.SIGTERM, timeout=20)
+            assert time.time() - t0 < 6, f"{buffer}: shutdown took {time.time() - t0:.1f} s"
+            assert rc == (1 if buffer == "memory" else 0)
+        finally:
+            sd.kill()
+            receiver.stop()

@@ -15,6 +15,7 @@ SOURCE_DIR = os.environ.get("SEEDANCE_SOURCE_DIR", os.path.join(os.path.dirname(
 class Seedance:
     def __init__(self, config_text, filter_path=None, extra_args=(), workdir=None):
         self.dir = workdir or tempfile.mkdtemp(prefix="seedance-run-")
+        os.makedirs(self.dir, exist_ok=True)
         self.config = os.path.join(self.dir, "config.yaml")
         with open(self.config, "w") as f:
             f.write(config_text)

@@ -219,6 +219,10 @@ awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> sel
           co_return;
         }
         std::string snippet = r->body().substr(0, 200);
+        for (char& ch : snippet) {
+          if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';  // one log line per failure
+        }
+        while (!snippet.empty() && snippet.back() == ' ') snippet.pop_back();
         std::string what = fmt::format("HTTP {} {}{}{}", code, std::string(r->reason()),
                                        snippet.empty() ? "" : ": ", snippet);
         if (code == 408 || code == 429 || code >= 500) {
