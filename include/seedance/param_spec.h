@@ -53,6 +53,9 @@ struct ParamSpec {
   std::optional<std::string> default_value;  // written as in YAML, e.g. "5s"
   std::vector<std::string> allowed;          // for enum-like strings; empty = any
   std::vector<ParamSpec> fields;             // for kObject
+  // For kObject: a plain value of this type is accepted instead of the section
+  // (e.g. `concurrency: 4` or `concurrency: {adaptive: true}`).
+  std::optional<ParamType> scalar_alternative;
   // Extra check after type conversion; returns kInvalidArgument with what is expected.
   std::function<Status(const ParamValue&)> validator;
 };
@@ -76,6 +79,8 @@ class Params {
   uint64_t GetSize(const std::string& name) const;
   std::vector<std::string> GetStringList(const std::string& name) const;
   StringPairs GetStringMap(const std::string& name) const;
+  // True when `name` was given as a section (see ParamSpec::scalar_alternative).
+  bool IsObject(const std::string& name) const;
   // Returns the nested section, or an empty Params when absent.
   const Params& GetObject(const std::string& name) const;
 

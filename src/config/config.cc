@@ -218,6 +218,12 @@ class Checker {
         return ParamValue(std::move(out));
       }
       case ParamType::kObject: {
+        if (node.IsScalar() && spec.scalar_alternative) {
+          ParamSpec scalar = spec;
+          scalar.type = *spec.scalar_alternative;
+          scalar.scalar_alternative.reset();
+          return Convert(node, scalar, path);
+        }
         if (!node.IsMap()) {
           Error(node, path, "expected a section (a map of keys)");
           return std::nullopt;

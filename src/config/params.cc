@@ -41,6 +41,12 @@ std::vector<std::string> Params::GetStringList(const std::string& n) const {
 }
 StringPairs Params::GetStringMap(const std::string& n) const { return GetAs<StringPairs>(entries_, n); }
 
+bool Params::IsObject(const std::string& name) const {
+  auto it = entries_.find(name);
+  return it != entries_.end() &&
+         std::holds_alternative<std::shared_ptr<const Params>>(it->second.value);
+}
+
 const Params& Params::GetObject(const std::string& name) const {
   static const Params kEmpty;
   auto p = GetAs<std::shared_ptr<const Params>>(entries_, name);

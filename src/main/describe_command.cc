@@ -19,7 +19,9 @@ void PrintParams(const std::vector<ParamSpec>& params, const std::string& indent
       for (const auto& a : p.allowed) list += (list.empty() ? "" : "|") + a;
       extra += "; one of " + list;
     }
-    std::cout << fmt::format("{}{:<20} {:<16} {} ({})\n", indent, p.name, ParamTypeName(p.type), p.doc, extra);
+    std::string type(ParamTypeName(p.type));
+    if (p.scalar_alternative) type = std::string(ParamTypeName(*p.scalar_alternative)) + " or " + type;
+    std::cout << fmt::format("{}{:<20} {:<16} {} ({})\n", indent, p.name, type, p.doc, extra);
     if (!p.fields.empty()) PrintParams(p.fields, indent + "  ");
   }
 }

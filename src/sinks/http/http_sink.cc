@@ -17,6 +17,7 @@
 #include <set>
 
 #include "core/plugin_context.h"
+#include "governor/concurrency_controller.h"
 #include "sinks/common/event_encoding.h"
 #include "sinks/http/http_url.h"
 #include "util/log.h"
@@ -39,7 +40,7 @@ struct HttpSinkOptions {
   EventEncoding encoding = EventEncoding::kPayload;
   BatchFormat format = BatchFormat::kJsonArray;
   size_t batch_size = 500;
-  int concurrency = 4;
+  governor::ConcurrencyOptions concurrency;
   std::chrono::milliseconds timeout{5000};
   std::chrono::milliseconds retry_initial{100};
   std::chrono::milliseconds retry_max{30000};
@@ -65,7 +66,24 @@ using Response = http::response<http::string_body>;
 // Shared state of the sink, kept alive by the coroutines that use it.
 class HttpClient : public std::enable_shared_from_this<HttpClient> {
  public:
-  HttpClient(HttpSinkOptions o, PluginContext ctx) : o_(std::move(o)), ctx_(std::move(ctx)) {}
+  HttpClient(HttpSinkOptions o, PluginContext ctx)
+      : o_(std::move(o)),
+        ctx_(std::move(ctx)),
+        controller_(o_.concurrency),
+        limit_gauge_(ctx_.metrics->GetGauge("seedance_sink_concurrency_limit",
+                                            "Requests the sink may have in flight.",
+                                            {{"component", ctx_.name}})),
+        in_flight_gauge_(ctx_.metrics->GetGauge("seedance_sink_in_flight",
+                                                "Requests the sink has in flight.",
+                                                {{"component", ctx_.name}})),
+        p99_gauge_(ctx_.metrics->GetGauge(
+            "seedance_sink_latency_p99_microseconds",
+            "P99 request latency over the controller's window (adaptive concurrency).",
+            {{"component", ctx_.name}})) {
+    limit_gauge_.Set(controller_.limit());
+  }
+
+  int limit() const { return controller_.limit(); }
 
   Status Init() {
     if (!o_.url.tls) return Status::Ok();
@@ -106,6 +124,11 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   std::vector<std::unique_ptr<Connection>> idle_;
   std::set<Connection*> active_;
   std::set<asio::steady_timer*> timers_;
+  governor::ConcurrencyController controller_;
+  observe::Gauge& limit_gauge_;
+  observe::Gauge& in_flight_gauge_;
+  observe::Gauge& p99_gauge_;
+  int in_flight_ = 0;
   bool stopped_ = false;
   bool failing_ = false;
   util::LogLimiter limiter_;
@@ -198,8 +221,19 @@ awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> sel
     }
     if (conn) {
       active_.insert(conn.get());
+      const int in_flight = ++in_flight_;
+      in_flight_gauge_.Set(in_flight_);
+      auto sent = std::chrono::steady_clock::now();
       Result<Response> r = co_await Exchange(*conn, req);
       active_.erase(conn.get());
+      --in_flight_;
+      in_flight_gauge_.Set(in_flight_);
+      const int64_t now_ns = ctx_.now_ns();
+      controller_.RecordLatency(std::chrono::steady_clock::now() - sent, now_ns, in_flight);
+      if (controller_.Update(now_ns)) {
+        limit_gauge_.Set(controller_.limit());
+        p99_gauge_.Set(static_cast<int64_t>(controller_.p99_seconds() * 1e6));
+      }
       if (!r && reused && !stopped_) {
         continue;  // the server closed an idle keep-alive connection; retry on a fresh one
       }
@@ -207,7 +241,7 @@ awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> sel
         failure = r.error();
       } else {
         unsigned code = r->result_int();
-        if (r->keep_alive() && idle_.size() < static_cast<size_t>(o_.concurrency)) {
+        if (r->keep_alive() && idle_.size() < static_cast<size_t>(o_.concurrency.max)) {
           idle_.push_back(std::move(conn));
         }
         if (code >= 200 && code < 300) {
@@ -278,7 +312,7 @@ class HttpSink final : public Sink {
   void Deliver(std::shared_ptr<const Batch> batch, DeliveryCallback done) override {
     client_->Deliver(std::move(batch), std::move(done));
   }
-  int MaxInFlight() const override { return client_->options().concurrency; }
+  int MaxInFlight() const override { return client_->limit(); }
   size_t MaxBatchEvents() const override {
     return client_->options().format == BatchFormat::kSingle ? 1 : client_->options().batch_size;
   }
@@ -318,8 +352,33 @@ SinkFactory HttpSinkFactory() {
        .default_value = "payload", .allowed = {"payload", "envelope"}},
       {.name = "batch_size", .type = ParamType::kInt, .doc = "most events per request",
        .default_value = "500", .validator = positive},
-      {.name = "concurrency", .type = ParamType::kInt, .doc = "requests in flight at once",
-       .default_value = "4", .validator = positive},
+      {.name = "concurrency", .type = ParamType::kObject,
+       .doc = "requests in flight: a number (fixed), or a section for adaptive concurrency",
+       .default_value = "4",
+       .fields = {
+           {.name = "adaptive", .type = ParamType::kBool,
+            .doc = "follow latency (see docs/http-sink.md)", .default_value = "true"},
+           {.name = "target_p99", .type = ParamType::kDuration,
+            .doc = "request latency P99 to stay under", .default_value = "85ms"},
+           {.name = "initial", .type = ParamType::kInt, .doc = "starting limit",
+            .default_value = "4", .validator = positive},
+           {.name = "min", .type = ParamType::kInt, .doc = "lowest limit", .default_value = "1",
+            .validator = positive},
+           {.name = "max", .type = ParamType::kInt, .doc = "highest limit", .default_value = "64",
+            .validator = positive},
+           {.name = "window", .type = ParamType::kDuration,
+            .doc = "latencies considered for the P99", .default_value = "100ms"},
+           {.name = "algorithm", .type = ParamType::kString,
+            .doc = "headroom (default) or article (the article's rule, for comparison)",
+            .default_value = "headroom", .allowed = {"headroom", "article"}},
+       },
+       .scalar_alternative = ParamType::kInt,
+       .validator = [](const ParamValue& v) {
+         if (const auto* n = std::get_if<int64_t>(&v); n != nullptr && *n < 1) {
+           return InvalidArgumentError("must be at least 1");
+         }
+         return Status::Ok();
+       }},
       {.name = "timeout", .type = ParamType::kDuration, .doc = "per request (connect, send, answer)",
        .default_value = "5s"},
       {.name = "retry_initial", .type = ParamType::kDuration, .doc = "first retry delay",
@@ -345,7 +404,25 @@ SinkFactory HttpSinkFactory() {
     o.format = ParseBatchFormat(p.GetString("format"));
     o.encoding = ParseEventEncoding(p.GetString("encoding"));
     o.batch_size = static_cast<size_t>(p.GetInt("batch_size"));
-    o.concurrency = static_cast<int>(p.GetInt("concurrency"));
+    if (p.IsObject("concurrency")) {
+      const Params& c = p.GetObject("concurrency");
+      o.concurrency.adaptive = c.GetBool("adaptive");
+      o.concurrency.target_p99 = c.GetDuration("target_p99");
+      o.concurrency.initial = static_cast<int>(c.GetInt("initial"));
+      o.concurrency.min = static_cast<int>(c.GetInt("min"));
+      o.concurrency.max = static_cast<int>(c.GetInt("max"));
+      o.concurrency.window = c.GetDuration("window");
+      o.concurrency.algorithm = c.GetString("algorithm") == "article"
+                                    ? governor::ConcurrencyOptions::Algorithm::kArticle
+                                    : governor::ConcurrencyOptions::Algorithm::kHeadroom;
+      if (o.concurrency.min > o.concurrency.max) {
+        return InvalidArgumentError(p.Location("concurrency") + ": concurrency.min exceeds max");
+      }
+    } else {
+      o.concurrency.adaptive = false;
+      o.concurrency.initial = static_cast<int>(p.GetInt("concurrency"));
+      o.concurrency.min = o.concurrency.max = o.concurrency.initial;
+    }
     o.timeout = Ms(p.GetDuration("timeout"));
     o.retry_initial = std::max(std::chrono::milliseconds(1), Ms(p.GetDuration("retry_initial")));
     o.retry_max = std::max(o.retry_initial, Ms(p.GetDuration("retry_max")));
