@@ -129,3 +129,28 @@ TEST(EnvExpandTest, HandlesDefaultsEscapesAndErrors) {
 
 }  // namespace
 }  // namespace seedance::config
+
+namespace seedance::config {
+namespace {
+
+TEST_F(ConfigTest, ASectionMayAlsoBeGivenAsAPlainValue) {
+  auto fixed = Load("sources:\n  - {type: generate}\nsinks:\n  - {type: http, endpoint: 'http://h/', concurrency: 8}\n");
+  ASSERT_TRUE(fixed.has_value()) << fixed.error().message();
+  EXPECT_FALSE(fixed->sinks[0].params.IsObject("concurrency"));
+  EXPECT_EQ(fixed->sinks[0].params.GetInt("concurrency"), 8);
+  auto adaptive = Load(
+      "sources:\n  - {type: generate}\nsinks:\n  - type: http\n    endpoint: 'http://h/'\n"
+      "    concurrency: {adaptive: true, target_p99: 20ms}\n");
+  ASSERT_TRUE(adaptive.has_value()) << adaptive.error().message();
+  ASSERT_TRUE(adaptive->sinks[0].params.IsObject("concurrency"));
+  const Params& c = adaptive->sinks[0].params.GetObject("concurrency");
+  EXPECT_EQ(c.GetDuration("target_p99"), std::chrono::milliseconds(20));
+  EXPECT_EQ(c.GetInt("max"), 64);
+  auto zero = Load("sources:\n  - {type: generate}\nsinks:\n  - {type: http, endpoint: 'http://h/', concurrency: 0}\n");
+  ASSERT_FALSE(zero.has_value());
+  EXPECT_NE(zero.error().message().find("sinks[0].concurrency: must be at least 1"), std::string::npos)
+      << zero.error().message();
+}
+
+}  // namespace
+}  // namespace seedance::config

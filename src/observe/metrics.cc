@@ -96,6 +96,17 @@ Gauge& MetricsRegistry::GetGauge(const std::string& name, const std::string& hel
   return gauges_.back();
 }
 
+FloatGauge& MetricsRegistry::GetFloatGauge(const std::string& name, const std::string& help,
+                                           const Labels& labels) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Family& f = FamilyFor(name, help, Kind::kFloatGauge);
+  auto it = f.series.find(labels);
+  if (it != f.series.end()) return float_gauges_[it->second];
+  float_gauges_.emplace_back();
+  f.series[labels] = float_gauges_.size() - 1;
+  return float_gauges_.back();
+}
+
 Histogram& MetricsRegistry::GetHistogram(const std::string& name, const std::string& help,
                                          const Labels& labels) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -111,9 +122,9 @@ std::string MetricsRegistry::RenderPrometheus() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
   for (const auto& [name, f] : families_) {
-    const char* type = f.kind == Kind::kCounter ? "counter"
-                       : f.kind == Kind::kGauge ? "gauge"
-                                                : "histogram";
+    const char* type = f.kind == Kind::kCounter     ? "counter"
+                       : f.kind == Kind::kHistogram ? "histogram"
+                                                    : "gauge";
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, f.help, name, type);
     for (const auto& [labels, index] : f.series) {
       switch (f.kind) {
@@ -122,6 +133,10 @@ std::string MetricsRegistry::RenderPrometheus() const {
           break;
         case Kind::kGauge:
           out += fmt::format("{}{} {}\n", name, LabelText(labels), gauges_[index].Value());
+          break;
+        case Kind::kFloatGauge:
+          out += fmt::format("{}{} {}\n", name, LabelText(labels),
+                             FormatDouble(float_gauges_[index].Value()));
           break;
         case Kind::kHistogram: {
           const Histogram& h = histograms_[index];

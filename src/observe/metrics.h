@@ -38,6 +38,16 @@ class Gauge {
   std::atomic<int64_t> v_{0};
 };
 
+// A gauge with a fractional value (e.g. seconds).
+class FloatGauge {
+ public:
+  void Set(double v) { v_.store(v, std::memory_order_relaxed); }
+  double Value() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> v_{0};
+};
+
 // Cumulative histogram over fixed upper bounds (seconds).
 class Histogram {
  public:
@@ -63,13 +73,15 @@ class MetricsRegistry {
  public:
   Counter& GetCounter(const std::string& name, const std::string& help, const Labels& labels);
   Gauge& GetGauge(const std::string& name, const std::string& help, const Labels& labels);
+  FloatGauge& GetFloatGauge(const std::string& name, const std::string& help,
+                            const Labels& labels);
   Histogram& GetHistogram(const std::string& name, const std::string& help,
                           const Labels& labels);
   // Prometheus text format, families sorted by name.
   std::string RenderPrometheus() const;
 
  private:
-  enum class Kind { kCounter, kGauge, kHistogram };
+  enum class Kind { kCounter, kGauge, kFloatGauge, kHistogram };
   struct Family {
     Kind kind;
     std::string help;
@@ -81,6 +93,7 @@ class MetricsRegistry {
   std::map<std::string, Family> families_;
   std::deque<Counter> counters_;
   std::deque<Gauge> gauges_;
+  std::deque<FloatGauge> float_gauges_;
   std::deque<Histogram> histograms_;
 };
 

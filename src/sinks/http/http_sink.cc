@@ -76,8 +76,8 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
         in_flight_gauge_(ctx_.metrics->GetGauge("seedance_sink_in_flight",
                                                 "Requests the sink has in flight.",
                                                 {{"component", ctx_.name}})),
-        p99_gauge_(ctx_.metrics->GetGauge(
-            "seedance_sink_latency_p99_microseconds",
+        p99_gauge_(ctx_.metrics->GetFloatGauge(
+            "seedance_sink_latency_p99_seconds",
             "P99 request latency over the controller's window (adaptive concurrency).",
             {{"component", ctx_.name}})) {
     limit_gauge_.Set(controller_.limit());
@@ -127,7 +127,7 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   governor::ConcurrencyController controller_;
   observe::Gauge& limit_gauge_;
   observe::Gauge& in_flight_gauge_;
-  observe::Gauge& p99_gauge_;
+  observe::FloatGauge& p99_gauge_;
   int in_flight_ = 0;
   bool stopped_ = false;
   bool failing_ = false;
@@ -232,7 +232,7 @@ awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> sel
       controller_.RecordLatency(std::chrono::steady_clock::now() - sent, now_ns, in_flight);
       if (controller_.Update(now_ns)) {
         limit_gauge_.Set(controller_.limit());
-        p99_gauge_.Set(static_cast<int64_t>(controller_.p99_seconds() * 1e6));
+        p99_gauge_.Set(controller_.p99_seconds());
       }
       if (!r && reused && !stopped_) {
         continue;  // the server closed an idle keep-alive connection; retry on a fresh one
