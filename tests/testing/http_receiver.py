@@ -30,6 +30,13 @@ class Receiver:
         self.slots = threading.Semaphore(slots) if slots else None
         self.service_s = service_s
         self.latencies = []  # (time answered, seconds from request to answer), with slots
+        # Benchmarks: count events without decoding (bodies must hold "sent_ns"), and
+        # optionally collect end-to-end latencies from that stamp.
+        self.count_only = False
+        self.collect_latency = False
+        self.counted = 0
+        self.last_at = 0.0
+        self.e2e_ns = []
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,6 +61,19 @@ class Receiver:
                 if receiver.delay_s:
                     time.sleep(receiver.delay_s)
                 status = receiver._decide(body)
+                if receiver.count_only and status == 200:
+                    now_ns = time.time_ns()
+                    with receiver.lock:
+                        receiver.counted += body.count(b'"sent_ns"')
+                        receiver.last_at = time.perf_counter()
+                        if receiver.collect_latency:
+                            receiver.e2e_ns.extend(now_ns - e["sent_ns"] for e in decode_events(body))
+                    reply = b"ok\n"
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(reply)))
+                    self.end_headers()
+                    self.wfile.write(reply)
+                    return
                 with receiver.lock:
                     receiver.requests.append((self.path, self.headers.get("Content-Type"), body, status))
                 if status == 200 and receiver.out is not None:
