@@ -1,22 +1,79 @@
 #include "storage/crc32c.h"
 
-#include <boost/crc.hpp>
+#include <array>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#endif
 
 namespace seedance::storage {
+namespace internal {
 
-using Crc32cImpl = boost::crc_optimal<32, 0x1EDC6F41, 0xFFFFFFFF, 0xFFFFFFFF, true, true>;
+namespace {
+
+// Byte-wise table for the reflected Castagnoli polynomial 0x82F63B78. Written here rather than
+// taken from Boost.CRC because the running state must be the plain register that the SSE4.2
+// instruction also uses, so both paths can continue each other.
+constexpr std::array<uint32_t, 256> MakeTable() {
+  std::array<uint32_t, 256> t{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    t[i] = c;
+  }
+  return t;
+}
+constexpr std::array<uint32_t, 256> kTable = MakeTable();
+
+}  // namespace
+
+uint32_t ExtendSoftware(uint32_t state, std::string_view data) {
+  uint32_t c = state;
+  for (char ch : data) c = kTable[(c ^ static_cast<uint8_t>(ch)) & 0xFF] ^ (c >> 8);
+  return c;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t state, std::string_view data) {
+  const char* p = data.data();
+  size_t n = data.size();
+  uint64_t crc = state;
+  while (n >= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    crc = _mm_crc32_u64(crc, word);
+    p += 8;
+    n -= 8;
+  }
+  auto c = static_cast<uint32_t>(crc);
+  while (n > 0) {
+    c = _mm_crc32_u8(c, static_cast<uint8_t>(*p++));
+    --n;
+  }
+  return c;
+}
+bool HaveHardware() {
+  static const bool have = __builtin_cpu_supports("sse4.2");
+  return have;
+}
+#else
+uint32_t ExtendHardware(uint32_t state, std::string_view data) { return ExtendSoftware(state, data); }
+bool HaveHardware() { return false; }
+#endif
+
+uint32_t Extend(uint32_t state, std::string_view data) {
+  return HaveHardware() ? ExtendHardware(state, data) : ExtendSoftware(state, data);
+}
+
+}  // namespace internal
 
 uint32_t Crc32c(std::string_view data) {
-  Crc32cImpl crc;
-  crc.process_bytes(data.data(), data.size());
-  return crc.checksum();
+  return ~internal::Extend(0xFFFFFFFFu, data);
 }
 
 uint32_t Crc32c(std::string_view a, std::string_view b) {
-  Crc32cImpl crc;
-  crc.process_bytes(a.data(), a.size());
-  crc.process_bytes(b.data(), b.size());
-  return crc.checksum();
+  return ~internal::Extend(internal::Extend(0xFFFFFFFFu, a), b);
 }
 
 }  // namespace seedance::storage

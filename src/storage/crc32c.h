@@ -1,7 +1,8 @@
 // CRC-32C (Castagnoli), as used by the durable queue's records, and leveldb-style masking.
 //
-// Uses Boost.CRC (header-only, table-driven, portable to ARM gateways). Masking keeps a CRC
-// stored inside data from being the CRC of that data (leveldb's rationale).
+// Uses the SSE4.2 crc32 instruction where the CPU has it (checked at run time), otherwise a
+// byte-wise table (portable to ARM gateways). Masking keeps a CRC stored inside
+// data from being the CRC of that data (leveldb's rationale).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,14 @@ namespace seedance::storage {
 uint32_t Crc32c(std::string_view data);
 // CRC of `a` followed by `b`.
 uint32_t Crc32c(std::string_view a, std::string_view b);
+
+namespace internal {
+// Running CRC state (before the final inversion) extended by `data`; both implementations
+// must agree (tested).
+uint32_t ExtendSoftware(uint32_t state, std::string_view data);
+uint32_t ExtendHardware(uint32_t state, std::string_view data);
+bool HaveHardware();
+}  // namespace internal
 
 inline uint32_t MaskCrc(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
 inline uint32_t UnmaskCrc(uint32_t masked) {

@@ -1,5 +1,7 @@
 #include "storage/event_codec.h"
 
+#include <bit>
+
 #include <cstdint>
 
 namespace seedance::storage {
@@ -7,12 +9,10 @@ namespace {
 
 constexpr uint8_t kVersion = 1;
 
-void PutU64(std::string& o, uint64_t v) {
-  for (int i = 0; i < 8; ++i) o.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-void PutU32(std::string& o, uint32_t v) {
-  for (int i = 0; i < 4; ++i) o.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
+// Little-endian on disk; the host is checked to be little-endian (x86, ARM) at compile time.
+static_assert(std::endian::native == std::endian::little, "big-endian hosts need byte swaps");
+void PutU64(std::string& o, uint64_t v) { o.append(reinterpret_cast<const char*>(&v), 8); }
+void PutU32(std::string& o, uint32_t v) { o.append(reinterpret_cast<const char*>(&v), 4); }
 void PutBytes(std::string& o, std::string_view s) {
   PutU32(o, static_cast<uint32_t>(s.size()));
   o.append(s.data(), s.size());
@@ -25,15 +25,15 @@ class Cursor {
   bool done() const { return pos_ == d_.size(); }
   uint64_t U64() {
     if (!Need(8)) return 0;
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(d_[pos_ + i]);
+    uint64_t v;
+    std::memcpy(&v, d_.data() + pos_, 8);
     pos_ += 8;
     return v;
   }
   uint32_t U32() {
     if (!Need(4)) return 0;
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(d_[pos_ + i]);
+    uint32_t v;
+    std::memcpy(&v, d_.data() + pos_, 4);
     pos_ += 4;
     return v;
   }

@@ -1,5 +1,7 @@
 #include "storage/record_scanner.h"
 
+#include <bit>
+
 #include <cstring>
 
 #include "storage/crc32c.h"
@@ -8,20 +10,18 @@
 namespace seedance::storage {
 namespace {
 
-void PutU32(std::string& o, uint32_t v) {
-  for (int i = 0; i < 4; ++i) o.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-void PutU64(std::string& o, uint64_t v) {
-  for (int i = 0; i < 8; ++i) o.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
+void PutU32(std::string& o, uint32_t v) { o.append(reinterpret_cast<const char*>(&v), 4); }
+// Little-endian on disk; the host is checked to be little-endian (x86, ARM) at compile time.
+static_assert(std::endian::native == std::endian::little, "big-endian hosts need byte swaps");
+void PutU64(std::string& o, uint64_t v) { o.append(reinterpret_cast<const char*>(&v), 8); }
 uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  uint32_t v;
+  std::memcpy(&v, p, 4);
   return v;
 }
 uint64_t GetU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  uint64_t v;
+  std::memcpy(&v, p, 8);
   return v;
 }
 

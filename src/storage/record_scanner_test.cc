@@ -18,6 +18,16 @@ std::string Hex(const std::string& s) {
   return out;
 }
 
+TEST(Crc32cTest, HardwareAndSoftwarePathsAgree) {
+  if (!internal::HaveHardware()) GTEST_SKIP() << "no SSE4.2 crc32 on this CPU";
+  std::string data;
+  for (int i = 0; i < 1000; ++i) {
+    data.push_back(static_cast<char>(i * 37 + 11));
+    std::string_view v(data);
+    ASSERT_EQ(internal::ExtendHardware(0xFFFFFFFFu, v), internal::ExtendSoftware(0xFFFFFFFFu, v)) << i;
+  }
+}
+
 TEST(Crc32cTest, MatchesTheStandardCheckValue) {
   EXPECT_EQ(Crc32c("123456789"), 0xE3069283u);
   EXPECT_EQ(UnmaskCrc(MaskCrc(0x12345678u)), 0x12345678u);
