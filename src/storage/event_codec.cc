@@ -1,6 +1,7 @@
 #include "storage/event_codec.h"
 
 #include <bit>
+#include <cstring>
 
 #include <cstdint>
 

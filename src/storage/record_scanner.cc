@@ -1,7 +1,6 @@
 #include "storage/record_scanner.h"
 
 #include <bit>
-
 #include <cstring>
 
 #include "storage/crc32c.h"
