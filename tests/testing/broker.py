@@ -1,9 +1,14 @@
 """A real mosquitto broker on a free loopback port, with its own config and log."""
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
 import time
+
+
+# Debian installs the broker in /usr/sbin, which is not on every PATH.
+MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
 
 
 def free_port():
@@ -49,7 +54,7 @@ class Broker:
         return f"tcp://127.0.0.1:{self.port}"
 
     def start(self):
-        self.proc = subprocess.Popen(["mosquitto", "-c", self.conf],
+        self.proc = subprocess.Popen([MOSQUITTO, "-c", self.conf],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         if not wait_port(self.port):
             err = self.proc.stderr.read().decode() if self.proc.poll() is not None else ""
