@@ -20,17 +20,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "seedance/trim.h"
+
 namespace seedance::governor {
 
-struct TrimPolicyOptions {
-  double occupancy_trigger = 0.92;
-  int occupancy_samples = 3;
-  double idle_share_trigger = 0.35;
-  uint64_t idle_steps = 50;
-  double fragmentation_trigger = 0.28;
-  uint64_t min_victim_bytes = 16ull << 20;
-  double low_watermark = 0.80;
-};
+// One definition of the knobs, in the public API of the trim library.
+using TrimPolicyOptions = trim::PolicyOptions;
 
 struct TierSample {
   uint64_t capacity = 0;

@@ -1,0 +1,105 @@
+// seedance::trim — keep fast memory (GPU memory, or RAM under a budget) low by moving idle
+// buffers to a cheaper tier and bringing them back on access (DESIGN.md section 4).
+//
+// A TierManager owns buffers placed on an ordered list of tiers, fastest first. A program
+// registers its buffers, Acquire()s one to get a pointer valid on the fastest tier until
+// Release(), and calls Step() once per iteration; when a trigger fires (occupancy, idle share,
+// fragmentation; see PolicyOptions) idle buffers move down a tier. An acquired buffer is never
+// moved. No CUDA types appear here: CUDA tiers implement Tier in src/gpu.
+//
+// Thread-compatible: one thread (or external locking) per TierManager.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "seedance/result.h"
+
+namespace seedance::trim {
+
+using BufferId = uint64_t;
+
+// The trimming policy's knobs; defaults from the article.
+struct PolicyOptions {
+  double occupancy_trigger = 0.92;   // fast-tier used / capacity ...
+  int occupancy_samples = 3;         // ... at or above for this many consecutive steps
+  double idle_share_trigger = 0.35;  // more than this share of registered bytes ...
+  uint64_t idle_steps = 50;          // ... idle for at least this many steps
+  double fragmentation_trigger = 0.28;  // 1 − largest free block / total free, above
+  uint64_t min_victim_bytes = 16ull << 20;  // smaller buffers are not worth moving
+  double low_watermark = 0.80;       // a trim moves buffers until occupancy is under this
+};
+
+// A place buffers can live.
+class Tier {
+ public:
+  virtual ~Tier() = default;
+  virtual const std::string& name() const = 0;
+  virtual uint64_t capacity() const = 0;
+  virtual uint64_t used() const = 0;
+  // 1 − largest free block / total free bytes (0 when nothing is free).
+  virtual double fragmentation() const = 0;
+  // A block of at least `size` bytes; kResourceExhausted when none fits.
+  virtual Result<void*> Allocate(uint64_t size) = 0;
+  // REQUIRES: `p` came from Allocate() of this tier and is not freed yet.
+  virtual void Free(void* p) = 0;
+  // Copies `size` bytes from `src` (in `from`) to `dst` (in this tier).
+  virtual Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier& from) = 0;
+};
+
+struct TierStats {
+  std::string name;
+  uint64_t capacity = 0;
+  uint64_t used = 0;
+  double occupancy = 0;
+  double fragmentation = 0;
+};
+
+struct TrimStats {
+  std::vector<TierStats> tiers;
+  uint64_t step = 0;
+  uint64_t buffers = 0;
+  uint64_t registered_bytes = 0;
+  double idle_share = 0;
+  uint64_t trims = 0;             // trims that moved at least one buffer
+  uint64_t bytes_moved_down = 0;
+  uint64_t bytes_moved_up = 0;
+  uint64_t stalls = 0;            // Acquire() calls that had to bring a buffer back first
+  double trim_latency_p50_us = 0;  // trim decision time (choosing victims), recent trims
+  double trim_latency_p99_us = 0;
+};
+
+class TierManager {
+ public:
+  // REQUIRES: at least two tiers, fastest first.
+  static Result<std::unique_ptr<TierManager>> Create(std::vector<std::unique_ptr<Tier>> tiers,
+                                                     PolicyOptions options = {});
+  virtual ~TierManager() = default;
+
+  // Places a new buffer of `size` bytes on the fastest tier with room (trimming idle buffers
+  // to make room), else on a slower one. kResourceExhausted when no tier can hold it.
+  virtual Result<BufferId> Register(uint64_t size, std::string name = {}, std::string group = {}) = 0;
+  // kNotFound for an unknown id; kFailedPrecondition while acquired.
+  virtual Status Unregister(BufferId id) = 0;
+  // Pointer to the buffer on the fastest tier, valid until Release(); brings it back first
+  // if it was moved (a stall). kResourceExhausted when the fastest tier cannot make room.
+  virtual Result<void*> Acquire(BufferId id) = 0;
+  virtual Status Release(BufferId id) = 0;
+  // Advances the step clock, samples the triggers and trims when one fires.
+  virtual void Step() = 0;
+  // Brings a moved buffer back ahead of use (not counted as a stall).
+  virtual Status Prefetch(BufferId id) = 0;
+  // Trims now to the low watermark; returns how many buffers moved.
+  virtual size_t Trim() = 0;
+  // Tier index the buffer is on (0 = fastest); kNotFound for an unknown id.
+  virtual Result<int> TierOf(BufferId id) const = 0;
+  virtual TrimStats Stats() const = 0;
+};
+
+// A RAM tier with a fixed capacity: an arena placed by a best-fit sub-allocator (256 B
+// alignment), for machines without a GPU and for tests.
+std::unique_ptr<Tier> MakeHostTier(std::string name, uint64_t capacity);
+
+}  // namespace seedance::trim

@@ -1,0 +1,239 @@
+// TierManager implementation on top of the shared TrimPolicy (see seedance/trim.h).
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <unordered_map>
+
+#include "governor/trim_policy.h"
+#include "seedance/trim.h"
+
+namespace seedance::trim {
+namespace {
+
+using governor::BufferState;
+using governor::TierSample;
+using governor::TrimPolicy;
+using governor::TrimReason;
+
+struct Buffer {
+  uint64_t size = 0;
+  int tier = 0;
+  void* ptr = nullptr;
+  uint64_t last_used_step = 0;
+  uint64_t uses = 0;
+  bool acquired = false;
+  std::string name;
+  std::string group;
+};
+
+class TierManagerImpl final : public TierManager {
+ public:
+  TierManagerImpl(std::vector<std::unique_ptr<Tier>> tiers, PolicyOptions options)
+      : tiers_(std::move(tiers)), policy_(options) {}
+
+  Result<BufferId> Register(uint64_t size, std::string name, std::string group) override {
+    for (int t = 0; t < static_cast<int>(tiers_.size()); ++t) {
+      auto p = AllocateOn(t, size, /*keep=*/0);
+      if (!p) continue;
+      BufferId id = next_id_++;
+      buffers_[id] = Buffer{size, t, *p, step_, 0, false, std::move(name), std::move(group)};
+      return id;
+    }
+    return ResourceExhaustedError("no tier can hold " + std::to_string(size) + " bytes");
+  }
+
+  Status Unregister(BufferId id) override {
+    auto it = buffers_.find(id);
+    if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
+    if (it->second.acquired) return FailedPreconditionError("buffer is acquired");
+    tiers_[it->second.tier]->Free(it->second.ptr);
+    buffers_.erase(it);
+    return Status::Ok();
+  }
+
+  Result<void*> Acquire(BufferId id) override {
+    auto it = buffers_.find(id);
+    if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
+    Buffer& b = it->second;
+    if (b.tier != 0) {
+      SEEDANCE_RETURN_IF_ERROR(MoveUp(id, b));
+      ++stalls_;
+    }
+    b.acquired = true;
+    b.last_used_step = step_;
+    ++b.uses;
+    return b.ptr;
+  }
+
+  Status Release(BufferId id) override {
+    auto it = buffers_.find(id);
+    if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
+    it->second.acquired = false;
+    it->second.last_used_step = step_;
+    return Status::Ok();
+  }
+
+  void Step() override {
+    ++step_;
+    auto states = States();
+    TrimReason reason = policy_.Sample(Sample(0), policy_.IdleShare(states, step_));
+    if (reason != TrimReason::kNone) TrimFor(reason, 0);
+  }
+
+  Status Prefetch(BufferId id) override {
+    auto it = buffers_.find(id);
+    if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
+    if (it->second.tier == 0) return Status::Ok();
+    return MoveUp(id, it->second);
+  }
+
+  size_t Trim() override { return TrimFor(TrimReason::kOccupancy, 0); }
+
+  Result<int> TierOf(BufferId id) const override {
+    auto it = buffers_.find(id);
+    if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
+    return it->second.tier;
+  }
+
+  TrimStats Stats() const override {
+    TrimStats s;
+    for (int t = 0; t < static_cast<int>(tiers_.size()); ++t) {
+      const Tier& tier = *tiers_[t];
+      s.tiers.push_back(TierStats{tier.name(), tier.capacity(), tier.used(),
+                                  tier.capacity() ? static_cast<double>(tier.used()) / tier.capacity() : 0,
+                                  tier.fragmentation()});
+    }
+    s.step = step_;
+    s.buffers = buffers_.size();
+    for (const auto& [id, b] : buffers_) s.registered_bytes += b.size;
+    s.idle_share = policy_.IdleShare(States(), step_);
+    s.trims = trims_;
+    s.bytes_moved_down = moved_down_;
+    s.bytes_moved_up = moved_up_;
+    s.stalls = stalls_;
+    if (!decision_us_.empty()) {
+      std::vector<double> v(decision_us_.begin(), decision_us_.end());
+      std::sort(v.begin(), v.end());
+      s.trim_latency_p50_us = v[v.size() / 2];
+      s.trim_latency_p99_us = v[(v.size() * 99 + 99) / 100 - 1];
+    }
+    return s;
+  }
+
+ private:
+  TierSample Sample(int t) const {
+    return TierSample{tiers_[t]->capacity(), tiers_[t]->used(), tiers_[t]->fragmentation()};
+  }
+
+  std::vector<BufferState> States() const {
+    std::vector<BufferState> out;
+    out.reserve(buffers_.size());
+    for (const auto& [id, b] : buffers_) {
+      out.push_back(BufferState{id, b.size, b.tier == 0, b.acquired, b.last_used_step, b.uses});
+    }
+    return out;
+  }
+
+  // Allocates on tier `t`, trimming idle buffers off it (never `keep`) when it is tier 0.
+  Result<void*> AllocateOn(int t, uint64_t size, BufferId keep) {
+    auto p = tiers_[t]->Allocate(size);
+    if (p || t != 0) return p;
+    // Make room: free what the new buffer needs beyond the low watermark target.
+    TierSample s = Sample(0);
+    const uint64_t target = static_cast<uint64_t>(policy_.options().low_watermark * s.capacity);
+    uint64_t need = s.used + size > target ? s.used + size - target : size;
+    // Free bytes are not always one hole: keep moving victims (then also buffers released in
+    // this very step, never acquired ones) until the block fits or nothing is left to move.
+    for (bool allow_recent : {false, true}) {
+      while (true) {
+        size_t moved = TrimBytes(need, keep, allow_recent);
+        p = tiers_[t]->Allocate(size);
+        if (p) return p;
+        if (moved == 0) break;
+        need = size;
+      }
+    }
+    return p;
+  }
+
+  Status MoveUp(BufferId id, Buffer& b) {
+    auto p = AllocateOn(0, b.size, id);
+    if (!p) return p.error();
+    SEEDANCE_RETURN_IF_ERROR(tiers_[0]->CopyFrom(*p, b.ptr, b.size, *tiers_[b.tier]));
+    tiers_[b.tier]->Free(b.ptr);
+    b.ptr = *p;
+    b.tier = 0;
+    moved_up_ += b.size;
+    return Status::Ok();
+  }
+
+  size_t TrimFor(TrimReason reason, BufferId keep) {
+    uint64_t bytes = policy_.BytesToFree(Sample(0));
+    if (reason == TrimReason::kIdleShare || reason == TrimReason::kFragmentation) {
+      // Move what has been idle long enough even below the watermark.
+      for (const auto& [id, b] : buffers_) {
+        if (b.tier == 0 && !b.acquired && step_ >= b.last_used_step + policy_.options().idle_steps) {
+          bytes += b.size;
+        }
+      }
+    }
+    return TrimBytes(bytes, keep, /*allow_recent=*/false);
+  }
+
+  // Moves victims down one tier until `bytes` are freed on tier 0. With `allow_recent`,
+  // buffers released in the current step count as idle for one step. Returns buffers moved.
+  size_t TrimBytes(uint64_t bytes, BufferId keep, bool allow_recent) {
+    if (bytes == 0) return 0;
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<BufferState> states = States();
+    for (auto& s : states) {
+      if (s.id == keep) s.in_use = true;  // the buffer being brought back stays
+    }
+    // Seen from one step later, buffers released in this step are idle too.
+    std::vector<uint64_t> victims = policy_.ChooseVictims(states, allow_recent ? step_ + 1 : step_, bytes);
+    RecordDecision(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    size_t moved = 0;
+    for (uint64_t id : victims) {
+      Buffer& b = buffers_[id];
+      auto p = tiers_[1]->Allocate(b.size);
+      if (!p) continue;  // the slower tier is full too
+      if (!tiers_[1]->CopyFrom(*p, b.ptr, b.size, *tiers_[0]).ok()) {
+        tiers_[1]->Free(*p);
+        continue;
+      }
+      tiers_[0]->Free(b.ptr);
+      b.ptr = *p;
+      b.tier = 1;
+      moved_down_ += b.size;
+      ++moved;
+    }
+    if (moved > 0) ++trims_;
+    return moved;
+  }
+
+  void RecordDecision(double us) {
+    decision_us_.push_back(us);
+    if (decision_us_.size() > 4096) decision_us_.pop_front();
+  }
+
+  std::vector<std::unique_ptr<Tier>> tiers_;
+  TrimPolicy policy_;
+  std::unordered_map<BufferId, Buffer> buffers_;
+  BufferId next_id_ = 1;
+  uint64_t step_ = 0;
+  uint64_t trims_ = 0;
+  uint64_t moved_down_ = 0;
+  uint64_t moved_up_ = 0;
+  uint64_t stalls_ = 0;
+  std::deque<double> decision_us_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<TierManager>> TierManager::Create(std::vector<std::unique_ptr<Tier>> tiers,
+                                                         PolicyOptions options) {
+  if (tiers.size() < 2) return InvalidArgumentError("a TierManager needs at least two tiers");
+  return std::unique_ptr<TierManager>(new TierManagerImpl(std::move(tiers), options));
+}
+
+}  // namespace seedance::trim

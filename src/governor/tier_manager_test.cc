@@ -1,0 +1,148 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "seedance/trim.h"
+
+namespace seedance::trim {
+namespace {
+
+constexpr uint64_t kKiB = 1024;
+
+std::unique_ptr<TierManager> Make(uint64_t fast, uint64_t slow, PolicyOptions o = {}) {
+  std::vector<std::unique_ptr<Tier>> tiers;
+  tiers.push_back(MakeHostTier("fast", fast));
+  tiers.push_back(MakeHostTier("slow", slow));
+  return TierManager::Create(std::move(tiers), o).value();
+}
+
+PolicyOptions SmallBuffers() {
+  PolicyOptions o;
+  o.min_victim_bytes = 0;  // host tests use small buffers
+  return o;
+}
+
+uint64_t Checksum(const void* p, uint64_t n) {
+  uint64_t h = 1469598103934665603ull;
+  auto* b = static_cast<const unsigned char*>(p);
+  for (uint64_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    auto m = Make(256 * kKiB, 4096 * kKiB, SmallBuffers());
+    std::mt19937 rng(seed);
+    std::map<BufferId, std::pair<uint64_t, uint64_t>> live;  // id → (size, checksum)
+    std::vector<BufferId> acquired;
+    for (int op = 0; op < 4000; ++op) {
+      switch (rng() % 6) {
+        case 0: {  // register and fill
+          uint64_t size = 256 + rng() % (16 * kKiB);
+          if (m->Stats().registered_bytes + size > 2048 * kKiB) break;  // half the slow tier
+          auto id = m->Register(size);
+          if (!id) break;
+          auto p = m->Acquire(*id);
+          ASSERT_TRUE(p.has_value()) << p.error().ToString();
+          auto* bytes = static_cast<unsigned char*>(*p);
+          for (uint64_t i = 0; i < size; ++i) bytes[i] = static_cast<unsigned char>(rng());
+          live[*id] = {size, Checksum(*p, size)};
+          ASSERT_TRUE(m->Release(*id).ok());
+          break;
+        }
+        case 1:
+        case 2: {  // acquire, verify, maybe rewrite, release
+          if (live.empty()) break;
+          auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
+          auto p = m->Acquire(it->first);
+          ASSERT_TRUE(p.has_value()) << p.error().ToString();
+          ASSERT_EQ(Checksum(*p, it->second.first), it->second.second) << "seed " << seed << " op " << op;
+          if (rng() % 2) {
+            static_cast<unsigned char*>(*p)[rng() % it->second.first] ^= 0x5A;
+            it->second.second = Checksum(*p, it->second.first);
+          }
+          ASSERT_TRUE(m->Release(it->first).ok());
+          break;
+        }
+        case 3:
+          m->Step();
+          break;
+        case 4:
+          m->Trim();
+          break;
+        case 5: {
+          if (live.empty()) break;
+          auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
+          ASSERT_TRUE(m->Unregister(it->first).ok());
+          live.erase(it);
+          break;
+        }
+      }
+    }
+    for (auto& [id, v] : live) {
+      auto p = m->Acquire(id);
+      ASSERT_TRUE(p.has_value());
+      EXPECT_EQ(Checksum(*p, v.first), v.second);
+      ASSERT_TRUE(m->Release(id).ok());
+    }
+    auto st = m->Stats();
+    EXPECT_GT(st.bytes_moved_down, 0u) << "the test must exercise moves";
+    EXPECT_GT(st.bytes_moved_up, 0u);
+  }
+}
+
+TEST(TierManagerTest, AnAcquiredBufferIsNeverMoved) {
+  auto m = Make(100 * kKiB, 1000 * kKiB, SmallBuffers());
+  auto held = *m->Register(40 * kKiB);
+  auto other = *m->Register(40 * kKiB);
+  void* p = *m->Acquire(held);
+  for (int i = 0; i < 100; ++i) m->Step();  // both idle for long, occupancy 80%
+  EXPECT_GT(m->Trim() + m->Stats().trims, 0u);
+  EXPECT_EQ(*m->TierOf(held), 0);
+  EXPECT_EQ(*m->Acquire(held), p);
+  EXPECT_EQ(*m->TierOf(other), 1);
+}
+
+TEST(TierManagerTest, OccupancyTriggerTrimsUnderTheLowWatermark) {
+  auto m = Make(1000 * kKiB, 4000 * kKiB, SmallBuffers());
+  for (int i = 0; i < 19; ++i) ASSERT_TRUE(m->Register(48 * kKiB).has_value());  // 91.2%
+  m->Step();
+  m->Step();
+  m->Step();
+  EXPECT_EQ(m->Stats().trims, 0u) << "below 92%: no trim";
+  ASSERT_TRUE(m->Register(48 * kKiB).has_value());  // 96%
+  m->Step();
+  m->Step();
+  EXPECT_EQ(m->Stats().trims, 0u) << "two samples are not enough";
+  m->Step();
+  auto st = m->Stats();
+  EXPECT_EQ(st.trims, 1u);
+  EXPECT_LE(st.tiers[0].occupancy, 0.80);
+  EXPECT_GT(st.trim_latency_p99_us, 0.0);
+}
+
+TEST(TierManagerTest, AcquireBringsAMovedBufferBackAndCountsTheStall) {
+  auto m = Make(36 * kKiB, 1024 * kKiB, SmallBuffers());  // 32 KiB is 89%: over the watermark
+  auto a = *m->Register(32 * kKiB);
+  std::memset(*m->Acquire(a), 7, 32 * kKiB);
+  ASSERT_TRUE(m->Release(a).ok());
+  m->Step();
+  ASSERT_EQ(m->Trim(), 1u);
+  EXPECT_EQ(*m->TierOf(a), 1);
+  auto p = m->Acquire(a);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(*m->TierOf(a), 0);
+  EXPECT_EQ(static_cast<unsigned char*>(*p)[100], 7);
+  EXPECT_EQ(m->Stats().stalls, 1u);
+  ASSERT_TRUE(m->Release(a).ok());
+  m->Step();
+  m->Trim();
+  ASSERT_TRUE(m->Prefetch(a).ok());
+  EXPECT_EQ(*m->TierOf(a), 0);
+  EXPECT_EQ(m->Stats().stalls, 1u) << "a prefetch is not a stall";
+}
+
+}  // namespace
+}  // namespace seedance::trim
