@@ -7,11 +7,11 @@
 // Each payload: {"id":N,"device":"dN","temperature":T,"sent_ns":UNIX_NS}. Prints one JSON line.
 #include <utility>
 
+#include <fmt/format.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
-#include <fmt/format.h>
 
 #include <atomic>
 #include <chrono>
@@ -26,7 +26,8 @@ using namespace seedance::mqtt;
 
 static int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch()).count();
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 int main(int argc, char** argv) {
@@ -43,8 +44,9 @@ int main(int argc, char** argv) {
   asio::connect(sock, asio::ip::tcp::resolver(io).resolve(host, port));
   sock.set_option(asio::ip::tcp::no_delay(true));
   std::string out;
-  (void)Encode(Connect{.version = Version::kV311, .client_id = fmt::format("mqtt-load-{}", NowNs())},
-               Version::kV311, out);
+  (void)Encode(
+      Connect{.version = Version::kV311, .client_id = fmt::format("mqtt-load-{}", NowNs())},
+      Version::kV311, out);
   asio::write(sock, asio::buffer(out));
   std::atomic<long> acked{0};
   std::atomic<bool> connected{false};
@@ -79,16 +81,19 @@ int main(int argc, char** argv) {
     while (i - acked.load() >= window) std::this_thread::yield();
     out.clear();
     double t = -60 + (i * 7919 % 2100) / 10.0;
-    Publish p{.topic = fmt::format("sensor/d{}/temperature", i % 100),
-              .payload = fmt::format("{{\"id\":{},\"device\":\"d{}\",\"temperature\":{},\"sent_ns\":{}}}",
-                                     i, i % 100, t, NowNs()),
-              .qos = 1, .packet_id = static_cast<uint16_t>(i % 65535 + 1)};
+    Publish p{
+        .topic = fmt::format("sensor/d{}/temperature", i % 100),
+        .payload = fmt::format("{{\"id\":{},\"device\":\"d{}\",\"temperature\":{},\"sent_ns\":{}}}",
+                               i, i % 100, t, NowNs()),
+        .qos = 1,
+        .packet_id = static_cast<uint16_t>(i % 65535 + 1)};
     (void)Encode(p, Version::kV311, out);
     asio::write(sock, asio::buffer(out));
   }
   while (acked.load() < count) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   double secs = (NowNs() - start_ns) / 1e9;
-  std::printf("{\"published\": %ld, \"seconds\": %.3f, \"publish_rate\": %.0f}\n", count, secs, count / secs);
+  std::printf("{\"published\": %ld, \"seconds\": %.3f, \"publish_rate\": %.0f}\n", count, secs,
+              count / secs);
   sock.close();
   reader.join();
   return 0;

@@ -64,8 +64,8 @@ Run Measure(const std::string& dir, QueueConfig::Fsync fsync, const std::string&
   double replay_s = std::chrono::duration<double>(Clock::now() - t1).count();
   if (read != events) std::abort();
   double mb = static_cast<double>(events * event_bytes) / 1e6;
-  return Run{name, event_bytes, events, events / append_s, mb / append_s, events / replay_s,
-             mb / replay_s};
+  return Run{name,          event_bytes,       events,       events / append_s,
+             mb / append_s, events / replay_s, mb / replay_s};
 }
 
 }  // namespace
@@ -74,17 +74,22 @@ int main(int argc, char** argv) {
   std::string dir = argc > 1 ? argv[1] : "/tmp/seedance-queue-bench";
   std::vector<Run> runs;
   for (size_t bytes : {200, 2048}) {
-    runs.push_back(Measure(dir, QueueConfig::Fsync::kNever, "never", bytes, bytes == 200 ? 500000 : 200000));
-    runs.push_back(Measure(dir, QueueConfig::Fsync::kInterval, "100ms", bytes, bytes == 200 ? 500000 : 200000));
-    runs.push_back(Measure(dir, QueueConfig::Fsync::kAlways, "always", bytes, bytes == 200 ? 100000 : 50000));
+    runs.push_back(
+        Measure(dir, QueueConfig::Fsync::kNever, "never", bytes, bytes == 200 ? 500000 : 200000));
+    runs.push_back(Measure(dir, QueueConfig::Fsync::kInterval, "100ms", bytes,
+                           bytes == 200 ? 500000 : 200000));
+    runs.push_back(
+        Measure(dir, QueueConfig::Fsync::kAlways, "always", bytes, bytes == 200 ? 100000 : 50000));
   }
   std::filesystem::remove_all(dir);
   std::string out = "{\"benchmark\": \"queue\", \"commit_batch\": 256, \"runs\": [";
   for (size_t i = 0; i < runs.size(); ++i) {
     const Run& r = runs[i];
     out += fmt::format(
-        "{}{{\"fsync\": \"{}\", \"event_bytes\": {}, \"events\": {}, \"append_events_per_s\": {:.0f}, "
-        "\"append_mb_per_s\": {:.1f}, \"replay_events_per_s\": {:.0f}, \"replay_mb_per_s\": {:.1f}}}",
+        "{}{{\"fsync\": \"{}\", \"event_bytes\": {}, \"events\": {}, \"append_events_per_s\": "
+        "{:.0f}, "
+        "\"append_mb_per_s\": {:.1f}, \"replay_events_per_s\": {:.0f}, \"replay_mb_per_s\": "
+        "{:.1f}}}",
         i ? ", " : "", r.fsync, r.event_bytes, r.events, r.append_eps, r.append_mbps, r.replay_eps,
         r.replay_mbps);
   }

@@ -43,7 +43,7 @@ struct Event {
   int64_t event_time_ns = 0;   // when it happened (Unix ns); the ingest time when unknown
   int64_t ingest_time_ns = 0;  // when Seedance received it (Unix ns)
   PayloadFormat format = PayloadFormat::kJson;
-  std::string payload;         // the bytes as received, or as a processor rewrote them
+  std::string payload;          // the bytes as received, or as a processor rewrote them
   std::vector<Header> headers;  // e.g. traceparent; side outputs add "reason"
 
   // Returns the value of header `name`, or nullptr. Valid until the headers change.

@@ -41,14 +41,14 @@ std::string_view ParamTypeName(ParamType type);
 class Params;
 
 using StringPairs = std::vector<std::pair<std::string, std::string>>;
-using ParamValue = std::variant<std::monostate, std::string, int64_t, double, bool,
-                                std::chrono::nanoseconds, uint64_t, std::vector<std::string>,
-                                StringPairs, std::shared_ptr<const Params>>;
+using ParamValue =
+    std::variant<std::monostate, std::string, int64_t, double, bool, std::chrono::nanoseconds,
+                 uint64_t, std::vector<std::string>, StringPairs, std::shared_ptr<const Params>>;
 
 struct ParamSpec {
   std::string name;
   ParamType type = ParamType::kString;
-  std::string doc;                           // one line, shown by `seedance describe`
+  std::string doc;  // one line, shown by `seedance describe`
   bool required = false;
   std::optional<std::string> default_value;  // written as in YAML, e.g. "5s"
   std::vector<std::string> allowed;          // for enum-like strings; empty = any

@@ -26,7 +26,7 @@ enum class PluginKind { kSource, kProcessor, kSink };
 std::string_view PluginKindName(PluginKind kind);
 
 struct PluginInfo {
-  std::string type;     // e.g. "mqtt"
+  std::string type;  // e.g. "mqtt"
   PluginKind kind = PluginKind::kSource;
   std::string summary;  // one line
   std::vector<ParamSpec> params;

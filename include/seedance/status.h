@@ -77,15 +77,13 @@ inline Status FailedPreconditionError(std::string m) {
   return Status(StatusCode::kFailedPrecondition, std::move(m));
 }
 inline Status NotFoundError(std::string m) { return Status(StatusCode::kNotFound, std::move(m)); }
-inline Status CancelledError(std::string m) {
-  return Status(StatusCode::kCancelled, std::move(m));
-}
+inline Status CancelledError(std::string m) { return Status(StatusCode::kCancelled, std::move(m)); }
 inline Status InternalError(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
 
 }  // namespace seedance
 
-#define SEEDANCE_RETURN_IF_ERROR(expr)           \
-  do {                                           \
-    ::seedance::Status seedance_status_ = (expr); \
+#define SEEDANCE_RETURN_IF_ERROR(expr)                   \
+  do {                                                   \
+    ::seedance::Status seedance_status_ = (expr);        \
     if (!seedance_status_.ok()) return seedance_status_; \
   } while (0)

@@ -23,13 +23,13 @@ using BufferId = uint64_t;
 
 // The trimming policy's knobs; defaults from the article.
 struct PolicyOptions {
-  double occupancy_trigger = 0.92;   // fast-tier used / capacity ...
-  int occupancy_samples = 3;         // ... at or above for this many consecutive steps
-  double idle_share_trigger = 0.35;  // more than this share of registered bytes ...
-  uint64_t idle_steps = 50;          // ... idle for at least this many steps
-  double fragmentation_trigger = 0.28;  // 1 − largest free block / total free, above
+  double occupancy_trigger = 0.92;          // fast-tier used / capacity ...
+  int occupancy_samples = 3;                // ... at or above for this many consecutive steps
+  double idle_share_trigger = 0.35;         // more than this share of registered bytes ...
+  uint64_t idle_steps = 50;                 // ... idle for at least this many steps
+  double fragmentation_trigger = 0.28;      // 1 − largest free block / total free, above
   uint64_t min_victim_bytes = 16ull << 20;  // smaller buffers are not worth moving
-  double low_watermark = 0.80;       // a trim moves buffers until occupancy is under this
+  double low_watermark = 0.80;              // a trim moves buffers until occupancy is under this
 };
 
 // A place buffers can live.
@@ -63,10 +63,10 @@ struct TrimStats {
   uint64_t buffers = 0;
   uint64_t registered_bytes = 0;
   double idle_share = 0;
-  uint64_t trims = 0;             // trims that moved at least one buffer
+  uint64_t trims = 0;  // trims that moved at least one buffer
   uint64_t bytes_moved_down = 0;
   uint64_t bytes_moved_up = 0;
-  uint64_t stalls = 0;            // Acquire() calls that had to bring a buffer back first
+  uint64_t stalls = 0;             // Acquire() calls that had to bring a buffer back first
   double trim_latency_p50_us = 0;  // trim decision time (choosing victims), recent trims
   double trim_latency_p99_us = 0;
 };
@@ -80,7 +80,8 @@ class TierManager {
 
   // Places a new buffer of `size` bytes on the fastest tier with room (trimming idle buffers
   // to make room), else on a slower one. kResourceExhausted when no tier can hold it.
-  virtual Result<BufferId> Register(uint64_t size, std::string name = {}, std::string group = {}) = 0;
+  virtual Result<BufferId> Register(uint64_t size, std::string name = {},
+                                    std::string group = {}) = 0;
   // kNotFound for an unknown id; kFailedPrecondition while acquired.
   virtual Status Unregister(BufferId id) = 0;
   // Pointer to the buffer on the fastest tier, valid until Release(); brings it back first

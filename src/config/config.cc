@@ -28,10 +28,11 @@ std::vector<ParamSpec> PipelineSpecs() {
        .type = ParamType::kInt,
        .doc = "events held between stages before sources are paused",
        .default_value = "10000",
-       .validator = [](const ParamValue& v) {
-         return std::get<int64_t>(v) >= 1 ? Status::Ok()
-                                          : InvalidArgumentError("must be at least 1");
-       }},
+       .validator =
+           [](const ParamValue& v) {
+             return std::get<int64_t>(v) >= 1 ? Status::Ok()
+                                              : InvalidArgumentError("must be at least 1");
+           }},
       {.name = "shutdown_timeout",
        .type = ParamType::kDuration,
        .doc = "how long shutdown waits for in-flight batches",
@@ -40,31 +41,43 @@ std::vector<ParamSpec> PipelineSpecs() {
 }
 std::vector<ParamSpec> QueueSpecs() {
   return {
-      {.name = "buffer", .type = ParamType::kString,
+      {.name = "buffer",
+       .type = ParamType::kString,
        .doc = "disk: durable queue (survives crashes); memory: bounded in-memory queues",
-       .default_value = "disk", .allowed = {"disk", "memory"}},
-      {.name = "data_dir", .type = ParamType::kString,
+       .default_value = "disk",
+       .allowed = {"disk", "memory"}},
+      {.name = "data_dir",
+       .type = ParamType::kString,
        .doc = "directory of the durable queue and the sinks' positions",
        .default_value = "seedance-data"},
-      {.name = "segment_size", .type = ParamType::kSize, .doc = "size of one queue file",
+      {.name = "segment_size",
+       .type = ParamType::kSize,
+       .doc = "size of one queue file",
        .default_value = "64MiB"},
-      {.name = "max_disk", .type = ParamType::kSize, .doc = "most disk the queue may use",
+      {.name = "max_disk",
+       .type = ParamType::kSize,
+       .doc = "most disk the queue may use",
        .default_value = "1GiB"},
-      {.name = "when_full", .type = ParamType::kString,
+      {.name = "when_full",
+       .type = ParamType::kString,
        .doc = "at max_disk: block (stop acknowledging sources) or drop_oldest (counted)",
-       .default_value = "block", .allowed = {"block", "drop_oldest"}},
-      {.name = "fsync", .type = ParamType::kString,
+       .default_value = "block",
+       .allowed = {"block", "drop_oldest"}},
+      {.name = "fsync",
+       .type = ParamType::kString,
        .doc = "always (before acknowledging), an interval such as 100ms, or never",
        .default_value = "100ms",
-       .validator = [](const ParamValue& v) {
-         const auto& s = std::get<std::string>(v);
-         if (s == "always" || s == "never") return Status::Ok();
-         auto d = util::ParseDuration(s);
-         if (!d || d->count() <= 0) {
-           return InvalidArgumentError("expected always, never or a duration such as 100ms, got \"" + s + "\"");
-         }
-         return Status::Ok();
-       }},
+       .validator =
+           [](const ParamValue& v) {
+             const auto& s = std::get<std::string>(v);
+             if (s == "always" || s == "never") return Status::Ok();
+             auto d = util::ParseDuration(s);
+             if (!d || d->count() <= 0) {
+               return InvalidArgumentError(
+                   "expected always, never or a duration such as 100ms, got \"" + s + "\"");
+             }
+             return Status::Ok();
+           }},
   };
 }
 
@@ -100,8 +113,11 @@ class Checker {
   std::optional<std::string> Scalar(const YAML::Node& node, const std::string& path,
                                     std::string_view expected) {
     if (!node.IsScalar()) {
-      Error(node, path, fmt::format("expected {}, got a {}", expected,
-                                    node.IsMap() ? "map" : node.IsSequence() ? "list" : "null"));
+      Error(node, path,
+            fmt::format("expected {}, got a {}", expected,
+                        node.IsMap()        ? "map"
+                        : node.IsSequence() ? "list"
+                                            : "null"));
       return std::nullopt;
     }
     Result<std::string> expanded = ExpandEnv(node.Scalar(), env_);
@@ -197,7 +213,10 @@ class Checker {
         bool ok = true;
         for (size_t i = 0; i < node.size(); ++i) {
           auto s = Scalar(node[i], fmt::format("{}[{}]", path, i), "a string");
-          if (s) out.push_back(*s); else ok = false;
+          if (s)
+            out.push_back(*s);
+          else
+            ok = false;
         }
         if (!ok) return std::nullopt;
         return ParamValue(std::move(out));
@@ -212,7 +231,10 @@ class Checker {
         for (auto it = node.begin(); it != node.end(); ++it) {
           std::string key = it->first.Scalar();
           auto s = Scalar(it->second, path + "." + key, "a string");
-          if (s) out.emplace_back(key, *s); else ok = false;
+          if (s)
+            out.emplace_back(key, *s);
+          else
+            ok = false;
         }
         if (!ok) return std::nullopt;
         return ParamValue(std::move(out));
@@ -252,7 +274,8 @@ class Checker {
       if (spec == specs.end()) {
         std::string hint = util::ClosestMatch(key, known);
         std::string msg = fmt::format("unknown key \"{}\"", key);
-        if (!hint.empty()) msg += fmt::format(" (did you mean \"{}\"?)", hint);
+        if (!hint.empty())
+          msg += fmt::format(" (did you mean \"{}\"?)", hint);
         else {
           std::string list;
           for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
@@ -295,8 +318,10 @@ class Checker {
     YAML::Node list = root[key];
     if (!list) {
       if (required) {
-        Error(root, "", fmt::format("missing required section \"{}\" (a list of {}s, each "
-                                    "with a \"type\")", key, PluginKindName(kind)));
+        Error(root, "",
+              fmt::format("missing required section \"{}\" (a list of {}s, each "
+                          "with a \"type\")",
+                          key, PluginKindName(kind)));
       }
       return;
     }
@@ -333,8 +358,7 @@ class Checker {
         std::string list_text;
         for (const auto& t : types) list_text += (list_text.empty() ? "" : ", ") + t;
         Error(type, path + ".type",
-              fmt::format("unknown {} type \"{}\"{}; known: {}", PluginKindName(kind),
-                          *type_name,
+              fmt::format("unknown {} type \"{}\"{}; known: {}", PluginKindName(kind), *type_name,
                           hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint),
                           list_text));
         continue;
@@ -346,8 +370,9 @@ class Checker {
         if (auto s = Scalar(name, path + ".name", "a name")) c.name = *s;
       }
       if (!names.insert(c.name).second) {
-        Error(item, path, fmt::format("duplicate {} name \"{}\" (set a distinct \"name\")",
-                                      PluginKindName(kind), c.name));
+        Error(item, path,
+              fmt::format("duplicate {} name \"{}\" (set a distinct \"name\")",
+                          PluginKindName(kind), c.name));
       }
       bool is_sink = kind == PluginKind::kSink;
       if (is_sink) {
@@ -358,10 +383,13 @@ class Checker {
             c.inputs.clear();
             for (const auto& s : std::get<std::vector<std::string>>(*v)) {
               Output o;
-              if (ParseOutputName(s, &o)) c.inputs.push_back(o);
-              else Error(inputs, path + ".inputs",
-                         fmt::format("\"{}\" is not an output; use main, error, rejected or "
-                                     "stale", s));
+              if (ParseOutputName(s, &o))
+                c.inputs.push_back(o);
+              else
+                Error(inputs, path + ".inputs",
+                      fmt::format("\"{}\" is not an output; use main, error, rejected or "
+                                  "stale",
+                                  s));
             }
           }
         }
@@ -387,7 +415,7 @@ Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
         fmt::format("{}: expected a YAML map with \"sources\" and \"sinks\"", checker.Loc(root)));
   }
   static const std::vector<std::string> kTop = {"sources", "processors", "sinks", "pipeline",
-                                                "queue", "metrics", "log"};
+                                                "queue",   "metrics",    "log"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     std::string key = it->first.Scalar();
     if (std::find(kTop.begin(), kTop.end(), key) == kTop.end()) {
@@ -447,14 +475,14 @@ Result<PipelineConfig> LoadConfigText(const std::string& text, const std::string
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(fmt::format("{}:{}:{}: invalid YAML: {}", file, e.mark.line + 1,
-                                            e.mark.column + 1, e.msg));
+    return InvalidArgumentError(
+        fmt::format("{}:{}:{}: invalid YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
   try {
     return Check(root, file, registry, env);
   } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(fmt::format("{}:{}:{}: {}", file, e.mark.line + 1,
-                                            e.mark.column + 1, e.msg));
+    return InvalidArgumentError(
+        fmt::format("{}:{}:{}: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
 }
 
@@ -475,7 +503,8 @@ Status AddFilterScript(PipelineConfig* config, const std::string& script_path,
   if (!checker.errors().empty()) return InvalidArgumentError(checker.errors().front());
   for (const auto& p : config->processors) {
     if (p.name == "filter") {
-      return InvalidArgumentError(p.location + ": a processor is already named \"filter\"; "
+      return InvalidArgumentError(p.location +
+                                  ": a processor is already named \"filter\"; "
                                   "rename it to use --filter");
     }
   }

@@ -19,19 +19,19 @@ namespace seedance::config {
 struct ComponentConfig {
   PluginKind kind = PluginKind::kSource;
   std::string type;
-  std::string name;             // unique per kind; defaults to the type (then type_2, ...)
-  std::vector<Output> inputs;   // sinks only: which outputs they consume; default {kMain}
+  std::string name;            // unique per kind; defaults to the type (then type_2, ...)
+  std::vector<Output> inputs;  // sinks only: which outputs they consume; default {kMain}
   Params params;
-  std::string location;         // "file:line:column" of the component's section
+  std::string location;  // "file:line:column" of the component's section
 };
 
 // The queue between processors and sinks (the `queue:` section).
 struct QueueSettings {
-  bool durable = true;                      // buffer: disk (default) or memory
+  bool durable = true;  // buffer: disk (default) or memory
   std::string data_dir = "seedance-data";
   uint64_t segment_bytes = 64ull << 20;
   uint64_t max_disk = 1ull << 30;
-  bool drop_oldest = false;                 // when_full: block (default) or drop_oldest
+  bool drop_oldest = false;  // when_full: block (default) or drop_oldest
   enum class Fsync { kAlways, kInterval, kNever } fsync = Fsync::kInterval;
   std::chrono::nanoseconds fsync_interval = std::chrono::milliseconds(100);
 };
@@ -41,10 +41,10 @@ struct PipelineConfig {
   std::vector<ComponentConfig> sources;
   std::vector<ComponentConfig> processors;
   std::vector<ComponentConfig> sinks;
-  size_t queue_capacity = 10000;                      // events between stages
+  size_t queue_capacity = 10000;  // events between stages
   std::chrono::nanoseconds shutdown_timeout = std::chrono::seconds(5);
   QueueSettings queue;
-  std::string metrics_listen;                         // "" = off
+  std::string metrics_listen;  // "" = off
   std::string log_level = "info";
 };
 

@@ -10,8 +10,8 @@ namespace {
 class ConfigTest : public ::testing::Test {
  protected:
   ConfigTest() { RegisterBuiltinPlugins(registry_); }
-  Result<PipelineConfig> Load(const std::string& text,
-                              EnvLookup env = [](const std::string&) { return std::nullopt; }) {
+  Result<PipelineConfig> Load(
+      const std::string& text, EnvLookup env = [](const std::string&) { return std::nullopt; }) {
     return LoadConfigText(text, "c.yaml", registry_, env);
   }
   PluginRegistry registry_;
@@ -33,7 +33,8 @@ TEST_F(ConfigTest, SeedConfigLoadsWithDefaults) {
   ASSERT_EQ(c->sources.size(), 1u);
   EXPECT_EQ(c->sources[0].name, "mqtt");
   EXPECT_EQ(c->sources[0].params.GetInt("qos"), 1);
-  EXPECT_EQ(c->sources[0].params.GetStringList("topic"), std::vector<std::string>{"sensor/+/temperature"});
+  EXPECT_EQ(c->sources[0].params.GetStringList("topic"),
+            std::vector<std::string>{"sensor/+/temperature"});
   EXPECT_EQ(c->sinks[0].params.GetString("method"), "POST");
   EXPECT_EQ(c->sinks[0].params.GetDuration("timeout"), std::chrono::seconds(5));
   EXPECT_EQ(c->sinks[0].inputs, std::vector<Output>{Output::kMain});
@@ -54,8 +55,11 @@ sinks:
   ASSERT_FALSE(c.has_value());
   const std::string& m = c.error().message();
   EXPECT_NE(m.find("c.yaml:5:10: sources[0].qos: must be 0, 1 or 2"), std::string::npos) << m;
-  EXPECT_NE(m.find("c.yaml:8:5: sinks[0]: unknown key \"endpont\" (did you mean \"endpoint\"?)"), std::string::npos) << m;
-  EXPECT_NE(m.find("c.yaml:7:5: sinks[0]: missing required key \"endpoint\""), std::string::npos) << m;
+  EXPECT_NE(m.find("c.yaml:8:5: sinks[0]: unknown key \"endpont\" (did you mean \"endpoint\"?)"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("c.yaml:7:5: sinks[0]: missing required key \"endpoint\""), std::string::npos)
+      << m;
 }
 
 TEST_F(ConfigTest, ExpandsEnvironmentReferences) {
@@ -69,7 +73,8 @@ TEST_F(ConfigTest, ExpandsEnvironmentReferences) {
     topic: a
 sinks:
   - type: stdout
-)", env);
+)",
+                env);
   ASSERT_TRUE(c.has_value()) << c.error().message();
   EXPECT_EQ(c->sources[0].params.GetString("uri"), "tcp://127.0.0.1:1884");
 }
@@ -84,13 +89,15 @@ sinks:
 )");
   ASSERT_FALSE(c.has_value());
   EXPECT_NE(c.error().message().find("duplicate sink name \"out\""), std::string::npos);
-  auto ok = Load("sources:\n  - {type: generate}\n  - {type: generate}\nsinks:\n  - {type: stdout}\n");
+  auto ok =
+      Load("sources:\n  - {type: generate}\n  - {type: generate}\nsinks:\n  - {type: stdout}\n");
   ASSERT_TRUE(ok.has_value());
   EXPECT_EQ(ok->sources[1].name, "generate_2");
 }
 
 TEST_F(ConfigTest, SinkInputsSelectSideOutputs) {
-  auto c = Load("sources:\n  - {type: generate}\nsinks:\n  - {type: stdout, inputs: [error, rejected]}\n");
+  auto c = Load(
+      "sources:\n  - {type: generate}\nsinks:\n  - {type: stdout, inputs: [error, rejected]}\n");
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->sinks[0].inputs, (std::vector<Output>{Output::kError, Output::kRejected}));
   auto bad = Load("sources:\n  - {type: generate}\nsinks:\n  - {type: stdout, inputs: [errors]}\n");
@@ -134,7 +141,9 @@ namespace seedance::config {
 namespace {
 
 TEST_F(ConfigTest, ASectionMayAlsoBeGivenAsAPlainValue) {
-  auto fixed = Load("sources:\n  - {type: generate}\nsinks:\n  - {type: http, endpoint: 'http://h/', concurrency: 8}\n");
+  auto fixed = Load(
+      "sources:\n  - {type: generate}\nsinks:\n  - {type: http, endpoint: 'http://h/', "
+      "concurrency: 8}\n");
   ASSERT_TRUE(fixed.has_value()) << fixed.error().message();
   EXPECT_FALSE(fixed->sinks[0].params.IsObject("concurrency"));
   EXPECT_EQ(fixed->sinks[0].params.GetInt("concurrency"), 8);
@@ -146,9 +155,12 @@ TEST_F(ConfigTest, ASectionMayAlsoBeGivenAsAPlainValue) {
   const Params& c = adaptive->sinks[0].params.GetObject("concurrency");
   EXPECT_EQ(c.GetDuration("target_p99"), std::chrono::milliseconds(20));
   EXPECT_EQ(c.GetInt("max"), 64);
-  auto zero = Load("sources:\n  - {type: generate}\nsinks:\n  - {type: http, endpoint: 'http://h/', concurrency: 0}\n");
+  auto zero = Load(
+      "sources:\n  - {type: generate}\nsinks:\n  - {type: http, endpoint: 'http://h/', "
+      "concurrency: 0}\n");
   ASSERT_FALSE(zero.has_value());
-  EXPECT_NE(zero.error().message().find("sinks[0].concurrency: must be at least 1"), std::string::npos)
+  EXPECT_NE(zero.error().message().find("sinks[0].concurrency: must be at least 1"),
+            std::string::npos)
       << zero.error().message();
 }
 

@@ -49,8 +49,8 @@ Result<std::string> ExpandEnv(std::string_view text, const EnvLookup& lookup) {
       out += *fallback;
     } else {
       return InvalidArgumentError("environment variable " + std::string(name) +
-                                  " is not set and has no default (write ${" +
-                                  std::string(name) + ":-default})");
+                                  " is not set and has no default (write ${" + std::string(name) +
+                                  ":-default})");
     }
     i = close;
   }

@@ -15,20 +15,31 @@ T GetAs(const std::map<std::string, Params::Entry>& entries, const std::string& 
 
 std::string_view ParamTypeName(ParamType type) {
   switch (type) {
-    case ParamType::kString: return "string";
-    case ParamType::kInt: return "integer";
-    case ParamType::kDouble: return "number";
-    case ParamType::kBool: return "boolean";
-    case ParamType::kDuration: return "duration";
-    case ParamType::kSize: return "size";
-    case ParamType::kStringList: return "list of strings";
-    case ParamType::kStringMap: return "map of strings";
-    case ParamType::kObject: return "section";
+    case ParamType::kString:
+      return "string";
+    case ParamType::kInt:
+      return "integer";
+    case ParamType::kDouble:
+      return "number";
+    case ParamType::kBool:
+      return "boolean";
+    case ParamType::kDuration:
+      return "duration";
+    case ParamType::kSize:
+      return "size";
+    case ParamType::kStringList:
+      return "list of strings";
+    case ParamType::kStringMap:
+      return "map of strings";
+    case ParamType::kObject:
+      return "section";
   }
   return "?";
 }
 
-std::string Params::GetString(const std::string& n) const { return GetAs<std::string>(entries_, n); }
+std::string Params::GetString(const std::string& n) const {
+  return GetAs<std::string>(entries_, n);
+}
 int64_t Params::GetInt(const std::string& n) const { return GetAs<int64_t>(entries_, n); }
 double Params::GetDouble(const std::string& n) const { return GetAs<double>(entries_, n); }
 bool Params::GetBool(const std::string& n) const { return GetAs<bool>(entries_, n); }
@@ -39,7 +50,9 @@ uint64_t Params::GetSize(const std::string& n) const { return GetAs<uint64_t>(en
 std::vector<std::string> Params::GetStringList(const std::string& n) const {
   return GetAs<std::vector<std::string>>(entries_, n);
 }
-StringPairs Params::GetStringMap(const std::string& n) const { return GetAs<StringPairs>(entries_, n); }
+StringPairs Params::GetStringMap(const std::string& n) const {
+  return GetAs<StringPairs>(entries_, n);
+}
 
 bool Params::IsObject(const std::string& name) const {
   auto it = entries_.find(name);

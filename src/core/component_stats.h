@@ -19,18 +19,18 @@ struct ComponentStats {
         errors(registry.GetCounter("seedance_errors_total",
                                    "Failures (bad payloads, script errors, failed requests).",
                                    labels_)),
-        retries(registry.GetCounter("seedance_retries_total", "Delivery attempts retried.",
-                                    labels_)),
+        retries(
+            registry.GetCounter("seedance_retries_total", "Delivery attempts retried.", labels_)),
         queue_depth(registry.GetGauge("seedance_queue_depth",
-                                      "Events waiting in the component's input queue.",
-                                      labels_)) {}
+                                      "Events waiting in the component's input queue.", labels_)) {}
 
   // Counts `n` events dropped for `reason` (filtered, invalid_json, script_error, ...).
   void Dropped(const std::string& reason, uint64_t n = 1) {
     observe::Labels l = labels_;
     l.emplace_back("reason", reason);
-    registry_.GetCounter("seedance_events_dropped_total",
-                         "Events that left the main stream, by reason.", l)
+    registry_
+        .GetCounter("seedance_events_dropped_total", "Events that left the main stream, by reason.",
+                    l)
         .Add(n);
   }
   observe::Histogram& BatchLatency() {

@@ -121,14 +121,17 @@ DurableQueue::DurableQueue(QueueConfig config, std::unique_ptr<storage::QueueLog
                            observe::MetricsRegistry& m)
     : config_(std::move(config)),
       log_(std::move(log)),
-      disk_gauge_(m.GetGauge("seedance_queue_disk_bytes", "Bytes of the durable queue on disk.", {})),
-      appended_(m.GetCounter("seedance_queue_appended_total", "Records appended to the durable queue.", {})),
+      disk_gauge_(
+          m.GetGauge("seedance_queue_disk_bytes", "Bytes of the durable queue on disk.", {})),
+      appended_(m.GetCounter("seedance_queue_appended_total",
+                             "Records appended to the durable queue.", {})),
       dropped_(m.GetCounter("seedance_queue_dropped_total",
                             "Records deleted unread at the disk limit (drop_oldest).", {})),
       blocked_(m.GetCounter("seedance_queue_blocked_total",
                             "Times appends waited for the sinks at the disk limit.", {})),
       corrupt_(m.GetCounter("seedance_queue_corrupt_records_total",
-                            "Corrupt records found (at recovery or while reading) and skipped.", {})),
+                            "Corrupt records found (at recovery or while reading) and skipped.",
+                            {})),
       fsync_latency_(m.GetHistogram("seedance_queue_fsync_seconds", "Time taken by fsync.", {})) {}
 
 DurableQueue::~DurableQueue() { SaveCursors(); }
@@ -145,8 +148,8 @@ Result<std::unique_ptr<DurableQueue>> DurableQueue::Open(const QueueConfig& conf
     return UnavailableError(fmt::format("queue.data_dir {}: {}", c.data_dir, ec.message()));
   }
   storage::RecoveryReport report;
-  auto log = storage::QueueLog::Open(storage::LogOptions{c.data_dir + "/queue", c.segment_bytes},
-                                     &report);
+  auto log =
+      storage::QueueLog::Open(storage::LogOptions{c.data_dir + "/queue", c.segment_bytes}, &report);
   if (!log) return log.error().WithContext("durable queue");
   std::unique_ptr<DurableQueue> q(new DurableQueue(c, std::move(log).value(), metrics));
   q->corrupt_.Add(report.corrupt_records);
@@ -244,7 +247,8 @@ Status DurableQueue::Commit() {
   if (config_.fsync == QueueConfig::Fsync::kAlways) {
     auto t0 = std::chrono::steady_clock::now();
     SEEDANCE_RETURN_IF_ERROR(log_->Sync());
-    fsync_latency_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    fsync_latency_.Observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   } else {
     SEEDANCE_RETURN_IF_ERROR(log_->Flush());
     dirty_ = true;
@@ -259,7 +263,8 @@ void DurableQueue::Tick() {
   auto now = std::chrono::steady_clock::now();
   if (now - last_sync_ < config_.fsync_interval) return;
   Status s = log_->Sync();
-  fsync_latency_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - now).count());
+  fsync_latency_.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - now).count());
   last_sync_ = now;
   if (s.ok()) dirty_ = false;
 }

@@ -64,7 +64,7 @@ class SinkCursor {
   std::vector<bool> wanted_;  // by Output
   storage::QueueReader reader_;
   std::atomic<uint64_t> read_next_;
-  std::atomic<uint64_t> committed_;  // every sequence below is finished
+  std::atomic<uint64_t> committed_;                      // every sequence below is finished
   std::vector<std::pair<uint64_t, uint64_t>> finished_;  // finished ranges beyond committed_
   std::chrono::steady_clock::time_point last_save_{};
   uint64_t saved_ = 0;

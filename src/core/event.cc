@@ -4,10 +4,14 @@ namespace seedance {
 
 std::string_view OutputName(Output output) {
   switch (output) {
-    case Output::kMain: return "main";
-    case Output::kError: return "error";
-    case Output::kRejected: return "rejected";
-    case Output::kStale: return "stale";
+    case Output::kMain:
+      return "main";
+    case Output::kError:
+      return "error";
+    case Output::kRejected:
+      return "rejected";
+    case Output::kStale:
+      return "stale";
   }
   return "main";
 }

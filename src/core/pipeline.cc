@@ -66,7 +66,8 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     auto stats = std::make_unique<ComponentStats>(metrics, "source", c.name);
     PluginContext ctx = context(c, stats.get());
     auto made = registry.FindSource(c.type)->create(c.params, ctx);
-    if (!made) return made.error().WithContext(fmt::format("{}: source \"{}\"", c.location, c.name));
+    if (!made)
+      return made.error().WithContext(fmt::format("{}: source \"{}\"", c.location, c.name));
     p->sources_.push_back(SourceSlot{c.name, std::move(stats), std::move(made).value()});
   }
   for (const auto& c : config.processors) {
@@ -205,8 +206,10 @@ void Pipeline::CommitBatch() {
     if (s.ok()) return;
     uint64_t suppressed = 0;
     if (log_limiter_.Allow("commit", &suppressed)) {
-      SEEDANCE_LOG_ERROR("queue", "cannot write the durable queue: {}; retrying (sources are not "
-                         "acknowledged meanwhile)", s.message());
+      SEEDANCE_LOG_ERROR("queue",
+                         "cannot write the durable queue: {}; retrying (sources are not "
+                         "acknowledged meanwhile)",
+                         s.message());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -239,16 +242,19 @@ void Pipeline::Route(Output output, Event&& event, bool from_loop) {
   if (queue_) {
     // One record serves every sink that consumes this output.
     while (true) {
-      Status s = from_loop ? queue_->AppendNoWait(output, event) : queue_->Append(output, event, deadline);
+      Status s =
+          from_loop ? queue_->AppendNoWait(output, event) : queue_->Append(output, event, deadline);
       if (s.ok()) return;
       uint64_t suppressed = 0;
       if (log_limiter_.Allow("append", &suppressed)) {
-        SEEDANCE_LOG_ERROR("queue", "cannot append to the durable queue: {}; retrying", s.message());
+        SEEDANCE_LOG_ERROR("queue", "cannot append to the durable queue: {}; retrying",
+                           s.message());
       }
       if (from_loop || std::chrono::steady_clock::now() >= deadline) {
         metrics_
-            .GetCounter("seedance_events_dropped_total", "Events that left the main stream, by reason.",
-                        {{"component", "queue"}, {"kind", "queue"}, {"reason", "queue_write_failed"}})
+            .GetCounter(
+                "seedance_events_dropped_total", "Events that left the main stream, by reason.",
+                {{"component", "queue"}, {"kind", "queue"}, {"reason", "queue_write_failed"}})
             .Add();
         return;
       }
@@ -257,8 +263,10 @@ void Pipeline::Route(Output output, Event&& event, bool from_loop) {
   }
   for (size_t i = 0; i < targets.size(); ++i) {
     Event e = i + 1 == targets.size() ? std::move(event) : event;
-    if (from_loop) targets[i]->PushNoWait(std::move(e));
-    else targets[i]->Push(std::move(e), deadline);
+    if (from_loop)
+      targets[i]->PushNoWait(std::move(e));
+    else
+      targets[i]->Push(std::move(e), deadline);
   }
 }
 
@@ -267,10 +275,10 @@ void Pipeline::RouteSide(Output output, Event&& event, std::string_view reason, 
   uint64_t suppressed = 0;
   std::string key = fmt::format("{}/{}/{}", component, OutputName(output), reason.substr(0, 40));
   if (log_limiter_.Allow(key, &suppressed)) {
-    SEEDANCE_LOG_WARN(component, "event {} (topic {}) to {} output: {}{}", event.id, event.topic,
-                      OutputName(output), reason,
-                      suppressed ? fmt::format(" ({} similar messages suppressed)", suppressed)
-                                 : std::string());
+    SEEDANCE_LOG_WARN(
+        component, "event {} (topic {}) to {} output: {}{}", event.id, event.topic,
+        OutputName(output), reason,
+        suppressed ? fmt::format(" ({} similar messages suppressed)", suppressed) : std::string());
   }
   event.SetHeader("output", OutputName(output));
   event.SetHeader("reason", reason);
@@ -288,9 +296,9 @@ bool Pipeline::Shutdown() {
   // deadline, so shutdown cannot hang on a sink that never recovers.
   for (auto& s : sinks_) s.runner->SetShutdownDeadline(deadline);
   if (queue_) queue_->SetShutdownDeadline(deadline);
-  SEEDANCE_LOG_INFO("pipeline", "shutting down: stopping sources, flushing sinks (up to {} ms)",
-                    std::chrono::duration_cast<std::chrono::milliseconds>(
-                        config_.shutdown_timeout).count());
+  SEEDANCE_LOG_INFO(
+      "pipeline", "shutting down: stopping sources, flushing sinks (up to {} ms)",
+      std::chrono::duration_cast<std::chrono::milliseconds>(config_.shutdown_timeout).count());
   loop_.Post([this] {
     for (auto& s : sources_) s.source->Stop();
   });

@@ -21,10 +21,10 @@ inline int64_t WallNowNs() {
 }
 
 struct PluginContext {
-  std::string name;                  // the component's name from the config
-  EventLoop* loop = nullptr;         // where sources and sinks run
+  std::string name;           // the component's name from the config
+  EventLoop* loop = nullptr;  // where sources and sinks run
   observe::MetricsRegistry* metrics = nullptr;
-  ComponentStats* stats = nullptr;   // the component's standard counters
+  ComponentStats* stats = nullptr;  // the component's standard counters
   std::function<int64_t()> now_ns = WallNowNs;
   // True for `seedance validate`: check everything that needs no network, start nothing.
   bool validate_only = false;

@@ -4,9 +4,12 @@ namespace seedance {
 
 std::string_view PluginKindName(PluginKind kind) {
   switch (kind) {
-    case PluginKind::kSource: return "source";
-    case PluginKind::kProcessor: return "processor";
-    case PluginKind::kSink: return "sink";
+    case PluginKind::kSource:
+      return "source";
+    case PluginKind::kProcessor:
+      return "processor";
+    case PluginKind::kSink:
+      return "sink";
   }
   return "?";
 }
@@ -48,9 +51,15 @@ std::vector<std::string> PluginRegistry::TypeNames(PluginKind kind) const {
     for (const auto& [name, f] : m) out.push_back(name);
   };
   switch (kind) {
-    case PluginKind::kSource: collect(sources_); break;
-    case PluginKind::kProcessor: collect(processors_); break;
-    case PluginKind::kSink: collect(sinks_); break;
+    case PluginKind::kSource:
+      collect(sources_);
+      break;
+    case PluginKind::kProcessor:
+      collect(processors_);
+      break;
+    case PluginKind::kSink:
+      collect(sinks_);
+      break;
   }
   return out;
 }

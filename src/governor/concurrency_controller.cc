@@ -7,7 +7,8 @@ namespace seedance::governor {
 
 ConcurrencyController::ConcurrencyController(ConcurrencyOptions options)
     : options_(options),
-      limit_(std::clamp(options.initial, std::max(1, options.min), std::max(options.min, options.max))) {}
+      limit_(std::clamp(options.initial, std::max(1, options.min),
+                        std::max(options.min, options.max))) {}
 
 void ConcurrencyController::RecordLatency(std::chrono::nanoseconds latency, int64_t now_ns,
                                           int in_flight) {
@@ -37,7 +38,8 @@ bool ConcurrencyController::Update(int64_t now_ns) {
   size_t k = (lat.size() * 99 + 99) / 100 - 1;  // nearest-rank P99
   std::nth_element(lat.begin(), lat.begin() + static_cast<long>(k), lat.end());
   p99_s_ = static_cast<double>(lat[k]) / 1e9;
-  throughput_ = static_cast<double>(samples_.size()) / (static_cast<double>(options_.window.count()) / 1e9);
+  throughput_ =
+      static_cast<double>(samples_.size()) / (static_cast<double>(options_.window.count()) / 1e9);
   max_throughput_ = std::max(max_throughput_, throughput_);
   const auto target = static_cast<double>(options_.target_p99.count());
   const auto p99 = static_cast<double>(lat[k]);

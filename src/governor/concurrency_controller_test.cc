@@ -25,7 +25,8 @@ class SimulatedServer {
   };
 
   // Runs until `until_ns`, feeding the controller; records limit over time.
-  Stats Run(ConcurrencyController& c, int64_t until_ns, std::vector<std::pair<int64_t, int>>* limits) {
+  Stats Run(ConcurrencyController& c, int64_t until_ns,
+            std::vector<std::pair<int64_t, int>>* limits) {
     Stats st;
     while (true) {
       while (outstanding_ < c.limit()) Issue();
@@ -62,7 +63,8 @@ class SimulatedServer {
   std::vector<int64_t> slot_free_;
   // (completion time, issue time), earliest completion first.
   std::priority_queue<std::pair<int64_t, int64_t>, std::vector<std::pair<int64_t, int64_t>>,
-                      std::greater<>> done_;
+                      std::greater<>>
+      done_;
 };
 
 int64_t P99(std::vector<int64_t> v) {
@@ -90,7 +92,8 @@ TEST(ConcurrencyControllerTest, FixedModeNeverMoves) {
 }
 
 TEST(ConcurrencyControllerTest, HalvesLimitWhenP99AboveTarget) {
-  for (auto algorithm : {ConcurrencyOptions::Algorithm::kArticle, ConcurrencyOptions::Algorithm::kHeadroom}) {
+  for (auto algorithm :
+       {ConcurrencyOptions::Algorithm::kArticle, ConcurrencyOptions::Algorithm::kHeadroom}) {
     auto o = Adaptive();
     o.algorithm = algorithm;
     o.initial = 16;

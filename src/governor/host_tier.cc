@@ -21,7 +21,9 @@ class HostTier final : public Tier {
 
   Result<void*> Allocate(uint64_t size) override {
     auto off = alloc_.Allocate(size);
-    if (!off) return ResourceExhaustedError(name_ + ": no free block of " + std::to_string(size) + " bytes");
+    if (!off)
+      return ResourceExhaustedError(name_ + ": no free block of " + std::to_string(size) +
+                                    " bytes");
     return static_cast<void*>(arena_.get() + *off);
   }
   void Free(void* p) override {

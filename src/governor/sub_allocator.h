@@ -38,9 +38,9 @@ class SubAllocator {
   uint64_t capacity_;
   uint64_t alignment_;
   uint64_t used_ = 0;
-  std::map<uint64_t, uint64_t> free_by_offset_;       // offset → size
-  std::multimap<uint64_t, uint64_t> free_by_size_;    // size → offset
-  std::map<uint64_t, uint64_t> allocated_;            // offset → size
+  std::map<uint64_t, uint64_t> free_by_offset_;     // offset → size
+  std::multimap<uint64_t, uint64_t> free_by_size_;  // size → offset
+  std::map<uint64_t, uint64_t> allocated_;          // offset → size
 };
 
 }  // namespace seedance::governor

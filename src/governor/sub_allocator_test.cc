@@ -40,11 +40,12 @@ TEST(SubAllocatorTest, FragmentationOnACraftedLayout) {
 
 TEST(SubAllocatorTest, BestFitPicksTheSmallestHoleThatFits) {
   SubAllocator a(4096);
-  uint64_t a0 = *a.Allocate(1024), a1 = *a.Allocate(256), a2 = *a.Allocate(512), a3 = *a.Allocate(256);
+  uint64_t a0 = *a.Allocate(1024), a1 = *a.Allocate(256), a2 = *a.Allocate(512),
+           a3 = *a.Allocate(256);
   (void)a1;
   (void)a3;
-  a.Free(a0);  // hole of 1024 at 0
-  a.Free(a2);  // hole of 512 at 1280
+  a.Free(a0);                          // hole of 1024 at 0
+  a.Free(a2);                          // hole of 512 at 1280
   EXPECT_EQ(*a.Allocate(300), 1280u);  // the 512 hole, not the 1024 one
 }
 

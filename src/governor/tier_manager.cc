@@ -99,9 +99,10 @@ class TierManagerImpl final : public TierManager {
     TrimStats s;
     for (int t = 0; t < static_cast<int>(tiers_.size()); ++t) {
       const Tier& tier = *tiers_[t];
-      s.tiers.push_back(TierStats{tier.name(), tier.capacity(), tier.used(),
-                                  tier.capacity() ? static_cast<double>(tier.used()) / tier.capacity() : 0,
-                                  tier.fragmentation()});
+      s.tiers.push_back(
+          TierStats{tier.name(), tier.capacity(), tier.used(),
+                    tier.capacity() ? static_cast<double>(tier.used()) / tier.capacity() : 0,
+                    tier.fragmentation()});
     }
     s.step = step_;
     s.buffers = buffers_.size();
@@ -172,7 +173,8 @@ class TierManagerImpl final : public TierManager {
     if (reason == TrimReason::kIdleShare || reason == TrimReason::kFragmentation) {
       // Move what has been idle long enough even below the watermark.
       for (const auto& [id, b] : buffers_) {
-        if (b.tier == 0 && !b.acquired && step_ >= b.last_used_step + policy_.options().idle_steps) {
+        if (b.tier == 0 && !b.acquired &&
+            step_ >= b.last_used_step + policy_.options().idle_steps) {
           bytes += b.size;
         }
       }
@@ -190,8 +192,10 @@ class TierManagerImpl final : public TierManager {
       if (s.id == keep) s.in_use = true;  // the buffer being brought back stays
     }
     // Seen from one step later, buffers released in this step are idle too.
-    std::vector<uint64_t> victims = policy_.ChooseVictims(states, allow_recent ? step_ + 1 : step_, bytes);
-    RecordDecision(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    std::vector<uint64_t> victims =
+        policy_.ChooseVictims(states, allow_recent ? step_ + 1 : step_, bytes);
+    RecordDecision(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     size_t moved = 0;
     for (uint64_t id : victims) {
       Buffer& b = buffers_[id];

@@ -58,7 +58,8 @@ TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
           auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
           auto p = m->Acquire(it->first);
           ASSERT_TRUE(p.has_value()) << p.error().ToString();
-          ASSERT_EQ(Checksum(*p, it->second.first), it->second.second) << "seed " << seed << " op " << op;
+          ASSERT_EQ(Checksum(*p, it->second.first), it->second.second)
+              << "seed " << seed << " op " << op;
           if (rng() % 2) {
             static_cast<unsigned char*>(*p)[rng() % it->second.first] ^= 0x5A;
             it->second.second = Checksum(*p, it->second.first);

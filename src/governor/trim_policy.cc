@@ -6,17 +6,22 @@ namespace seedance::governor {
 
 const char* TrimReasonName(TrimReason reason) {
   switch (reason) {
-    case TrimReason::kNone: return "none";
-    case TrimReason::kOccupancy: return "occupancy";
-    case TrimReason::kIdleShare: return "idle_share";
-    case TrimReason::kFragmentation: return "fragmentation";
+    case TrimReason::kNone:
+      return "none";
+    case TrimReason::kOccupancy:
+      return "occupancy";
+    case TrimReason::kIdleShare:
+      return "idle_share";
+    case TrimReason::kFragmentation:
+      return "fragmentation";
   }
   return "?";
 }
 
 TrimReason TrimPolicy::Sample(const TierSample& fast, double idle_share) {
   const double occupancy =
-      fast.capacity == 0 ? 0.0 : static_cast<double>(fast.used) / static_cast<double>(fast.capacity);
+      fast.capacity == 0 ? 0.0
+                         : static_cast<double>(fast.used) / static_cast<double>(fast.capacity);
   occupancy_streak_ = occupancy >= options_.occupancy_trigger ? occupancy_streak_ + 1 : 0;
   if (occupancy_streak_ >= options_.occupancy_samples) {
     occupancy_streak_ = 0;
@@ -37,7 +42,8 @@ double TrimPolicy::IdleShare(const std::vector<BufferState>& buffers, uint64_t s
 }
 
 uint64_t TrimPolicy::BytesToFree(const TierSample& fast) const {
-  const auto target = static_cast<uint64_t>(options_.low_watermark * static_cast<double>(fast.capacity));
+  const auto target =
+      static_cast<uint64_t>(options_.low_watermark * static_cast<double>(fast.capacity));
   return fast.used > target ? fast.used - target : 0;
 }
 
@@ -55,10 +61,11 @@ std::vector<uint64_t> TrimPolicy::ChooseVictims(const std::vector<BufferState>& 
       candidates.push_back(&b);
     }
   }
-  std::sort(candidates.begin(), candidates.end(), [step](const BufferState* a, const BufferState* b) {
-    double sa = Score(*a, step), sb = Score(*b, step);
-    return sa != sb ? sa > sb : a->id < b->id;
-  });
+  std::sort(candidates.begin(), candidates.end(),
+            [step](const BufferState* a, const BufferState* b) {
+              double sa = Score(*a, step), sb = Score(*b, step);
+              return sa != sb ? sa > sb : a->id < b->id;
+            });
   std::vector<uint64_t> out;
   uint64_t freed = 0;
   for (const BufferState* b : candidates) {

@@ -37,7 +37,7 @@ struct BufferState {
   uint64_t id = 0;
   uint64_t size = 0;
   bool on_fast_tier = true;
-  bool in_use = false;        // acquired: never moved
+  bool in_use = false;  // acquired: never moved
   uint64_t last_used_step = 0;
   uint64_t uses = 0;
 };

@@ -14,7 +14,7 @@ TEST(TrimPolicyTest, OccupancyFiresOnTheThirdConsecutiveSampleAtThreshold) {
   EXPECT_EQ(p.Sample(at, 0), TrimReason::kNone);
   EXPECT_EQ(p.Sample(at, 0), TrimReason::kNone);
   EXPECT_EQ(p.Sample(at, 0), TrimReason::kOccupancy);
-  EXPECT_EQ(p.Sample(at, 0), TrimReason::kNone);  // the count starts again after a trim
+  EXPECT_EQ(p.Sample(at, 0), TrimReason::kNone);     // the count starts again after a trim
   EXPECT_EQ(p.Sample(below, 0), TrimReason::kNone);  // a dip resets the streak
   EXPECT_EQ(p.Sample(at, 0), TrimReason::kNone);
   EXPECT_EQ(p.Sample(at, 0), TrimReason::kNone);
@@ -42,20 +42,20 @@ TEST(TrimPolicyTest, IdleMeansFiftyStepsOrMore) {
   EXPECT_DOUBLE_EQ(p.IdleShare(b, 99), 0.0);    // 49 steps idle
   EXPECT_DOUBLE_EQ(p.IdleShare(b, 100), 0.35);  // 50 steps: counts, but 35% is not "more than"
   b[0].in_use = true;
-  EXPECT_DOUBLE_EQ(p.IdleShare(b, 100), 0.0);   // an acquired buffer is never idle
+  EXPECT_DOUBLE_EQ(p.IdleShare(b, 100), 0.0);  // an acquired buffer is never idle
 }
 
 TEST(TrimPolicyTest, VictimsInScoreOrderSkippingInUseSmallAndMovedOnes) {
   TrimPolicy p;
   const uint64_t step = 100;
   std::vector<BufferState> b = {
-      {.id = 1, .size = 64 * kMiB, .last_used_step = 90, .uses = 10},   // 64*10/11
-      {.id = 2, .size = 32 * kMiB, .last_used_step = 50, .uses = 1},    // 32*50/2 = 800
+      {.id = 1, .size = 64 * kMiB, .last_used_step = 90, .uses = 10},  // 64*10/11
+      {.id = 2, .size = 32 * kMiB, .last_used_step = 50, .uses = 1},   // 32*50/2 = 800
       {.id = 3, .size = 128 * kMiB, .in_use = true, .last_used_step = 0},
-      {.id = 4, .size = 8 * kMiB, .last_used_step = 0},                  // under 16 MiB
-      {.id = 5, .size = 16 * kMiB, .last_used_step = 0, .uses = 0},      // 16*100 = 1600
+      {.id = 4, .size = 8 * kMiB, .last_used_step = 0},              // under 16 MiB
+      {.id = 5, .size = 16 * kMiB, .last_used_step = 0, .uses = 0},  // 16*100 = 1600
       {.id = 6, .size = 256 * kMiB, .on_fast_tier = false, .last_used_step = 0},
-      {.id = 7, .size = 64 * kMiB, .last_used_step = 100},               // used this step
+      {.id = 7, .size = 64 * kMiB, .last_used_step = 100},  // used this step
   };
   EXPECT_EQ(p.ChooseVictims(b, step, UINT64_MAX), (std::vector<uint64_t>{5, 2, 1}));
   EXPECT_EQ(p.ChooseVictims(b, step, 40 * kMiB), (std::vector<uint64_t>{5, 2}));

@@ -11,16 +11,20 @@ namespace {
 void PrintParams(const std::vector<ParamSpec>& params, const std::string& indent) {
   for (const ParamSpec& p : params) {
     std::string extra;
-    if (p.required) extra = "required";
-    else if (p.default_value) extra = "default " + *p.default_value;
-    else extra = "optional";
+    if (p.required)
+      extra = "required";
+    else if (p.default_value)
+      extra = "default " + *p.default_value;
+    else
+      extra = "optional";
     if (!p.allowed.empty()) {
       std::string list;
       for (const auto& a : p.allowed) list += (list.empty() ? "" : "|") + a;
       extra += "; one of " + list;
     }
     std::string type(ParamTypeName(p.type));
-    if (p.scalar_alternative) type = std::string(ParamTypeName(*p.scalar_alternative)) + " or " + type;
+    if (p.scalar_alternative)
+      type = std::string(ParamTypeName(*p.scalar_alternative)) + " or " + type;
     std::cout << fmt::format("{}{:<20} {:<16} {} ({})\n", indent, p.name, type, p.doc, extra);
     if (!p.fields.empty()) PrintParams(p.fields, indent + "  ");
   }
@@ -43,7 +47,8 @@ int Describe(const std::string& plugin) {
       found = true;
       std::cout << fmt::format("{} {}: {}\n\n", PluginKindName(kind), type, info->summary);
       if (kind == PluginKind::kSink) {
-        std::cout << "  inputs               list of strings  outputs consumed: main, error, rejected, stale (default main)\n";
+        std::cout << "  inputs               list of strings  outputs consumed: main, error, "
+                     "rejected, stale (default main)\n";
       }
       PrintParams(info->params, "  ");
       std::cout << "\n";

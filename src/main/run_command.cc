@@ -33,14 +33,16 @@ int Run(const RunOptions& options) {
   util::LogLevel level = util::LogLevel::kInfo;
   const std::string& level_text = options.log_level.empty() ? config->log_level : options.log_level;
   if (!util::ParseLogLevel(level_text, &level)) {
-    std::cerr << "--log-level: expected debug, info, warn, error or off, got \"" << level_text << "\"\n";
+    std::cerr << "--log-level: expected debug, info, warn, error or off, got \"" << level_text
+              << "\"\n";
     return kExitConfig;
   }
   util::SetLogLevel(level);
 
   observe::MetricsRegistry metrics;
-  metrics.GetGauge("seedance_build_info", "Build information; always 1.",
-                   {{"version", SEEDANCE_VERSION}})
+  metrics
+      .GetGauge("seedance_build_info", "Build information; always 1.",
+                {{"version", SEEDANCE_VERSION}})
       .Set(1);
   auto pipeline = Pipeline::Create(*config, registry, metrics);
   if (!pipeline) {
@@ -52,8 +54,8 @@ int Run(const RunOptions& options) {
   }
   std::unique_ptr<observe::HttpListener> listener;
   if (!config->metrics_listen.empty()) {
-    listener = std::make_unique<observe::HttpListener>((*pipeline)->loop(), metrics,
-                                                       [] { return true; });
+    listener =
+        std::make_unique<observe::HttpListener>((*pipeline)->loop(), metrics, [] { return true; });
     auto port = listener->Start(config->metrics_listen);
     if (!port) {
       std::cerr << port.error().message() << "\n";
@@ -69,14 +71,16 @@ int Run(const RunOptions& options) {
     return s.code() == StatusCode::kInvalidArgument ? kExitConfig : kExitRuntime;
   }
   auto ready_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                      std::chrono::steady_clock::now() - started).count();
+                      std::chrono::steady_clock::now() - started)
+                      .count();
   SEEDANCE_LOG_INFO("seedance", "ready in {:.1f} ms: {} source(s), {} processor(s), {} sink(s)",
                     ready_us / 1000.0, config->sources.size(), config->processors.size(),
                     config->sinks.size());
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
-  SEEDANCE_LOG_INFO("seedance", "received {}, stopping", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  SEEDANCE_LOG_INFO("seedance", "received {}, stopping",
+                    signal_number == SIGINT ? "SIGINT" : "SIGTERM");
   if (listener) (*pipeline)->loop().Post([&] { listener->Stop(); });
   bool clean = (*pipeline)->Shutdown();
   return clean ? kExitOk : kExitRuntime;

@@ -1,5 +1,6 @@
 #include "mqtt/client.h"
 
+#include <fmt/format.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
@@ -7,7 +8,6 @@
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -26,21 +26,33 @@ namespace {
 std::string ConnackReasonText(Version v, uint8_t code) {
   if (v == Version::kV311) {
     switch (code) {
-      case 1: return "unacceptable protocol version";
-      case 2: return "client identifier rejected";
-      case 3: return "server unavailable";
-      case 4: return "bad user name or password";
-      case 5: return "not authorized";
+      case 1:
+        return "unacceptable protocol version";
+      case 2:
+        return "client identifier rejected";
+      case 3:
+        return "server unavailable";
+      case 4:
+        return "bad user name or password";
+      case 5:
+        return "not authorized";
     }
   } else {
     switch (code) {
-      case 0x84: return "unsupported protocol version";
-      case 0x85: return "client identifier not valid";
-      case 0x86: return "bad user name or password";
-      case 0x87: return "not authorized";
-      case 0x88: return "server unavailable";
-      case 0x89: return "server busy";
-      case 0x8A: return "banned";
+      case 0x84:
+        return "unsupported protocol version";
+      case 0x85:
+        return "client identifier not valid";
+      case 0x86:
+        return "bad user name or password";
+      case 0x87:
+        return "not authorized";
+      case 0x88:
+        return "server unavailable";
+      case 0x89:
+        return "server busy";
+      case 0x8A:
+        return "banned";
     }
   }
   return fmt::format("reason code 0x{:02x}", code);
@@ -50,10 +62,14 @@ std::string ConnackReasonText(Version v, uint8_t code) {
 
 const char* ClientStateName(ClientState s) {
   switch (s) {
-    case ClientState::kConnecting: return "connecting";
-    case ClientState::kConnected: return "connected";
-    case ClientState::kDisconnected: return "disconnected";
-    case ClientState::kStopped: return "stopped";
+    case ClientState::kConnecting:
+      return "connecting";
+    case ClientState::kConnected:
+      return "connected";
+    case ClientState::kDisconnected:
+      return "disconnected";
+    case ClientState::kStopped:
+      return "stopped";
   }
   return "?";
 }
@@ -97,8 +113,10 @@ void Client::Close() {
     tx_pending_.clear();
     Encode(Disconnect{}, opts_.version, bytes).IgnoreError();
     error_code ec;
-    if (tls_) asio::write(*tls_, asio::buffer(bytes), ec);
-    else asio::write(*socket_, asio::buffer(bytes), ec);
+    if (tls_)
+      asio::write(*tls_, asio::buffer(bytes), ec);
+    else
+      asio::write(*socket_, asio::buffer(bytes), ec);
   }
   CloseSocket();
   SetState(ClientState::kStopped, "closed");
@@ -152,7 +170,8 @@ awaitable<Status> Client::ConnectOnce() {
   tcp::resolver resolver(io_);
   auto endpoints = co_await resolver.async_resolve(opts_.host, std::to_string(opts_.port),
                                                    asio::redirect_error(use_awaitable, ec));
-  if (ec) co_return UnavailableError(fmt::format("cannot resolve {}: {}", opts_.host, ec.message()));
+  if (ec)
+    co_return UnavailableError(fmt::format("cannot resolve {}: {}", opts_.host, ec.message()));
 
   socket_ = std::make_shared<tcp::socket>(io_);
   tls_.reset();
@@ -178,13 +197,16 @@ awaitable<Status> Client::ConnectOnce() {
   if (opts_.tls.enabled) {
     if (!ssl_ctx_) {
       auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
-      if (!opts_.tls.ca_file.empty()) ctx->load_verify_file(opts_.tls.ca_file, ec);
-      else ctx->set_default_verify_paths(ec);
+      if (!opts_.tls.ca_file.empty())
+        ctx->load_verify_file(opts_.tls.ca_file, ec);
+      else
+        ctx->set_default_verify_paths(ec);
       if (ec) co_return InvalidArgumentError(fmt::format("TLS CA file: {}", ec.message()));
       if (!opts_.tls.cert_file.empty()) {
         ctx->use_certificate_chain_file(opts_.tls.cert_file, ec);
         if (!ec) ctx->use_private_key_file(opts_.tls.key_file, asio::ssl::context::pem, ec);
-        if (ec) co_return InvalidArgumentError(fmt::format("TLS client cert/key: {}", ec.message()));
+        if (ec)
+          co_return InvalidArgumentError(fmt::format("TLS client cert/key: {}", ec.message()));
       }
       ssl_ctx_ = std::move(ctx);
     }
@@ -199,7 +221,8 @@ awaitable<Status> Client::ConnectOnce() {
     }
     co_await tls_->async_handshake(asio::ssl::stream_base::client,
                                    asio::redirect_error(use_awaitable, ec));
-    if (ec) co_return UnavailableError(fmt::format("TLS handshake with {}: {}", where, ec.message()));
+    if (ec)
+      co_return UnavailableError(fmt::format("TLS handshake with {}: {}", where, ec.message()));
   }
 
   Connect c;
@@ -210,19 +233,21 @@ awaitable<Status> Client::ConnectOnce() {
   c.username = opts_.username;
   c.password = opts_.password;
   if (opts_.version == Version::kV5) {
-    if (opts_.session_expiry_s > 0) c.props.push_back({.id = prop::kSessionExpiry, .number = opts_.session_expiry_s});
+    if (opts_.session_expiry_s > 0)
+      c.props.push_back({.id = prop::kSessionExpiry, .number = opts_.session_expiry_s});
     c.props.push_back({.id = prop::kReceiveMaximum, .number = opts_.receive_maximum});
-    c.props.push_back({.id = prop::kMaximumPacketSize,
-                       .number = static_cast<uint32_t>(opts_.max_packet_size)});
+    c.props.push_back(
+        {.id = prop::kMaximumPacketSize, .number = static_cast<uint32_t>(opts_.max_packet_size)});
   }
   Send(c);
   Result<Packet> reply = co_await ReadPacket();
   watchdog.cancel();
-  if (!reply) co_return reply.error().WithContext(fmt::format("waiting for CONNACK from {}", where));
+  if (!reply)
+    co_return reply.error().WithContext(fmt::format("waiting for CONNACK from {}", where));
   auto* connack = std::get_if<Connack>(&*reply);
   if (connack == nullptr) {
-    co_return UnavailableError(fmt::format("{} answered CONNECT with {}", where,
-                                           PacketTypeName(TypeOf(*reply))));
+    co_return UnavailableError(
+        fmt::format("{} answered CONNECT with {}", where, PacketTypeName(TypeOf(*reply))));
   }
   if (connack->reason != 0) {
     co_return UnavailableError(fmt::format("{} refused the connection: {}", where,
@@ -243,10 +268,9 @@ awaitable<Status> Client::ConnectOnce() {
   if (next_packet_id_ == 0) next_packet_id_ = 1;
   sub.subscriptions = opts_.subscriptions;
   Send(sub);
-  SetState(ClientState::kConnected,
-           fmt::format("{} (MQTT {}, session {})", where,
-                       opts_.version == Version::kV5 ? "5" : "3.1.1",
-                       connack->session_present ? "resumed" : "new"));
+  SetState(ClientState::kConnected, fmt::format("{} (MQTT {}, session {})", where,
+                                                opts_.version == Version::kV5 ? "5" : "3.1.1",
+                                                connack->session_present ? "resumed" : "new"));
   co_return Status::Ok();
 }
 
@@ -257,7 +281,8 @@ awaitable<Result<Packet>> Client::ReadPacket() {
     if (!frame) co_return frame.error();
     if (frame->has_value()) {
       const FrameInfo& f = **frame;
-      Result<Packet> p = Decode(f.first_byte, avail.substr(f.header_size, f.remaining), opts_.version);
+      Result<Packet> p =
+          Decode(f.first_byte, avail.substr(f.header_size, f.remaining), opts_.version);
       rx_pos_ += f.total();
       if (rx_pos_ == rx_.size()) {
         rx_.clear();
@@ -280,8 +305,9 @@ awaitable<Result<Packet>> Client::ReadPacket() {
                                             asio::redirect_error(use_awaitable, ec));
     }
     if (ec) {
-      co_return UnavailableError(ec == asio::error::eof ? std::string("broker closed the connection")
-                                                        : "connection lost: " + ec.message());
+      co_return UnavailableError(ec == asio::error::eof
+                                     ? std::string("broker closed the connection")
+                                     : "connection lost: " + ec.message());
     }
     rx_.append(read_buffer_.data(), n);
   }
@@ -319,7 +345,8 @@ awaitable<Status> Client::ReadLoop() {
   co_return CancelledError("stopped");
 }
 
-awaitable<void> Client::KeepAlive([[maybe_unused]] std::shared_ptr<Client> self, uint64_t generation) {
+awaitable<void> Client::KeepAlive([[maybe_unused]] std::shared_ptr<Client> self,
+                                  uint64_t generation) {
   if (keep_alive_s_ == 0) co_return;
   const auto period = std::chrono::seconds(keep_alive_s_);
   asio::steady_timer timer(io_);
@@ -406,8 +433,8 @@ void Client::AckOnLoop(uint64_t token) {
 void Client::Send(const Packet& packet) {
   Status s = Encode(packet, opts_.version, tx_pending_);
   if (!s.ok()) {
-    SetState(state_, "cannot encode " + std::string(PacketTypeName(TypeOf(packet))) + ": " +
-                         s.message());
+    SetState(state_,
+             "cannot encode " + std::string(PacketTypeName(TypeOf(packet))) + ": " + s.message());
     return;
   }
   FlushWrites();
@@ -428,8 +455,10 @@ void Client::FlushWrites() {
     }
     self->FlushWrites();
   };
-  if (tls_) asio::async_write(*tls_, asio::buffer(*buffer), std::move(done));
-  else asio::async_write(*socket_, asio::buffer(*buffer), std::move(done));
+  if (tls_)
+    asio::async_write(*tls_, asio::buffer(*buffer), std::move(done));
+  else
+    asio::async_write(*socket_, asio::buffer(*buffer), std::move(done));
 }
 
 }  // namespace seedance::mqtt

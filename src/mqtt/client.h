@@ -19,12 +19,12 @@
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs std::exchange declared first.
 
+#include <array>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <array>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -42,8 +42,8 @@ namespace seedance::mqtt {
 
 struct TlsOptions {
   bool enabled = false;
-  std::string ca_file;      // verify the broker against these CAs; system CAs when empty
-  std::string cert_file;    // client certificate (mutual TLS), optional
+  std::string ca_file;    // verify the broker against these CAs; system CAs when empty
+  std::string cert_file;  // client certificate (mutual TLS), optional
   std::string key_file;
   bool verify = true;       // false accepts any certificate (testing only)
   std::string server_name;  // SNI and verified name; the host when empty
@@ -59,8 +59,8 @@ struct ClientOptions {
   std::optional<std::string> password;
   uint16_t keep_alive_s = 30;
   bool clean_start = true;
-  uint32_t session_expiry_s = 0;   // MQTT 5: how long the broker keeps the session
-  uint16_t receive_maximum = 1024; // MQTT 5: unacknowledged QoS 1/2 messages in flight
+  uint32_t session_expiry_s = 0;    // MQTT 5: how long the broker keeps the session
+  uint16_t receive_maximum = 1024;  // MQTT 5: unacknowledged QoS 1/2 messages in flight
   std::vector<Subscription> subscriptions;
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds reconnect_min{200};
@@ -132,9 +132,9 @@ class Client : public std::enable_shared_from_this<Client> {
   std::string tx_pending_;  // encoded packets waiting for the current write to finish
   bool writing_ = false;
 
-  uint64_t generation_ = 0;        // counts connections; part of every ack token
-  std::deque<Inbound> inbound_;    // QoS 1/2 messages not yet acknowledged, in arrival order
-  std::vector<uint8_t> acked_;     // by packet id: acknowledged but not yet sent (order)
+  uint64_t generation_ = 0;            // counts connections; part of every ack token
+  std::deque<Inbound> inbound_;        // QoS 1/2 messages not yet acknowledged, in arrival order
+  std::vector<uint8_t> acked_;         // by packet id: acknowledged but not yet sent (order)
   std::vector<uint8_t> awaiting_rel_;  // QoS 2: PUBREC sent, waiting for PUBREL
   std::optional<Publish> refused_;     // message the handler refused, redelivered on Resume
   uint64_t refused_token_ = 0;

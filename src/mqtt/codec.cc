@@ -11,17 +11,37 @@ enum class PropKind { kByte, kU16, kU32, kVarint, kString, kBinary, kPair, kUnkn
 
 PropKind KindOf(uint8_t id) {
   switch (id) {
-    case 0x01: case 0x17: case 0x19: case 0x24: case 0x25: case 0x28: case 0x29: case 0x2A:
+    case 0x01:
+    case 0x17:
+    case 0x19:
+    case 0x24:
+    case 0x25:
+    case 0x28:
+    case 0x29:
+    case 0x2A:
       return PropKind::kByte;
-    case 0x13: case 0x21: case 0x22: case 0x23:
+    case 0x13:
+    case 0x21:
+    case 0x22:
+    case 0x23:
       return PropKind::kU16;
-    case 0x02: case 0x11: case 0x18: case 0x27:
+    case 0x02:
+    case 0x11:
+    case 0x18:
+    case 0x27:
       return PropKind::kU32;
     case 0x0B:
       return PropKind::kVarint;
-    case 0x03: case 0x08: case 0x12: case 0x15: case 0x1A: case 0x1C: case 0x1F:
+    case 0x03:
+    case 0x08:
+    case 0x12:
+    case 0x15:
+    case 0x1A:
+    case 0x1C:
+    case 0x1F:
       return PropKind::kString;
-    case 0x09: case 0x16:
+    case 0x09:
+    case 0x16:
       return PropKind::kBinary;
     case 0x26:
       return PropKind::kPair;
@@ -69,14 +89,29 @@ class Writer {
     for (const Property& p : props) {
       w.Varint(p.id);
       switch (KindOf(p.id)) {
-        case PropKind::kByte: w.U8(static_cast<uint8_t>(p.number)); break;
-        case PropKind::kU16: w.U16(static_cast<uint16_t>(p.number)); break;
-        case PropKind::kU32: w.U32(p.number); break;
-        case PropKind::kVarint: w.Varint(p.number); break;
+        case PropKind::kByte:
+          w.U8(static_cast<uint8_t>(p.number));
+          break;
+        case PropKind::kU16:
+          w.U16(static_cast<uint16_t>(p.number));
+          break;
+        case PropKind::kU32:
+          w.U32(p.number);
+          break;
+        case PropKind::kVarint:
+          w.Varint(p.number);
+          break;
         case PropKind::kString:
-        case PropKind::kBinary: w.Str(p.text); break;
-        case PropKind::kPair: w.Str(p.text); w.Str(p.value); break;
-        case PropKind::kUnknown: ok_ = false; break;
+        case PropKind::kBinary:
+          w.Str(p.text);
+          break;
+        case PropKind::kPair:
+          w.Str(p.text);
+          w.Str(p.value);
+          break;
+        case PropKind::kUnknown:
+          ok_ = false;
+          break;
       }
     }
     if (!w.ok()) ok_ = false;
@@ -152,14 +187,29 @@ class Reader {
       }
       p.id = static_cast<uint8_t>(id);
       switch (KindOf(p.id)) {
-        case PropKind::kByte: p.number = r.U8(); break;
-        case PropKind::kU16: p.number = r.U16(); break;
-        case PropKind::kU32: p.number = r.U32(); break;
-        case PropKind::kVarint: p.number = r.Varint(); break;
+        case PropKind::kByte:
+          p.number = r.U8();
+          break;
+        case PropKind::kU16:
+          p.number = r.U16();
+          break;
+        case PropKind::kU32:
+          p.number = r.U32();
+          break;
+        case PropKind::kVarint:
+          p.number = r.Varint();
+          break;
         case PropKind::kString:
-        case PropKind::kBinary: p.text = r.Str(); break;
-        case PropKind::kPair: p.text = r.Str(); p.value = r.Str(); break;
-        case PropKind::kUnknown: ok_ = false; return out;
+        case PropKind::kBinary:
+          p.text = r.Str();
+          break;
+        case PropKind::kPair:
+          p.text = r.Str();
+          p.value = r.Str();
+          break;
+        case PropKind::kUnknown:
+          ok_ = false;
+          return out;
       }
       out.push_back(std::move(p));
     }
@@ -326,10 +376,10 @@ const Property* FindProperty(const Properties& props, uint8_t id) {
 }
 
 const char* PacketTypeName(PacketType type) {
-  static const char* const kNames[] = {"RESERVED", "CONNECT",  "CONNACK",     "PUBLISH",
-                                       "PUBACK",   "PUBREC",   "PUBREL",      "PUBCOMP",
-                                       "SUBSCRIBE", "SUBACK",  "UNSUBSCRIBE", "UNSUBACK",
-                                       "PINGREQ",  "PINGRESP", "DISCONNECT",  "AUTH"};
+  static const char* const kNames[] = {"RESERVED",  "CONNECT",  "CONNACK",     "PUBLISH",
+                                       "PUBACK",    "PUBREC",   "PUBREL",      "PUBCOMP",
+                                       "SUBSCRIBE", "SUBACK",   "UNSUBSCRIBE", "UNSUBACK",
+                                       "PINGREQ",   "PINGRESP", "DISCONNECT",  "AUTH"};
   auto i = static_cast<uint8_t>(type);
   return i < 16 ? kNames[i] : "?";
 }
@@ -459,7 +509,8 @@ Result<Packet> Decode(uint8_t first_byte, std::string_view body, Version version
     case PacketType::kPubrec:
     case PacketType::kPubrel:
     case PacketType::kPubcomp: {
-      if (!fixed_flags(type == PacketType::kPubrel ? 0x02 : 0)) return Malformed(PacketTypeName(type));
+      if (!fixed_flags(type == PacketType::kPubrel ? 0x02 : 0))
+        return Malformed(PacketTypeName(type));
       PubResponse p;
       p.type = type;
       p.packet_id = r.U16();

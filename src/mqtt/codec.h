@@ -20,9 +20,9 @@ namespace seedance::mqtt {
 Status Encode(const Packet& packet, Version version, std::string& out);
 
 struct FrameInfo {
-  uint8_t first_byte = 0;      // packet type and flags
-  size_t header_size = 0;      // fixed header bytes (1 + length bytes)
-  size_t remaining = 0;        // bytes after the fixed header
+  uint8_t first_byte = 0;  // packet type and flags
+  size_t header_size = 0;  // fixed header bytes (1 + length bytes)
+  size_t remaining = 0;    // bytes after the fixed header
   size_t total() const { return header_size + remaining; }
 };
 

@@ -28,11 +28,16 @@ void ExpectRoundTrip(const Packet& p, Version v) {
 class CodecTest : public ::testing::TestWithParam<Version> {};
 
 TEST_P(CodecTest, ConnectRoundTripsWithEveryOptionalField) {
-  Connect c{.version = GetParam(), .client_id = "gw-1", .clean_start = false, .keep_alive_s = 45,
-            .username = "user", .password = std::string("p\0w", 3)};
+  Connect c{.version = GetParam(),
+            .client_id = "gw-1",
+            .clean_start = false,
+            .keep_alive_s = 45,
+            .username = "user",
+            .password = std::string("p\0w", 3)};
   c.will = Will{.topic = "gw/status", .payload = "offline", .qos = 1, .retain = true};
   if (GetParam() == Version::kV5) {
-    c.props = {{.id = prop::kSessionExpiry, .number = 3600}, {.id = prop::kReceiveMaximum, .number = 100}};
+    c.props = {{.id = prop::kSessionExpiry, .number = 3600},
+               {.id = prop::kReceiveMaximum, .number = 100}};
     c.will->props = {{.id = prop::kContentType, .text = "text/plain"}};
   }
   ExpectRoundTrip(c, GetParam());
@@ -47,8 +52,12 @@ TEST_P(CodecTest, ConnackRoundTrips) {
 
 TEST_P(CodecTest, PublishRoundTripsAtEveryQos) {
   for (uint8_t qos = 0; qos <= 2; ++qos) {
-    Publish p{.topic = "sensor/7/temperature", .payload = std::string("{\"t\":\0}", 8), .qos = qos,
-              .retain = qos == 1, .dup = qos == 2, .packet_id = static_cast<uint16_t>(qos ? 4242 : 0)};
+    Publish p{.topic = "sensor/7/temperature",
+              .payload = std::string("{\"t\":\0}", 8),
+              .qos = qos,
+              .retain = qos == 1,
+              .dup = qos == 2,
+              .packet_id = static_cast<uint16_t>(qos ? 4242 : 0)};
     if (GetParam() == Version::kV5) {
       p.props = {{.id = prop::kUserProperty, .text = "k", .value = "v"},
                  {.id = prop::kSubscriptionId, .number = 268435455},
@@ -59,11 +68,14 @@ TEST_P(CodecTest, PublishRoundTripsAtEveryQos) {
 }
 
 TEST_P(CodecTest, PubResponsesRoundTrip) {
-  for (PacketType t : {PacketType::kPuback, PacketType::kPubrec, PacketType::kPubrel, PacketType::kPubcomp}) {
+  for (PacketType t :
+       {PacketType::kPuback, PacketType::kPubrec, PacketType::kPubrel, PacketType::kPubcomp}) {
     ExpectRoundTrip(PubResponse{.type = t, .packet_id = 65535}, GetParam());
     if (GetParam() == Version::kV5) {
       ExpectRoundTrip(PubResponse{.type = t, .packet_id = 1, .reason = 0x10}, GetParam());
-      ExpectRoundTrip(PubResponse{.type = t, .packet_id = 1, .reason = 0x80,
+      ExpectRoundTrip(PubResponse{.type = t,
+                                  .packet_id = 1,
+                                  .reason = 0x80,
                                   .props = {{.id = prop::kReasonString, .text = "nope"}}},
                       GetParam());
     }
@@ -86,28 +98,34 @@ TEST_P(CodecTest, PingAndDisconnectRoundTrip) {
   ExpectRoundTrip(PingResp{}, GetParam());
   ExpectRoundTrip(Disconnect{}, GetParam());
   if (GetParam() == Version::kV5) {
-    ExpectRoundTrip(Disconnect{.reason = 0x8E, .props = {{.id = prop::kReasonString, .text = "taken over"}}},
-                    GetParam());
+    ExpectRoundTrip(
+        Disconnect{.reason = 0x8E, .props = {{.id = prop::kReasonString, .text = "taken over"}}},
+        GetParam());
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(BothVersions, CodecTest, ::testing::Values(Version::kV311, Version::kV5),
-                         [](const auto& info) { return info.param == Version::kV5 ? "V5" : "V311"; });
+                         [](const auto& info) {
+                           return info.param == Version::kV5 ? "V5" : "V311";
+                         });
 
 TEST(CodecBytesTest, EncodesPublishExactlyAsTheSpecSays) {
   Publish p{.topic = "a/b", .payload = "hi", .qos = 1, .packet_id = 10};
-  EXPECT_EQ(EncodeOrDie(p, Version::kV311),
-            Bytes({0x32, 9, 0, 3, 'a', '/', 'b', 0, 10, 'h', 'i'}));
+  EXPECT_EQ(EncodeOrDie(p, Version::kV311), Bytes({0x32, 9, 0, 3, 'a', '/', 'b', 0, 10, 'h', 'i'}));
   // MQTT 5 adds a property length (0).
   EXPECT_EQ(EncodeOrDie(p, Version::kV5),
             Bytes({0x32, 10, 0, 3, 'a', '/', 'b', 0, 10, 0, 'h', 'i'}));
 }
 
 TEST(CodecBytesTest, EncodesConnectHeaderFlags) {
-  Connect c{.version = Version::kV311, .client_id = "c", .clean_start = true, .keep_alive_s = 60,
-            .username = "u", .password = "p"};
-  EXPECT_EQ(EncodeOrDie(c, Version::kV311),
-            Bytes({0x10, 19, 0, 4, 'M', 'Q', 'T', 'T', 4, 0xC2, 0, 60, 0, 1, 'c', 0, 1, 'u', 0, 1, 'p'}));
+  Connect c{.version = Version::kV311,
+            .client_id = "c",
+            .clean_start = true,
+            .keep_alive_s = 60,
+            .username = "u",
+            .password = "p"};
+  EXPECT_EQ(EncodeOrDie(c, Version::kV311), Bytes({0x10, 19, 0, 4,   'M', 'Q', 'T', 'T', 4, 0xC2, 0,
+                                                   60,   0,  1, 'c', 0,   1,   'u', 0,   1, 'p'}));
 }
 
 TEST(CodecBytesTest, PubrelHasFlagsTwoAndAuthIsFiveOnly) {
@@ -115,7 +133,8 @@ TEST(CodecBytesTest, PubrelHasFlagsTwoAndAuthIsFiveOnly) {
             Bytes({0x62, 2, 0, 1}));
   std::string out;
   EXPECT_EQ(Encode(Auth{}, Version::kV311, out).code(), StatusCode::kInvalidArgument);
-  ExpectRoundTrip(Auth{.reason = 0x18, .props = {{.id = prop::kAuthMethod, .text = "SCRAM"}}}, Version::kV5);
+  ExpectRoundTrip(Auth{.reason = 0x18, .props = {{.id = prop::kAuthMethod, .text = "SCRAM"}}},
+                  Version::kV5);
 }
 
 TEST(CodecBytesTest, RemainingLengthUsesUpToFourBytes) {
@@ -143,16 +162,16 @@ TEST(CodecBytesTest, MalformedPacketsAreRejected) {
   auto bad = [](std::string bytes, Version v = Version::kV311) {
     return DecodeWhole(bytes, v).error().code() == StatusCode::kInvalidArgument;
   };
-  EXPECT_TRUE(bad(Bytes({0x36, 5, 0, 1, 't', 0, 1})));              // QoS 3
-  EXPECT_TRUE(bad(Bytes({0x32, 5, 0, 1, 't', 0, 0})));              // packet id 0
-  EXPECT_TRUE(bad(Bytes({0x30, 4, 0, 3, 'a', '/'})));               // topic longer than packet
-  EXPECT_TRUE(bad(Bytes({0x30, 4, 0, 2, 'a', '#'})));               // wildcard in topic name
-  EXPECT_TRUE(bad(Bytes({0x80, 6, 0, 1, 0, 1, 'a', 1})));          // SUBSCRIBE flags not 0b0010
-  EXPECT_TRUE(bad(Bytes({0x60, 2, 0, 1})));                          // PUBREL flags not 0b0010
-  EXPECT_TRUE(bad(Bytes({0xC0, 1, 0})));                             // PINGREQ with a body
-  EXPECT_TRUE(bad(Bytes({0x20, 2, 0x02, 0})));                       // CONNACK reserved flag
-  EXPECT_TRUE(bad(Bytes({0xF0, 0}), Version::kV311));                // AUTH in 3.1.1
-  EXPECT_TRUE(bad(Bytes({0x00, 0})));                                // reserved type 0
+  EXPECT_TRUE(bad(Bytes({0x36, 5, 0, 1, 't', 0, 1})));     // QoS 3
+  EXPECT_TRUE(bad(Bytes({0x32, 5, 0, 1, 't', 0, 0})));     // packet id 0
+  EXPECT_TRUE(bad(Bytes({0x30, 4, 0, 3, 'a', '/'})));      // topic longer than packet
+  EXPECT_TRUE(bad(Bytes({0x30, 4, 0, 2, 'a', '#'})));      // wildcard in topic name
+  EXPECT_TRUE(bad(Bytes({0x80, 6, 0, 1, 0, 1, 'a', 1})));  // SUBSCRIBE flags not 0b0010
+  EXPECT_TRUE(bad(Bytes({0x60, 2, 0, 1})));                // PUBREL flags not 0b0010
+  EXPECT_TRUE(bad(Bytes({0xC0, 1, 0})));                   // PINGREQ with a body
+  EXPECT_TRUE(bad(Bytes({0x20, 2, 0x02, 0})));             // CONNACK reserved flag
+  EXPECT_TRUE(bad(Bytes({0xF0, 0}), Version::kV311));      // AUTH in 3.1.1
+  EXPECT_TRUE(bad(Bytes({0x00, 0})));                      // reserved type 0
   EXPECT_TRUE(bad(Bytes({0x30, 5, 0, 1, 't', 2, 0x7F}), Version::kV5));  // unknown property
 }
 

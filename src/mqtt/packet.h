@@ -170,8 +170,8 @@ struct Auth {
   bool operator==(const Auth&) const = default;
 };
 
-using Packet = std::variant<Connect, Connack, Publish, PubResponse, Subscribe, Suback,
-                            Unsubscribe, Unsuback, PingReq, PingResp, Disconnect, Auth>;
+using Packet = std::variant<Connect, Connack, Publish, PubResponse, Subscribe, Suback, Unsubscribe,
+                            Unsuback, PingReq, PingResp, Disconnect, Auth>;
 
 // Human-readable packet type name, e.g. "PUBLISH".
 const char* PacketTypeName(PacketType type);

@@ -38,7 +38,8 @@ Status ValidateTopicFilter(std::string_view filter) {
 }
 
 bool TopicMatches(std::string_view filter, std::string_view topic) {
-  if (!topic.empty() && topic[0] == '$' && !filter.empty() && (filter[0] == '+' || filter[0] == '#')) {
+  if (!topic.empty() && topic[0] == '$' && !filter.empty() &&
+      (filter[0] == '+' || filter[0] == '#')) {
     return false;
   }
   size_t fi = 0, ti = 0;

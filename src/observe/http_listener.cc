@@ -77,8 +77,7 @@ struct HttpListener::State : std::enable_shared_from_this<HttpListener::State> {
   }
 };
 
-HttpListener::HttpListener(EventLoop& loop, MetricsRegistry& metrics,
-                           std::function<bool()> healthy)
+HttpListener::HttpListener(EventLoop& loop, MetricsRegistry& metrics, std::function<bool()> healthy)
     : state_(std::make_shared<State>(loop, metrics, std::move(healthy))) {}
 
 HttpListener::~HttpListener() = default;
@@ -89,10 +88,12 @@ Result<uint16_t> HttpListener::Start(const std::string& address) {
     return InvalidArgumentError("metrics.listen: expected host:port, got \"" + address + "\"");
   }
   std::string host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   if (host.empty()) host = "0.0.0.0";
   int port = std::atoi(address.c_str() + colon + 1);
-  if (port < 0 || port > 65535) return InvalidArgumentError("metrics.listen: bad port in \"" + address + "\"");
+  if (port < 0 || port > 65535)
+    return InvalidArgumentError("metrics.listen: bad port in \"" + address + "\"");
   error_code ec;
   auto ip = asio::ip::make_address(host, ec);
   if (ec) return InvalidArgumentError("metrics.listen: \"" + host + "\" is not an IP address");
@@ -102,7 +103,8 @@ Result<uint16_t> HttpListener::Start(const std::string& address) {
   if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) a.bind(ep, ec);
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return UnavailableError("metrics.listen: cannot listen on " + address + ": " + ec.message());
+  if (ec)
+    return UnavailableError("metrics.listen: cannot listen on " + address + ": " + ec.message());
   uint16_t bound = a.local_endpoint().port();
   asio::co_spawn(state_->loop.io(), state_->Accept(state_), asio::detached);
   return bound;

@@ -73,10 +73,8 @@ class MetricsRegistry {
  public:
   Counter& GetCounter(const std::string& name, const std::string& help, const Labels& labels);
   Gauge& GetGauge(const std::string& name, const std::string& help, const Labels& labels);
-  FloatGauge& GetFloatGauge(const std::string& name, const std::string& help,
-                            const Labels& labels);
-  Histogram& GetHistogram(const std::string& name, const std::string& help,
-                          const Labels& labels);
+  FloatGauge& GetFloatGauge(const std::string& name, const std::string& help, const Labels& labels);
+  Histogram& GetHistogram(const std::string& name, const std::string& help, const Labels& labels);
   // Prometheus text format, families sorted by name.
   std::string RenderPrometheus() const;
 

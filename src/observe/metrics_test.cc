@@ -16,10 +16,13 @@ TEST(MetricsTest, RendersCountersGaugesAndHistogramsInPrometheusFormat) {
   h.Observe(0.003);
   h.Observe(50);
   std::string text = r.RenderPrometheus();
-  EXPECT_NE(text.find("# TYPE x_total counter\nx_total{component=\"a\\\"b\"} 5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE x_total counter\nx_total{component=\"a\\\"b\"} 5\n"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("depth -4\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE p99_seconds gauge\np99_seconds 0.0125\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("lat_seconds_bucket{component=\"s\",le=\"0.00025\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("lat_seconds_bucket{component=\"s\",le=\"0.00025\"} 1\n"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("lat_seconds_bucket{component=\"s\",le=\"0.005\"} 2\n"), std::string::npos);
   EXPECT_NE(text.find("lat_seconds_bucket{component=\"s\",le=\"+Inf\"} 3\n"), std::string::npos);
   EXPECT_NE(text.find("lat_seconds_count{component=\"s\"} 3\n"), std::string::npos);

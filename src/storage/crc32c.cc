@@ -58,7 +58,9 @@ bool HaveHardware() {
   return have;
 }
 #else
-uint32_t ExtendHardware(uint32_t state, std::string_view data) { return ExtendSoftware(state, data); }
+uint32_t ExtendHardware(uint32_t state, std::string_view data) {
+  return ExtendSoftware(state, data);
+}
 bool HaveHardware() { return false; }
 #endif
 
@@ -68,9 +70,7 @@ uint32_t Extend(uint32_t state, std::string_view data) {
 
 }  // namespace internal
 
-uint32_t Crc32c(std::string_view data) {
-  return ~internal::Extend(0xFFFFFFFFu, data);
-}
+uint32_t Crc32c(std::string_view data) { return ~internal::Extend(0xFFFFFFFFu, data); }
 
 uint32_t Crc32c(std::string_view a, std::string_view b) {
   return ~internal::Extend(internal::Extend(0xFFFFFFFFu, a), b);

@@ -59,7 +59,8 @@ Result<std::unique_ptr<QueueLog>> QueueLog::Open(const LogOptions& options,
                                                  RecoveryReport* report) {
   std::error_code ec;
   std::filesystem::create_directories(options.dir, ec);
-  if (ec) return UnavailableError("cannot create queue directory " + options.dir + ": " + ec.message());
+  if (ec)
+    return UnavailableError("cannot create queue directory " + options.dir + ": " + ec.message());
   std::unique_ptr<QueueLog> log(new QueueLog(options));
   std::string lock_path = options.dir + "/LOCK";
   log->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -109,7 +110,8 @@ Status QueueLog::Recover(RecoveryReport* report) {
       // A torn write at the end: the end of the log. Anything after the last good record in
       // the newest segment is cut (corruption counted above included).
       report->truncated_bytes += data.size() - valid_end;
-      if (::truncate(path.c_str(), static_cast<off_t>(valid_end)) != 0) return IoError("truncate " + path);
+      if (::truncate(path.c_str(), static_cast<off_t>(valid_end)) != 0)
+        return IoError("truncate " + path);
       size = valid_end;
     }
     segments_.push_back(Segment{firsts[i], path, size});

@@ -39,8 +39,8 @@ struct RecoveryReport {
 struct SegmentInfo {
   uint64_t first_sequence = 0;
   std::string path;
-  uint64_t size = 0;      // bytes readers may read (flushed bytes, for the active segment)
-  bool active = false;    // still being written
+  uint64_t size = 0;    // bytes readers may read (flushed bytes, for the active segment)
+  bool active = false;  // still being written
 };
 
 class QueueLog {
@@ -89,7 +89,7 @@ class QueueLog {
   std::vector<Segment> segments_;  // oldest first; the last one is active
   int fd_ = -1;                    // active segment
   int lock_fd_ = -1;
-  std::string buffer_;             // appended, not yet written
+  std::string buffer_;  // appended, not yet written
   uint64_t next_sequence_ = 1;
   uint64_t disk_bytes_ = 0;
 };

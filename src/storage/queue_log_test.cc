@@ -17,19 +17,23 @@ namespace fs = std::filesystem;
 class QueueLogTest : public ::testing::Test {
  protected:
   QueueLogTest() {
-    dir_ = (fs::temp_directory_path() / ("queue_log_test_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+    dir_ = (fs::temp_directory_path() /
+            ("queue_log_test_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
                .string();
     fs::remove_all(dir_);
   }
   ~QueueLogTest() override { fs::remove_all(dir_); }
 
-  std::unique_ptr<QueueLog> Open(uint64_t segment_bytes = 1 << 20, RecoveryReport* report = nullptr) {
+  std::unique_ptr<QueueLog> Open(uint64_t segment_bytes = 1 << 20,
+                                 RecoveryReport* report = nullptr) {
     auto log = QueueLog::Open(LogOptions{dir_, segment_bytes}, report);
     EXPECT_TRUE(log.has_value()) << (log ? "" : log.error().ToString());
     return log ? std::move(log).value() : nullptr;
   }
-  static std::string Payload(int i) { return "event-" + std::to_string(i) + std::string(i % 50, 'x'); }
+  static std::string Payload(int i) {
+    return "event-" + std::to_string(i) + std::string(i % 50, 'x');
+  }
   std::vector<std::pair<uint64_t, std::string>> ReadAll(const QueueLog& log, uint64_t from = 1,
                                                         QueueReader** keep = nullptr) {
     std::vector<std::pair<uint64_t, std::string>> out;
@@ -48,7 +52,8 @@ class QueueLogTest : public ::testing::Test {
 
 TEST_F(QueueLogTest, AppendsAndReadsBackInOrderAcrossSegments) {
   auto log = Open(4096);
-  for (int i = 0; i < 500; ++i) ASSERT_EQ(*log->Append(0, Payload(i)), static_cast<uint64_t>(i + 1));
+  for (int i = 0; i < 500; ++i)
+    ASSERT_EQ(*log->Append(0, Payload(i)), static_cast<uint64_t>(i + 1));
   ASSERT_TRUE(log->Flush().ok());
   EXPECT_GT(log->Segments().size(), 5u);
   auto all = ReadAll(*log);
@@ -130,7 +135,7 @@ TEST_F(QueueLogTest, FlippedBytesInAClosedSegmentSkipExactlyTheDamagedRecords) {
   std::string path = dir_ + "/" + SegmentFileName(1);
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
   std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  size_t rec2 = data.find("event-2");   // payload of record 3
+  size_t rec2 = data.find("event-2");                // payload of record 3
   size_t rec5 = data.find("event-5") - kHeaderSize;  // header of record 6
   f.seekp(static_cast<std::streamoff>(rec2));
   f.put('E');

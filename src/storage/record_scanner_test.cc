@@ -24,7 +24,8 @@ TEST(Crc32cTest, HardwareAndSoftwarePathsAgree) {
   for (int i = 0; i < 1000; ++i) {
     data.push_back(static_cast<char>(i * 37 + 11));
     std::string_view v(data);
-    ASSERT_EQ(internal::ExtendHardware(0xFFFFFFFFu, v), internal::ExtendSoftware(0xFFFFFFFFu, v)) << i;
+    ASSERT_EQ(internal::ExtendHardware(0xFFFFFFFFu, v), internal::ExtendSoftware(0xFFFFFFFFu, v))
+        << i;
   }
 }
 

@@ -11,11 +11,16 @@ std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 
 std::string_view LevelName(LogLevel level) {
   switch (level) {
-    case LogLevel::kDebug: return "DEBUG";
-    case LogLevel::kInfo: return "INFO ";
-    case LogLevel::kWarn: return "WARN ";
-    case LogLevel::kError: return "ERROR";
-    case LogLevel::kOff: return "OFF  ";
+    case LogLevel::kDebug:
+      return "DEBUG";
+    case LogLevel::kInfo:
+      return "INFO ";
+    case LogLevel::kWarn:
+      return "WARN ";
+    case LogLevel::kError:
+      return "ERROR";
+    case LogLevel::kOff:
+      return "OFF  ";
   }
   return "?";
 }
@@ -23,12 +28,18 @@ std::string_view LevelName(LogLevel level) {
 }  // namespace
 
 bool ParseLogLevel(std::string_view text, LogLevel* level) {
-  if (text == "debug") *level = LogLevel::kDebug;
-  else if (text == "info") *level = LogLevel::kInfo;
-  else if (text == "warn" || text == "warning") *level = LogLevel::kWarn;
-  else if (text == "error") *level = LogLevel::kError;
-  else if (text == "off") *level = LogLevel::kOff;
-  else return false;
+  if (text == "debug")
+    *level = LogLevel::kDebug;
+  else if (text == "info")
+    *level = LogLevel::kInfo;
+  else if (text == "warn" || text == "warning")
+    *level = LogLevel::kWarn;
+  else if (text == "error")
+    *level = LogLevel::kError;
+  else if (text == "off")
+    *level = LogLevel::kOff;
+  else
+    return false;
   return true;
 }
 

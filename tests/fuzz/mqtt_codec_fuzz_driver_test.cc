@@ -19,10 +19,10 @@ std::vector<std::string> Seeds() {
   Connect c{.version = Version::kV5, .client_id = "x", .username = "u", .password = "p"};
   c.will = Will{.topic = "w", .payload = "bye", .qos = 1};
   for (Version v : {Version::kV311, Version::kV5}) {
-    for (const Packet& packet : std::vector<Packet>{
-             p, c, Connack{.session_present = true}, PubResponse{.packet_id = 3},
-             Subscribe{.packet_id = 2, .subscriptions = {{"a/+/b", 1}}},
-             Suback{.packet_id = 2, .reasons = {1}}, PingReq{}, Disconnect{}}) {
+    for (const Packet& packet :
+         std::vector<Packet>{p, c, Connack{.session_present = true}, PubResponse{.packet_id = 3},
+                             Subscribe{.packet_id = 2, .subscriptions = {{"a/+/b", 1}}},
+                             Suback{.packet_id = 2, .reasons = {1}}, PingReq{}, Disconnect{}}) {
       std::string s;
       if (Encode(packet, v, s).ok()) out.push_back(s);
     }

@@ -69,15 +69,16 @@ Status SerializeTable(lua_State* L, int t, const rapidjson::Value* hint, std::st
                       int depth) {
   const size_t n = lua_objlen(L, t);
   const size_t keys = CountKeys(L, t);
-  bool as_array = (n > 0 && keys == n) || (keys == 0 && (HasArrayMeta(L, t) ||
-                                                         (hint && hint->IsArray())));
+  bool as_array =
+      (n > 0 && keys == n) || (keys == 0 && (HasArrayMeta(L, t) || (hint && hint->IsArray())));
   if (as_array) {
     out.push_back('[');
     for (size_t i = 1; i <= n; ++i) {
       if (i > 1) out.push_back(',');
       lua_rawgeti(L, t, static_cast<int>(i));
-      const rapidjson::Value* h =
-          hint && hint->IsArray() && i - 1 < hint->Size() ? &(*hint)[static_cast<rapidjson::SizeType>(i - 1)] : nullptr;
+      const rapidjson::Value* h = hint && hint->IsArray() && i - 1 < hint->Size()
+                                      ? &(*hint)[static_cast<rapidjson::SizeType>(i - 1)]
+                                      : nullptr;
       Status s = Serialize(L, -1, h, out, depth + 1);
       lua_pop(L, 1);
       if (!s.ok()) return s;
@@ -101,7 +102,8 @@ Status SerializeTable(lua_State* L, int t, const rapidjson::Value* hint, std::st
       lua_pushlstring(L, m->name.GetString(), m->name.GetStringLength());
       lua_rawget(L, t);
       if (!lua_isnil(L, -1)) {
-        Status s = emit(std::string_view(m->name.GetString(), m->name.GetStringLength()), &m->value);
+        Status s =
+            emit(std::string_view(m->name.GetString(), m->name.GetStringLength()), &m->value);
         if (!s.ok()) {
           lua_pop(L, 1);
           return s;

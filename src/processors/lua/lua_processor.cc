@@ -54,12 +54,12 @@ class LuaProcessor final : public Processor {
         reload_check_ns_(reload_check.count()),
         options_(std::move(options)),
         ctx_(std::move(ctx)) {
-    reloads_ok_ = &ctx_.metrics->GetCounter("seedance_lua_reloads_total",
-                                            "Script reloads, by result.",
-                                            {{"component", ctx_.name}, {"result", "ok"}});
-    reloads_failed_ = &ctx_.metrics->GetCounter("seedance_lua_reloads_total",
-                                                "Script reloads, by result.",
-                                                {{"component", ctx_.name}, {"result", "failed"}});
+    reloads_ok_ =
+        &ctx_.metrics->GetCounter("seedance_lua_reloads_total", "Script reloads, by result.",
+                                  {{"component", ctx_.name}, {"result", "ok"}});
+    reloads_failed_ =
+        &ctx_.metrics->GetCounter("seedance_lua_reloads_total", "Script reloads, by result.",
+                                  {{"component", ctx_.name}, {"result", "failed"}});
   }
 
   void Process(Event&& event, ProcessorOutput& out) override;
@@ -92,7 +92,8 @@ void LuaProcessor::Tick(int64_t now_ns) {
   signature_ = sig;  // try each version once
   auto code = ReadFile(path_);
   Result<std::unique_ptr<LuaScript>> loaded =
-      code ? LuaScript::Load(*code, path_, options_) : Result<std::unique_ptr<LuaScript>>(code.error());
+      code ? LuaScript::Load(*code, path_, options_)
+           : Result<std::unique_ptr<LuaScript>>(code.error());
   if (!loaded) {
     reloads_failed_->Add();
     SEEDANCE_LOG_ERROR(ctx_.name, "reload of {} refused, the previous version keeps running: {}",
@@ -107,8 +108,10 @@ void LuaProcessor::Tick(int64_t now_ns) {
 void LuaProcessor::PushEvent(const Event& event, const rapidjson::Document* doc) {
   lua_State* L = script_->state();
   lua_createtable(L, 0, 7);
-  if (doc != nullptr) PushJson(L, *doc);
-  else lua_pushlstring(L, event.payload.data(), event.payload.size());
+  if (doc != nullptr)
+    PushJson(L, *doc);
+  else
+    lua_pushlstring(L, event.payload.data(), event.payload.size());
   lua_setfield(L, -2, "payload");
   lua_pushlstring(L, event.topic.data(), event.topic.size());
   lua_setfield(L, -2, "topic");
@@ -225,7 +228,8 @@ void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
     std::string type = lua_typename(L, lua_type(L, result));
     lua_settop(L, top);
     Fail(std::move(event), out,
-         options_.function + "() returned a " + type + "; expected the event, a list of events or nil");
+         options_.function + "() returned a " + type +
+             "; expected the event, a list of events or nil");
     return;
   }
   lua_getfield(L, result, "payload");
@@ -240,7 +244,8 @@ void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
     for (size_t i = 1; i <= n && s.ok(); ++i) {
       lua_rawgeti(L, result, static_cast<int>(i));
       if (!lua_istable(L, -1)) {
-        s = InvalidArgumentError("element " + std::to_string(i) + " of the returned list is not an event table");
+        s = InvalidArgumentError("element " + std::to_string(i) +
+                                 " of the returned list is not an event table");
       } else {
         Event e;
         s = ReadEvent(lua_gettop(L), event, parsed, e);
@@ -260,8 +265,8 @@ void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
 
 Status ValidateScriptSource(const Params& p) {
   if (p.Has("script") == p.Has("code")) {
-    return InvalidArgumentError(p.Location("script") +
-                                ": set exactly one of \"script\" (a file) or \"code\" (inline Lua)");
+    return InvalidArgumentError(
+        p.Location("script") + ": set exactly one of \"script\" (a file) or \"code\" (inline Lua)");
   }
   return Status::Ok();
 }
@@ -272,30 +277,41 @@ ProcessorFactory LuaProcessorFactory() {
   ProcessorFactory f;
   f.info.type = "lua";
   f.info.kind = PluginKind::kProcessor;
-  f.info.summary = "Runs each event through a Lua function (LuaJIT), reloaded when the file changes.";
+  f.info.summary =
+      "Runs each event through a Lua function (LuaJIT), reloaded when the file changes.";
   f.info.params = {
       {.name = "script", .type = ParamType::kString, .doc = "path of the Lua file"},
       {.name = "code", .type = ParamType::kString, .doc = "inline Lua source, instead of script"},
-      {.name = "function", .type = ParamType::kString, .doc = "entry function",
+      {.name = "function",
+       .type = ParamType::kString,
+       .doc = "entry function",
        .default_value = "process"},
-      {.name = "instruction_limit", .type = ParamType::kInt,
-       .doc = "Lua VM instructions allowed per call (0 = unlimited)", .default_value = "10000000"},
-      {.name = "jit", .type = ParamType::kBool,
+      {.name = "instruction_limit",
+       .type = ParamType::kInt,
+       .doc = "Lua VM instructions allowed per call (0 = unlimited)",
+       .default_value = "10000000"},
+      {.name = "jit",
+       .type = ParamType::kBool,
        .doc = "enable the JIT compiler (faster, but JIT-compiled loops escape instruction_limit)",
        .default_value = "false"},
-      {.name = "reload_check", .type = ParamType::kDuration,
+      {.name = "reload_check",
+       .type = ParamType::kDuration,
        .doc = "how often the script file is checked for changes (0 = never)",
        .default_value = "250ms"},
-      {.name = "allow", .type = ParamType::kStringList,
+      {.name = "allow",
+       .type = ParamType::kStringList,
        .doc = "sandbox grants: io, os, require, load, ffi, debug",
-       .validator = [](const ParamValue& v) {
-         for (const auto& g : std::get<std::vector<std::string>>(v)) {
-           if (g != "io" && g != "os" && g != "require" && g != "load" && g != "ffi" && g != "debug") {
-             return InvalidArgumentError("unknown grant \"" + g + "\"; use io, os, require, load, ffi or debug");
-           }
-         }
-         return Status::Ok();
-       }},
+       .validator =
+           [](const ParamValue& v) {
+             for (const auto& g : std::get<std::vector<std::string>>(v)) {
+               if (g != "io" && g != "os" && g != "require" && g != "load" && g != "ffi" &&
+                   g != "debug") {
+                 return InvalidArgumentError("unknown grant \"" + g +
+                                             "\"; use io, os, require, load, ffi or debug");
+               }
+             }
+             return Status::Ok();
+           }},
   };
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Processor>> {
     SEEDANCE_RETURN_IF_ERROR(ValidateScriptSource(p));
@@ -309,7 +325,8 @@ ProcessorFactory LuaProcessorFactory() {
     std::string code = p.GetString("code");
     FileSignature sig;
     if (!path.empty()) {
-      if (!Stat(path, &sig)) return NotFoundError(p.Location("script") + ": script " + path + " not found");
+      if (!Stat(path, &sig))
+        return NotFoundError(p.Location("script") + ": script " + path + " not found");
       SEEDANCE_ASSIGN_OR_RETURN(code, ReadFile(path));
     }
     auto script = LuaScript::Load(code, path.empty() ? ctx.name : path, o);

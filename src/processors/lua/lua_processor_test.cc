@@ -62,7 +62,8 @@ TEST_F(LuaProcessorTest, ChangedPayloadIsReserializedKeepingKeyOrder) {
   RecordingOutput out;
   p->Process(JsonEvent(R"({"z": true, "temperature": 100, "a": [1, 2.5, null], "o": {}})"), out);
   ASSERT_EQ(out.main.size(), 1u);
-  EXPECT_EQ(out.main[0].payload, R"({"z":true,"temperature":212,"a":[1,2.5,null],"o":{},"unit":"F"})");
+  EXPECT_EQ(out.main[0].payload,
+            R"({"z":true,"temperature":212,"a":[1,2.5,null],"o":{},"unit":"F"})");
   EXPECT_EQ(out.main[0].topic, "converted/sensor/1/temperature");
 }
 
@@ -136,7 +137,8 @@ TEST_F(LuaProcessorTest, SandboxHidesIoOsExecuteAndRequire) {
   RecordingOutput out;
   p->Process(JsonEvent("{}"), out);
   ASSERT_EQ(out.main.size(), 1u);
-  EXPECT_EQ(out.main[0].payload, R"({"exec":true,"io":true,"loadfile":true,"req":true,"time":true})");
+  EXPECT_EQ(out.main[0].payload,
+            R"({"exec":true,"io":true,"loadfile":true,"req":true,"time":true})");
 }
 
 TEST_F(LuaProcessorTest, GrantsOpenWhatTheConfigAllows) {
@@ -175,7 +177,8 @@ TEST_F(LuaProcessorTest, InvalidJsonGoesToErrorOutput) {
 TEST_F(LuaProcessorTest, CreateFailsForSyntaxErrorsAndMissingFunction) {
   Harness h;
   auto ctx = h.Context("lua");
-  auto bad = LuaProcessorFactory().create(ProcessorParams("lua", "code: 'function process(e) return e'"), ctx);
+  auto bad = LuaProcessorFactory().create(
+      ProcessorParams("lua", "code: 'function process(e) return e'"), ctx);
   EXPECT_EQ(bad.error().code(), StatusCode::kInvalidArgument);
   auto missing = LuaProcessorFactory().create(ProcessorParams("lua", "code: 'x = 1'"), ctx);
   EXPECT_NE(missing.error().message().find("no function \"process\""), std::string::npos);

@@ -157,8 +157,8 @@ Result<std::unique_ptr<LuaScript>> LuaScript::Load(const std::string& code,
   }
   lua_getglobal(L, options.function.c_str());
   if (!lua_isfunction(L, -1)) {
-    return InvalidArgumentError(fmt::format("script {} defines no function \"{}\"", chunk_name,
-                                            options.function));
+    return InvalidArgumentError(
+        fmt::format("script {} defines no function \"{}\"", chunk_name, options.function));
   }
   script->function_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
   return script;

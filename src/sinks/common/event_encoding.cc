@@ -30,9 +30,12 @@ void AppendTime(int64_t ns, std::string& out) {
 }
 
 void AppendPayload(const Event& e, bool as_json_value, std::string& out) {
-  if (e.format == PayloadFormat::kJson) out += e.payload;
-  else if (as_json_value) util::AppendJsonString(out, e.payload);
-  else out += e.payload;
+  if (e.format == PayloadFormat::kJson)
+    out += e.payload;
+  else if (as_json_value)
+    util::AppendJsonString(out, e.payload);
+  else
+    out += e.payload;
 }
 
 }  // namespace

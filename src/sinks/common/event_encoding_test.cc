@@ -32,7 +32,9 @@ TEST(EventEncodingTest, EnvelopeCarriesTopicTimeAndHeaders) {
   e.SetHeader("reason", "bad");
   std::string out;
   AppendEvent(e, EventEncoding::kEnvelope, true, out);
-  EXPECT_EQ(out, R"({"id":7,"source":"mqtt","topic":"t/1","time":"2023-11-14T22:13:20.123456Z","payload":{"a":1},"headers":{"reason":"bad"}})");
+  EXPECT_EQ(
+      out,
+      R"({"id":7,"source":"mqtt","topic":"t/1","time":"2023-11-14T22:13:20.123456Z","payload":{"a":1},"headers":{"reason":"bad"}})");
 }
 
 }  // namespace

@@ -22,8 +22,12 @@ class FileSink final : public Sink {
  public:
   FileSink(std::string path, EventEncoding encoding, uint64_t max_size, int max_files, bool fsync,
            std::string name)
-      : path_(std::move(path)), encoding_(encoding), max_size_(max_size), max_files_(max_files),
-        fsync_(fsync), name_(std::move(name)) {}
+      : path_(std::move(path)),
+        encoding_(encoding),
+        max_size_(max_size),
+        max_files_(max_files),
+        fsync_(fsync),
+        name_(std::move(name)) {}
   ~FileSink() override {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -106,22 +110,28 @@ SinkFactory FileSinkFactory() {
   f.info.summary = "Appends events to a file as NDJSON, rotating by size.";
   f.info.params = {
       {.name = "path", .type = ParamType::kString, .doc = "file to append to", .required = true},
-      {.name = "encoding", .type = ParamType::kString,
+      {.name = "encoding",
+       .type = ParamType::kString,
        .doc = "payload alone, or an envelope with id, topic, time, payload and headers",
-       .default_value = "envelope", .allowed = {"payload", "envelope"}},
-      {.name = "max_size", .type = ParamType::kSize, .doc = "rotate beyond this size (0 = never)",
+       .default_value = "envelope",
+       .allowed = {"payload", "envelope"}},
+      {.name = "max_size",
+       .type = ParamType::kSize,
+       .doc = "rotate beyond this size (0 = never)",
        .default_value = "0"},
-      {.name = "max_files", .type = ParamType::kInt, .doc = "rotated files kept",
+      {.name = "max_files",
+       .type = ParamType::kInt,
+       .doc = "rotated files kept",
        .default_value = "5"},
-      {.name = "fsync", .type = ParamType::kBool, .doc = "fsync after each batch",
+      {.name = "fsync",
+       .type = ParamType::kBool,
+       .doc = "fsync after each batch",
        .default_value = "false"},
   };
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Sink>> {
-    return std::unique_ptr<Sink>(new FileSink(p.GetString("path"),
-                                              ParseEventEncoding(p.GetString("encoding")),
-                                              p.GetSize("max_size"),
-                                              static_cast<int>(p.GetInt("max_files")),
-                                              p.GetBool("fsync"), ctx.name));
+    return std::unique_ptr<Sink>(new FileSink(
+        p.GetString("path"), ParseEventEncoding(p.GetString("encoding")), p.GetSize("max_size"),
+        static_cast<int>(p.GetInt("max_files")), p.GetBool("fsync"), ctx.name));
   };
   return f;
 }

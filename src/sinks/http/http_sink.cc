@@ -2,6 +2,7 @@
 
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 
+#include <fmt/format.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -11,7 +12,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <fmt/format.h>
 
 #include <random>
 #include <set>
@@ -89,8 +89,10 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
     if (!o_.url.tls) return Status::Ok();
     ssl_ = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
     error_code ec;
-    if (!o_.ca_file.empty()) ssl_->load_verify_file(o_.ca_file, ec);
-    else ssl_->set_default_verify_paths(ec);
+    if (!o_.ca_file.empty())
+      ssl_->load_verify_file(o_.ca_file, ec);
+    else
+      ssl_->set_default_verify_paths(ec);
     if (ec) return InvalidArgumentError("TLS CA file: " + ec.message());
     ssl_->set_verify_mode(o_.tls_verify ? asio::ssl::verify_peer : asio::ssl::verify_none);
     return Status::Ok();
@@ -140,15 +142,18 @@ awaitable<Result<std::unique_ptr<Connection>>> HttpClient::Connect() {
   asio::ip::tcp::resolver resolver(ctx_.loop->io());
   auto endpoints = co_await resolver.async_resolve(o_.url.host, std::to_string(o_.url.port),
                                                    asio::redirect_error(use_awaitable, ec));
-  if (ec) co_return UnavailableError(fmt::format("cannot resolve {}: {}", o_.url.host, ec.message()));
+  if (ec)
+    co_return UnavailableError(fmt::format("cannot resolve {}: {}", o_.url.host, ec.message()));
   auto c = std::make_unique<Connection>();
-  if (o_.url.tls) c->tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(ctx_.loop->io(), *ssl_);
-  else c->plain = std::make_unique<beast::tcp_stream>(ctx_.loop->io());
+  if (o_.url.tls)
+    c->tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(ctx_.loop->io(), *ssl_);
+  else
+    c->plain = std::make_unique<beast::tcp_stream>(ctx_.loop->io());
   c->lowest().expires_after(o_.timeout);
   co_await c->lowest().async_connect(endpoints, asio::redirect_error(use_awaitable, ec));
   if (ec) {
-    co_return UnavailableError(fmt::format("cannot connect to {}:{}: {}", o_.url.host, o_.url.port,
-                                           ec.message()));
+    co_return UnavailableError(
+        fmt::format("cannot connect to {}:{}: {}", o_.url.host, o_.url.port, ec.message()));
   }
   c->lowest().socket().set_option(asio::ip::tcp::no_delay(true), ec);
   if (c->tls) {
@@ -165,14 +170,19 @@ awaitable<Result<Response>> HttpClient::Exchange(Connection& c,
                                                  const http::request<http::string_body>& req) {
   error_code ec;
   c.lowest().expires_after(o_.timeout);
-  if (c.tls) co_await http::async_write(*c.tls, req, asio::redirect_error(use_awaitable, ec));
-  else co_await http::async_write(*c.plain, req, asio::redirect_error(use_awaitable, ec));
+  if (c.tls)
+    co_await http::async_write(*c.tls, req, asio::redirect_error(use_awaitable, ec));
+  else
+    co_await http::async_write(*c.plain, req, asio::redirect_error(use_awaitable, ec));
   if (ec) co_return UnavailableError("sending request: " + ec.message());
   http::response_parser<http::string_body> parser;
   parser.body_limit(1 << 20);
-  if (c.tls) co_await http::async_read(*c.tls, c.buffer, parser, asio::redirect_error(use_awaitable, ec));
-  else co_await http::async_read(*c.plain, c.buffer, parser, asio::redirect_error(use_awaitable, ec));
-  if (ec == beast::error::timeout) co_return DeadlineExceededError("no response within the timeout");
+  if (c.tls)
+    co_await http::async_read(*c.tls, c.buffer, parser, asio::redirect_error(use_awaitable, ec));
+  else
+    co_await http::async_read(*c.plain, c.buffer, parser, asio::redirect_error(use_awaitable, ec));
+  if (ec == beast::error::timeout)
+    co_return DeadlineExceededError("no response within the timeout");
   if (ec) co_return UnavailableError("reading response: " + ec.message());
   co_return parser.release();
 }
@@ -216,8 +226,10 @@ awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> sel
     std::chrono::milliseconds retry_after{0};
     if (!conn) {
       auto made = co_await Connect();
-      if (made) conn = std::move(made).value();
-      else failure = made.error();
+      if (made)
+        conn = std::move(made).value();
+      else
+        failure = made.error();
     }
     if (conn) {
       active_.insert(conn.get());
@@ -266,7 +278,8 @@ awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> sel
             char* end = nullptr;
             std::string v(ra->value());
             long secs = std::strtol(v.c_str(), &end, 10);
-            if (*end == '\0' && secs >= 0) retry_after = std::chrono::seconds(std::min(secs, 3600L));
+            if (*end == '\0' && secs >= 0)
+              retry_after = std::chrono::seconds(std::min(secs, 3600L));
           }
         } else {
           ctx_.stats->errors.Add();
@@ -283,7 +296,8 @@ awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> sel
     ctx_.stats->retries.Add();
     if (o_.retry_limit > 0 && attempt > o_.retry_limit) {
       ctx_.stats->errors.Add();
-      done(UnavailableError(fmt::format("gave up after {} attempts: {}", attempt, failure.message())));
+      done(UnavailableError(
+          fmt::format("gave up after {} attempts: {}", attempt, failure.message())));
       co_return;
     }
     auto ms = backoff.count();
@@ -292,10 +306,10 @@ awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> sel
     uint64_t suppressed = 0;
     if (!failing_ || limiter_.Allow("retry", &suppressed)) {
       failing_ = true;
-      SEEDANCE_LOG_WARN(ctx_.name, "{} {} failed: {}; retrying in {} ms{}",
-                        std::string(http::to_string(o_.method)), o_.url_text, failure.message(),
-                        delay.count(),
-                        suppressed ? fmt::format(" ({} similar failures not logged)", suppressed) : "");
+      SEEDANCE_LOG_WARN(
+          ctx_.name, "{} {} failed: {}; retrying in {} ms{}",
+          std::string(http::to_string(o_.method)), o_.url_text, failure.message(), delay.count(),
+          suppressed ? fmt::format(" ({} similar failures not logged)", suppressed) : "");
     }
     if (!co_await Sleep(delay)) {
       done(CancelledError("sink stopped"));
@@ -337,63 +351,112 @@ SinkFactory HttpSinkFactory() {
     return std::get<int64_t>(v) >= 1 ? Status::Ok() : InvalidArgumentError("must be at least 1");
   };
   f.info.params = {
-      {.name = "endpoint", .type = ParamType::kString,
-       .doc = "URL to send events to, e.g. http://127.0.0.1:8080/v1/metrics", .required = true,
-       .validator = [](const ParamValue& v) { return ParseHttpUrl(std::get<std::string>(v)).status(); }},
-      {.name = "method", .type = ParamType::kString, .doc = "HTTP method",
-       .default_value = "POST", .allowed = {"POST", "PUT"}},
-      {.name = "headers", .type = ParamType::kStringMap,
+      {.name = "endpoint",
+       .type = ParamType::kString,
+       .doc = "URL to send events to, e.g. http://127.0.0.1:8080/v1/metrics",
+       .required = true,
+       .validator =
+           [](const ParamValue& v) { return ParseHttpUrl(std::get<std::string>(v)).status(); }},
+      {.name = "method",
+       .type = ParamType::kString,
+       .doc = "HTTP method",
+       .default_value = "POST",
+       .allowed = {"POST", "PUT"}},
+      {.name = "headers",
+       .type = ParamType::kStringMap,
        .doc = "extra request headers, e.g. Authorization: \"Bearer ${TOKEN}\""},
-      {.name = "format", .type = ParamType::kString,
-       .doc = "body: json_array (a batch as a JSON array), ndjson, or single (one event per request)",
-       .default_value = "json_array", .allowed = {"json_array", "ndjson", "single"}},
-      {.name = "encoding", .type = ParamType::kString,
+      {.name = "format",
+       .type = ParamType::kString,
+       .doc =
+           "body: json_array (a batch as a JSON array), ndjson, or single (one event per request)",
+       .default_value = "json_array",
+       .allowed = {"json_array", "ndjson", "single"}},
+      {.name = "encoding",
+       .type = ParamType::kString,
        .doc = "each event as its payload, or as an envelope with id, topic, time and payload",
-       .default_value = "payload", .allowed = {"payload", "envelope"}},
-      {.name = "batch_size", .type = ParamType::kInt, .doc = "most events per request",
-       .default_value = "500", .validator = positive},
-      {.name = "concurrency", .type = ParamType::kObject,
+       .default_value = "payload",
+       .allowed = {"payload", "envelope"}},
+      {.name = "batch_size",
+       .type = ParamType::kInt,
+       .doc = "most events per request",
+       .default_value = "500",
+       .validator = positive},
+      {.name = "concurrency",
+       .type = ParamType::kObject,
        .doc = "requests in flight: a number (fixed), or a section for adaptive concurrency",
        .default_value = "4",
-       .fields = {
-           {.name = "adaptive", .type = ParamType::kBool,
-            .doc = "follow latency (see docs/http-sink.md)", .default_value = "true"},
-           {.name = "target_p99", .type = ParamType::kDuration,
-            .doc = "request latency P99 to stay under", .default_value = "85ms"},
-           {.name = "initial", .type = ParamType::kInt, .doc = "starting limit",
-            .default_value = "4", .validator = positive},
-           {.name = "min", .type = ParamType::kInt, .doc = "lowest limit", .default_value = "1",
-            .validator = positive},
-           {.name = "max", .type = ParamType::kInt, .doc = "highest limit", .default_value = "64",
-            .validator = positive},
-           {.name = "window", .type = ParamType::kDuration,
-            .doc = "latencies considered for the P99", .default_value = "100ms"},
-           {.name = "algorithm", .type = ParamType::kString,
-            .doc = "headroom (default) or article (the article's rule, for comparison)",
-            .default_value = "headroom", .allowed = {"headroom", "article"}},
-       },
+       .fields =
+           {
+               {.name = "adaptive",
+                .type = ParamType::kBool,
+                .doc = "follow latency (see docs/http-sink.md)",
+                .default_value = "true"},
+               {.name = "target_p99",
+                .type = ParamType::kDuration,
+                .doc = "request latency P99 to stay under",
+                .default_value = "85ms"},
+               {.name = "initial",
+                .type = ParamType::kInt,
+                .doc = "starting limit",
+                .default_value = "4",
+                .validator = positive},
+               {.name = "min",
+                .type = ParamType::kInt,
+                .doc = "lowest limit",
+                .default_value = "1",
+                .validator = positive},
+               {.name = "max",
+                .type = ParamType::kInt,
+                .doc = "highest limit",
+                .default_value = "64",
+                .validator = positive},
+               {.name = "window",
+                .type = ParamType::kDuration,
+                .doc = "latencies considered for the P99",
+                .default_value = "100ms"},
+               {.name = "algorithm",
+                .type = ParamType::kString,
+                .doc = "headroom (default) or article (the article's rule, for comparison)",
+                .default_value = "headroom",
+                .allowed = {"headroom", "article"}},
+           },
        .scalar_alternative = ParamType::kInt,
-       .validator = [](const ParamValue& v) {
-         if (const auto* n = std::get_if<int64_t>(&v); n != nullptr && *n < 1) {
-           return InvalidArgumentError("must be at least 1");
-         }
-         return Status::Ok();
-       }},
-      {.name = "timeout", .type = ParamType::kDuration, .doc = "per request (connect, send, answer)",
+       .validator =
+           [](const ParamValue& v) {
+             if (const auto* n = std::get_if<int64_t>(&v); n != nullptr && *n < 1) {
+               return InvalidArgumentError("must be at least 1");
+             }
+             return Status::Ok();
+           }},
+      {.name = "timeout",
+       .type = ParamType::kDuration,
+       .doc = "per request (connect, send, answer)",
        .default_value = "5s"},
-      {.name = "retry_initial", .type = ParamType::kDuration, .doc = "first retry delay",
+      {.name = "retry_initial",
+       .type = ParamType::kDuration,
+       .doc = "first retry delay",
        .default_value = "100ms"},
-      {.name = "retry_max", .type = ParamType::kDuration, .doc = "longest retry delay",
+      {.name = "retry_max",
+       .type = ParamType::kDuration,
+       .doc = "longest retry delay",
        .default_value = "30s"},
-      {.name = "retry_limit", .type = ParamType::kInt,
+      {.name = "retry_limit",
+       .type = ParamType::kInt,
        .doc = "attempts before a batch goes to the rejected output (0 = retry forever)",
        .default_value = "0"},
-      {.name = "tls", .type = ParamType::kObject, .doc = "TLS settings for https endpoints",
-       .fields = {
-           {.name = "ca_file", .type = ParamType::kString, .doc = "PEM CAs; system CAs when unset"},
-           {.name = "verify", .type = ParamType::kBool, .doc = "verify the server certificate",
-            .default_value = "true"},
-       }},
+      {.name = "tls",
+       .type = ParamType::kObject,
+       .doc = "TLS settings for https endpoints",
+       .fields =
+           {
+               {.name = "ca_file",
+                .type = ParamType::kString,
+                .doc = "PEM CAs; system CAs when unset"},
+               {.name = "verify",
+                .type = ParamType::kBool,
+                .doc = "verify the server certificate",
+                .default_value = "true"},
+           }},
   };
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Sink>> {
     HttpSinkOptions o;

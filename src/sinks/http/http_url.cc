@@ -29,7 +29,8 @@ Result<HttpUrl> ParseHttpUrl(std::string_view url) {
   size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   if (slash != std::string_view::npos) u.target = std::string(rest.substr(slash));
-  if (authority.find('@') != std::string_view::npos) return bad("credentials in URLs are not supported; use headers");
+  if (authority.find('@') != std::string_view::npos)
+    return bad("credentials in URLs are not supported; use headers");
   std::string_view host = authority;
   std::string_view port;
   if (!authority.empty() && authority.front() == '[') {

@@ -37,9 +37,11 @@ SinkFactory StdoutSinkFactory() {
   f.info.kind = PluginKind::kSink;
   f.info.summary = "Writes events to standard output, one JSON line each.";
   f.info.params = {
-      {.name = "encoding", .type = ParamType::kString,
+      {.name = "encoding",
+       .type = ParamType::kString,
        .doc = "payload alone, or an envelope with id, topic, time, payload and headers",
-       .default_value = "envelope", .allowed = {"payload", "envelope"}},
+       .default_value = "envelope",
+       .allowed = {"payload", "envelope"}},
   };
   f.create = [](const Params& p, PluginContext&) -> Result<std::unique_ptr<Sink>> {
     return std::unique_ptr<Sink>(new StdoutSink(ParseEventEncoding(p.GetString("encoding"))));

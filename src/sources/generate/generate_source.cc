@@ -11,8 +11,13 @@ class GenerateSource final : public Source {
  public:
   GenerateSource(std::string payload, std::string topic, int64_t count, double rate,
                  PayloadFormat format, PluginContext ctx)
-      : payload_(std::move(payload)), topic_(std::move(topic)), count_(count), rate_(rate),
-        format_(format), ctx_(std::move(ctx)), timer_(ctx_.loop->io()) {}
+      : payload_(std::move(payload)),
+        topic_(std::move(topic)),
+        count_(count),
+        rate_(rate),
+        format_(format),
+        ctx_(std::move(ctx)),
+        timer_(ctx_.loop->io()) {}
 
   Status Start(SourceOutput& output) override {
     output_ = &output;
@@ -82,17 +87,27 @@ SourceFactory GenerateSourceFactory() {
   f.info.kind = PluginKind::kSource;
   f.info.summary = "Emits a fixed payload at a given rate (demos, benchmarks).";
   f.info.params = {
-      {.name = "payload", .type = ParamType::kString,
+      {.name = "payload",
+       .type = ParamType::kString,
        .doc = "payload of each event; {n} becomes the sequence number",
        .default_value = "{\"seq\":{n},\"temperature\":21.5}"},
-      {.name = "topic", .type = ParamType::kString, .doc = "topic of each event",
+      {.name = "topic",
+       .type = ParamType::kString,
+       .doc = "topic of each event",
        .default_value = "generated"},
-      {.name = "count", .type = ParamType::kInt, .doc = "events to emit (0 = no end)",
+      {.name = "count",
+       .type = ParamType::kInt,
+       .doc = "events to emit (0 = no end)",
        .default_value = "0"},
-      {.name = "rate", .type = ParamType::kDouble, .doc = "events per second (0 = as fast as possible)",
+      {.name = "rate",
+       .type = ParamType::kDouble,
+       .doc = "events per second (0 = as fast as possible)",
        .default_value = "1"},
-      {.name = "format", .type = ParamType::kString, .doc = "json or raw",
-       .default_value = "json", .allowed = {"json", "raw"}},
+      {.name = "format",
+       .type = ParamType::kString,
+       .doc = "json or raw",
+       .default_value = "json",
+       .allowed = {"json", "raw"}},
   };
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Source>> {
     return std::unique_ptr<Source>(new GenerateSource(

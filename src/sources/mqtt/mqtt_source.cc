@@ -20,9 +20,9 @@ class MqttSource final : public Source, public Acknowledger {
     observe::Labels labels = {{"component", ctx_.name}};
     connected_ = &ctx_.metrics->GetGauge("seedance_mqtt_connected",
                                          "1 while the MQTT session is connected.", labels);
-    connects_ = &ctx_.metrics->GetCounter("seedance_mqtt_connects_total",
-                                          "Successful MQTT connections (reconnects included).",
-                                          labels);
+    connects_ =
+        &ctx_.metrics->GetCounter("seedance_mqtt_connects_total",
+                                  "Successful MQTT connections (reconnects included).", labels);
     paused_ = &ctx_.metrics->GetCounter(
         "seedance_source_paused_total",
         "Times the source stopped reading because the pipeline was full.", labels);
@@ -108,7 +108,9 @@ class MqttSource final : public Source, public Acknowledger {
   util::LogLimiter limiter_{std::chrono::seconds(30)};
 };
 
-Status ValidateUri(const ParamValue& v) { return ParseBrokerUri(std::get<std::string>(v)).status(); }
+Status ValidateUri(const ParamValue& v) {
+  return ParseBrokerUri(std::get<std::string>(v)).status();
+}
 
 Status ValidateFilters(const ParamValue& v) {
   const auto& list = std::get<std::vector<std::string>>(v);
@@ -131,59 +133,95 @@ SourceFactory MqttSourceFactory() {
   f.info.kind = PluginKind::kSource;
   f.info.summary = "Subscribes to MQTT topics (3.1.1 or 5, QoS 0/1/2, TLS) on a broker.";
   f.info.params = {
-      {.name = "uri", .type = ParamType::kString,
-       .doc = "broker address: tcp://host:1883 or ssl://host:8883", .required = true,
+      {.name = "uri",
+       .type = ParamType::kString,
+       .doc = "broker address: tcp://host:1883 or ssl://host:8883",
+       .required = true,
        .validator = ValidateUri},
-      {.name = "topic", .type = ParamType::kStringList,
+      {.name = "topic",
+       .type = ParamType::kStringList,
        .doc = "topic filter or list of filters; + and # wildcards, $share/group/ allowed",
-       .required = true, .validator = ValidateFilters},
-      {.name = "qos", .type = ParamType::kInt, .doc = "subscription QoS: 0, 1 or 2",
+       .required = true,
+       .validator = ValidateFilters},
+      {.name = "qos",
+       .type = ParamType::kInt,
+       .doc = "subscription QoS: 0, 1 or 2",
        .default_value = "1",
-       .validator = [](const ParamValue& v) {
-         int64_t q = std::get<int64_t>(v);
-         return q >= 0 && q <= 2 ? Status::Ok() : InvalidArgumentError("must be 0, 1 or 2");
-       }},
-      {.name = "protocol", .type = ParamType::kString, .doc = "MQTT protocol version",
-       .default_value = "5", .allowed = {"5", "3.1.1"}},
-      {.name = "client_id", .type = ParamType::kString,
+       .validator =
+           [](const ParamValue& v) {
+             int64_t q = std::get<int64_t>(v);
+             return q >= 0 && q <= 2 ? Status::Ok() : InvalidArgumentError("must be 0, 1 or 2");
+           }},
+      {.name = "protocol",
+       .type = ParamType::kString,
+       .doc = "MQTT protocol version",
+       .default_value = "5",
+       .allowed = {"5", "3.1.1"}},
+      {.name = "client_id",
+       .type = ParamType::kString,
        .doc = "client identifier; default seedance-<hostname>-<component name>"},
       {.name = "username", .type = ParamType::kString, .doc = "user name for the broker"},
       {.name = "password", .type = ParamType::kString, .doc = "password (use ${ENV_VAR})"},
-      {.name = "persistent_session", .type = ParamType::kBool,
+      {.name = "persistent_session",
+       .type = ParamType::kBool,
        .doc = "keep the session (and queued QoS 1/2 messages) on the broker across restarts",
        .default_value = "false"},
-      {.name = "session_expiry", .type = ParamType::kDuration,
-       .doc = "MQTT 5: how long the broker keeps a persistent session", .default_value = "1h"},
-      {.name = "keep_alive", .type = ParamType::kDuration, .doc = "MQTT keep-alive interval",
+      {.name = "session_expiry",
+       .type = ParamType::kDuration,
+       .doc = "MQTT 5: how long the broker keeps a persistent session",
+       .default_value = "1h"},
+      {.name = "keep_alive",
+       .type = ParamType::kDuration,
+       .doc = "MQTT keep-alive interval",
        .default_value = "30s"},
-      {.name = "receive_maximum", .type = ParamType::kInt,
-       .doc = "MQTT 5: unacknowledged QoS 1/2 messages the broker may send", .default_value = "1024",
-       .validator = [](const ParamValue& v) {
-         int64_t n = std::get<int64_t>(v);
-         return n >= 1 && n <= 65535 ? Status::Ok() : InvalidArgumentError("must be 1..65535");
-       }},
-      {.name = "format", .type = ParamType::kString,
+      {.name = "receive_maximum",
+       .type = ParamType::kInt,
+       .doc = "MQTT 5: unacknowledged QoS 1/2 messages the broker may send",
+       .default_value = "1024",
+       .validator =
+           [](const ParamValue& v) {
+             int64_t n = std::get<int64_t>(v);
+             return n >= 1 && n <= 65535 ? Status::Ok() : InvalidArgumentError("must be 1..65535");
+           }},
+      {.name = "format",
+       .type = ParamType::kString,
        .doc = "payload format: json (checked; invalid ones go to the error output) or raw",
-       .default_value = "json", .allowed = {"json", "raw"}},
-      {.name = "connect_timeout", .type = ParamType::kDuration,
-       .doc = "limit for TCP connect, TLS handshake and CONNACK", .default_value = "10s"},
-      {.name = "reconnect_min", .type = ParamType::kDuration,
-       .doc = "first reconnect delay (doubles up to reconnect_max)", .default_value = "200ms"},
-      {.name = "reconnect_max", .type = ParamType::kDuration, .doc = "longest reconnect delay",
+       .default_value = "json",
+       .allowed = {"json", "raw"}},
+      {.name = "connect_timeout",
+       .type = ParamType::kDuration,
+       .doc = "limit for TCP connect, TLS handshake and CONNACK",
+       .default_value = "10s"},
+      {.name = "reconnect_min",
+       .type = ParamType::kDuration,
+       .doc = "first reconnect delay (doubles up to reconnect_max)",
+       .default_value = "200ms"},
+      {.name = "reconnect_max",
+       .type = ParamType::kDuration,
+       .doc = "longest reconnect delay",
        .default_value = "30s"},
-      {.name = "max_packet_size", .type = ParamType::kSize,
-       .doc = "largest packet accepted from the broker", .default_value = "16MiB"},
-      {.name = "tls", .type = ParamType::kObject, .doc = "TLS settings (ssl:// URIs)",
-       .fields = {
-           {.name = "ca_file", .type = ParamType::kString,
-            .doc = "PEM file of CAs to verify the broker; system CAs when unset"},
-           {.name = "cert_file", .type = ParamType::kString, .doc = "client certificate (PEM)"},
-           {.name = "key_file", .type = ParamType::kString, .doc = "client private key (PEM)"},
-           {.name = "verify", .type = ParamType::kBool,
-            .doc = "verify the broker's certificate and name", .default_value = "true"},
-           {.name = "server_name", .type = ParamType::kString,
-            .doc = "name to verify and send as SNI; the URI's host when unset"},
-       }},
+      {.name = "max_packet_size",
+       .type = ParamType::kSize,
+       .doc = "largest packet accepted from the broker",
+       .default_value = "16MiB"},
+      {.name = "tls",
+       .type = ParamType::kObject,
+       .doc = "TLS settings (ssl:// URIs)",
+       .fields =
+           {
+               {.name = "ca_file",
+                .type = ParamType::kString,
+                .doc = "PEM file of CAs to verify the broker; system CAs when unset"},
+               {.name = "cert_file", .type = ParamType::kString, .doc = "client certificate (PEM)"},
+               {.name = "key_file", .type = ParamType::kString, .doc = "client private key (PEM)"},
+               {.name = "verify",
+                .type = ParamType::kBool,
+                .doc = "verify the broker's certificate and name",
+                .default_value = "true"},
+               {.name = "server_name",
+                .type = ParamType::kString,
+                .doc = "name to verify and send as SNI; the URI's host when unset"},
+           }},
   };
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Source>> {
     SEEDANCE_ASSIGN_OR_RETURN(BrokerAddress addr, ParseBrokerUri(p.GetString("uri")));
@@ -207,21 +245,27 @@ SourceFactory MqttSourceFactory() {
     if (p.Has("password")) o.password = p.GetString("password");
     const bool persistent = p.GetBool("persistent_session");
     o.clean_start = !persistent;
-    o.session_expiry_s = persistent ? static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(
-                                          p.GetDuration("session_expiry")).count())
-                                    : 0;
+    o.session_expiry_s =
+        persistent ? static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                               p.GetDuration("session_expiry"))
+                                               .count())
+                   : 0;
     o.keep_alive_s = static_cast<uint16_t>(
         std::chrono::duration_cast<std::chrono::seconds>(p.GetDuration("keep_alive")).count());
     o.receive_maximum = static_cast<uint16_t>(p.GetInt("receive_maximum"));
     for (const auto& filter : p.GetStringList("topic")) {
       o.subscriptions.push_back({filter, static_cast<uint8_t>(p.GetInt("qos"))});
     }
-    o.connect_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(p.GetDuration("connect_timeout"));
-    o.reconnect_min = std::chrono::duration_cast<std::chrono::milliseconds>(p.GetDuration("reconnect_min"));
-    o.reconnect_max = std::chrono::duration_cast<std::chrono::milliseconds>(p.GetDuration("reconnect_max"));
+    o.connect_timeout =
+        std::chrono::duration_cast<std::chrono::milliseconds>(p.GetDuration("connect_timeout"));
+    o.reconnect_min =
+        std::chrono::duration_cast<std::chrono::milliseconds>(p.GetDuration("reconnect_min"));
+    o.reconnect_max =
+        std::chrono::duration_cast<std::chrono::milliseconds>(p.GetDuration("reconnect_max"));
     o.max_packet_size = p.GetSize("max_packet_size");
     o.log_name = ctx.name;
-    PayloadFormat format = p.GetString("format") == "raw" ? PayloadFormat::kRaw : PayloadFormat::kJson;
+    PayloadFormat format =
+        p.GetString("format") == "raw" ? PayloadFormat::kRaw : PayloadFormat::kJson;
     return std::unique_ptr<Source>(new MqttSource(std::move(o), format, ctx));
   };
   return f;
