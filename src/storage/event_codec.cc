@@ -1,21 +1,19 @@
 #include "storage/event_codec.h"
 
-#include <bit>
-#include <cstring>
-
 #include <cstdint>
+
+#include "util/little_endian.h"
 
 namespace seedance::storage {
 namespace {
 
 constexpr uint8_t kVersion = 1;
 
-// Little-endian on disk; the host is checked to be little-endian (x86, ARM) at compile time.
-static_assert(std::endian::native == std::endian::little, "big-endian hosts need byte swaps");
-void PutU64(std::string& o, uint64_t v) { o.append(reinterpret_cast<const char*>(&v), 8); }
-void PutU32(std::string& o, uint32_t v) { o.append(reinterpret_cast<const char*>(&v), 4); }
+using util::PutFixed32;
+using util::PutFixed64;
+
 void PutBytes(std::string& o, std::string_view s) {
-  PutU32(o, static_cast<uint32_t>(s.size()));
+  PutFixed32(o, static_cast<uint32_t>(s.size()));
   o.append(s.data(), s.size());
 }
 
@@ -26,15 +24,13 @@ class Cursor {
   bool done() const { return pos_ == d_.size(); }
   uint64_t U64() {
     if (!Need(8)) return 0;
-    uint64_t v;
-    std::memcpy(&v, d_.data() + pos_, 8);
+    uint64_t v = util::GetFixed64(d_.data() + pos_);
     pos_ += 8;
     return v;
   }
   uint32_t U32() {
     if (!Need(4)) return 0;
-    uint32_t v;
-    std::memcpy(&v, d_.data() + pos_, 4);
+    uint32_t v = util::GetFixed32(d_.data() + pos_);
     pos_ += 4;
     return v;
   }
@@ -61,13 +57,13 @@ class Cursor {
 
 void EncodeEvent(const Event& e, std::string& out) {
   out.push_back(static_cast<char>(kVersion));
-  PutU64(out, e.id);
-  PutU64(out, static_cast<uint64_t>(e.event_time_ns));
-  PutU64(out, static_cast<uint64_t>(e.ingest_time_ns));
+  PutFixed64(out, e.id);
+  PutFixed64(out, static_cast<uint64_t>(e.event_time_ns));
+  PutFixed64(out, static_cast<uint64_t>(e.ingest_time_ns));
   out.push_back(static_cast<char>(e.format));
   PutBytes(out, e.source);
   PutBytes(out, e.topic);
-  PutU32(out, static_cast<uint32_t>(e.headers.size()));
+  PutFixed32(out, static_cast<uint32_t>(e.headers.size()));
   for (const Header& h : e.headers) {
     PutBytes(out, h.name);
     PutBytes(out, h.value);

@@ -1,0 +1,31 @@
+// Fixed-width little-endian integers in byte strings (the durable queue's on-disk format).
+// The host is checked to be little-endian (x86, ARM) at compile time, so these are copies.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace seedance::util {
+
+static_assert(std::endian::native == std::endian::little, "big-endian hosts need byte swaps");
+
+inline void PutFixed32(std::string& out, uint32_t v) {
+  out.append(reinterpret_cast<const char*>(&v), 4);
+}
+inline void PutFixed64(std::string& out, uint64_t v) {
+  out.append(reinterpret_cast<const char*>(&v), 8);
+}
+inline uint32_t GetFixed32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline uint64_t GetFixed64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+}  // namespace seedance::util
