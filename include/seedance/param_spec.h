@@ -60,6 +60,11 @@ struct ParamSpec {
   std::function<Status(const ParamValue&)> validator;
 };
 
+// A validator for kInt parameters: accepts lo ≤ v ≤ hi. The error says "must be at least lo"
+// (hi = INT64_MAX) or "must be lo..hi", unless `message` is given.
+std::function<Status(const ParamValue&)> IntInRange(int64_t lo, int64_t hi = INT64_MAX,
+                                                    std::string message = {});
+
 class Params {
  public:
   struct Entry {

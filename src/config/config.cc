@@ -28,11 +28,7 @@ std::vector<ParamSpec> PipelineSpecs() {
        .type = ParamType::kInt,
        .doc = "events held between stages before sources are paused",
        .default_value = "10000",
-       .validator =
-           [](const ParamValue& v) {
-             return std::get<int64_t>(v) >= 1 ? Status::Ok()
-                                              : InvalidArgumentError("must be at least 1");
-           }},
+       .validator = IntInRange(1)},
       {.name = "shutdown_timeout",
        .type = ParamType::kDuration,
        .doc = "how long shutdown waits for in-flight batches",

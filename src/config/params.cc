@@ -13,6 +13,19 @@ T GetAs(const std::map<std::string, Params::Entry>& entries, const std::string& 
 
 }  // namespace
 
+std::function<Status(const ParamValue&)> IntInRange(int64_t lo, int64_t hi, std::string message) {
+  if (message.empty()) {
+    message = hi == INT64_MAX ? "must be at least " + std::to_string(lo)
+                              : "must be " + std::to_string(lo) + ".." + std::to_string(hi);
+  }
+  return [lo, hi, message](const ParamValue& v) {
+    const int64_t* n = std::get_if<int64_t>(&v);
+    if (n == nullptr || (*n >= lo && *n <= hi))
+      return Status::Ok();  // other forms checked elsewhere
+    return InvalidArgumentError(message);
+  };
+}
+
 std::string_view ParamTypeName(ParamType type) {
   switch (type) {
     case ParamType::kString:

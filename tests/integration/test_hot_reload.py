@@ -29,6 +29,19 @@ function process(event)
 """
 
 
+def job(broker, receiver, sink_extra=""):
+    """MQTT (t/#) → the filter under test → the receiver."""
+    return f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "t/#"
+sinks:
+  - type: http
+    endpoint: "{receiver.url}/in"
+{sink_extra}"""
+
+
 def write_atomically(path, text):
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -39,16 +52,7 @@ def write_atomically(path, text):
 def test_rewrite_takes_effect_within_a_second_exactly_once(broker, receiver, tmp_path):
     script = str(tmp_path / "filter.lua")
     write_atomically(script, V1)
-    config = f"""
-sources:
-  - type: mqtt
-    uri: "{broker.uri}"
-    topic: "t/#"
-sinks:
-  - type: http
-    endpoint: "{receiver.url}/in"
-    batch_size: 50
-"""
+    config = job(broker, receiver, "    batch_size: 50\n")
     sd = Seedance(config, filter_path=script).start()
     pub = None
     try:
@@ -100,15 +104,7 @@ sinks:
 def test_broken_script_is_refused_and_old_keeps_running(broker, receiver, tmp_path):
     script = str(tmp_path / "filter.lua")
     write_atomically(script, V1)
-    config = f"""
-sources:
-  - type: mqtt
-    uri: "{broker.uri}"
-    topic: "t/#"
-sinks:
-  - type: http
-    endpoint: "{receiver.url}/in"
-"""
+    config = job(broker, receiver)
     sd = Seedance(config, filter_path=script).start()
     try:
         assert sd.wait_log(r"connected to")

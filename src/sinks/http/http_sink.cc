@@ -347,9 +347,7 @@ SinkFactory HttpSinkFactory() {
   f.info.type = "http";
   f.info.kind = PluginKind::kSink;
   f.info.summary = "Sends batches of events to an HTTP(S) endpoint, with retries.";
-  auto positive = [](const ParamValue& v) {
-    return std::get<int64_t>(v) >= 1 ? Status::Ok() : InvalidArgumentError("must be at least 1");
-  };
+  const auto positive = IntInRange(1);
   f.info.params = {
       {.name = "endpoint",
        .type = ParamType::kString,
@@ -421,13 +419,7 @@ SinkFactory HttpSinkFactory() {
                 .allowed = {"headroom", "article"}},
            },
        .scalar_alternative = ParamType::kInt,
-       .validator =
-           [](const ParamValue& v) {
-             if (const auto* n = std::get_if<int64_t>(&v); n != nullptr && *n < 1) {
-               return InvalidArgumentError("must be at least 1");
-             }
-             return Status::Ok();
-           }},
+       .validator = IntInRange(1)},
       {.name = "timeout",
        .type = ParamType::kDuration,
        .doc = "per request (connect, send, answer)",

@@ -147,11 +147,7 @@ SourceFactory MqttSourceFactory() {
        .type = ParamType::kInt,
        .doc = "subscription QoS: 0, 1 or 2",
        .default_value = "1",
-       .validator =
-           [](const ParamValue& v) {
-             int64_t q = std::get<int64_t>(v);
-             return q >= 0 && q <= 2 ? Status::Ok() : InvalidArgumentError("must be 0, 1 or 2");
-           }},
+       .validator = IntInRange(0, 2, "must be 0, 1 or 2")},
       {.name = "protocol",
        .type = ParamType::kString,
        .doc = "MQTT protocol version",
@@ -178,11 +174,7 @@ SourceFactory MqttSourceFactory() {
        .type = ParamType::kInt,
        .doc = "MQTT 5: unacknowledged QoS 1/2 messages the broker may send",
        .default_value = "1024",
-       .validator =
-           [](const ParamValue& v) {
-             int64_t n = std::get<int64_t>(v);
-             return n >= 1 && n <= 65535 ? Status::Ok() : InvalidArgumentError("must be 1..65535");
-           }},
+       .validator = IntInRange(1, 65535)},
       {.name = "format",
        .type = ParamType::kString,
        .doc = "payload format: json (checked; invalid ones go to the error output) or raw",
