@@ -38,6 +38,12 @@ struct ComponentStats {
                                   "Time from handing a batch to a sink to its outcome.",
                                   {labels_[0]});
   }
+  // Per delivered event: from its ingest (Event::ingest_time_ns) to the sink's success.
+  observe::Histogram& EventLatency() {
+    return registry_.GetHistogram("seedance_event_latency_seconds",
+                                  "Time from an event's ingest to its delivery by the sink.",
+                                  {labels_[0]});
+  }
   const observe::Labels& labels() const { return labels_; }
   observe::MetricsRegistry& registry() { return registry_; }
 

@@ -109,6 +109,13 @@ void SinkRunner::Finish(std::shared_ptr<const Batch> batch, Status status,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   if (status.ok()) {
     stats_.events_out.Add(n);
+    observe::Histogram& latency = stats_.EventLatency();
+    const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    for (const Event& e : batch->events) {
+      if (e.ingest_time_ns > 0) latency.Observe(static_cast<double>(now_ns - e.ingest_time_ns) / 1e9);
+    }
   } else if (status.code() == StatusCode::kCancelled) {
     if (!cursor_) stats_.Dropped("shutdown", n);  // durable: read again after a restart
   } else {

@@ -2,7 +2,9 @@
 //   0 success, 1 runtime failure, 2 bad configuration or usage.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace seedance::cli {
 
@@ -16,7 +18,44 @@ struct RunOptions {
   std::string log_level;    // overrides log.level when set
 };
 
+struct BenchCommandOptions {
+  std::string config_path;
+  std::string filter_path;
+  std::string broker;
+  std::string payload;
+  double rate = 0;
+  uint64_t count = 0;
+  std::string duration;
+  int repeat = 1;
+  std::string interval = "500ms";
+  std::string settle = "3s";
+  std::string drain_timeout = "60s";
+  std::string out_path;
+  std::string svg_path;
+  bool keep_workdir = false;
+};
+
+struct CompareCommandOptions {
+  std::string baseline_path;
+  std::string target_path;
+  std::string threshold = "5%";
+  std::vector<std::string> metric_thresholds;  // FIGURE=PERCENT
+};
+
+struct SloCheckOptions {
+  std::string metric;
+  double slo = 0;
+  std::string window = "5m";
+  std::string url;
+  std::string report_path;
+  std::string push_url;
+  std::string job = "seedance_slo_check";
+};
+
 int Run(const RunOptions& options);
+int Bench(const BenchCommandOptions& options);
+int BenchCompare(const CompareCommandOptions& options);
+int SloCheck(const SloCheckOptions& options);
 int Validate(const RunOptions& options);
 int Describe(const std::string& plugin);
 

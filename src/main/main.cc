@@ -36,6 +36,55 @@ int main(int argc, char** argv) {
       app.add_subcommand("describe", "list plugins, or show one plugin's parameters");
   describe->add_option("plugin", plugin, "plugin type, e.g. mqtt or http");
 
+  BenchCommandOptions bench_opts;
+  CLI::App* bench = app.add_subcommand(
+      "bench", "run a pipeline against generated load and write a JSON report (docs/bench.md)");
+  bench->add_option("-c,--config", bench_opts.config_path, "pipeline configuration (YAML)");
+  bench->add_option("-f,--filter", bench_opts.filter_path, "Lua filter, as for run");
+  bench->add_option("--broker", bench_opts.broker, "publish through this broker instead of the "
+                                                   "config's (tcp://HOST:PORT)");
+  bench->add_option("--rate", bench_opts.rate, "events per second (default: as fast as possible)");
+  bench->add_option("--count", bench_opts.count, "events to generate");
+  bench->add_option("--duration", bench_opts.duration, "generate for this long, e.g. 30s");
+  bench->add_option("--repeat", bench_opts.repeat, "runs; the report's figures are medians")
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--payload", bench_opts.payload,
+                    "JSON object template of each event; {n} = sequence number");
+  bench->add_option("--interval", bench_opts.interval, "timeline resolution")
+      ->capture_default_str();
+  bench->add_option("--settle", bench_opts.settle,
+                    "after the load, stop when nothing was delivered for this long")
+      ->capture_default_str();
+  bench->add_option("--drain-timeout", bench_opts.drain_timeout,
+                    "after the load, wait at most this long for deliveries")
+      ->capture_default_str();
+  bench->add_option("-o,--out", bench_opts.out_path, "write the report here (default stdout)");
+  bench->add_option("--svg", bench_opts.svg_path, "write latency and RSS over time as SVG");
+  bench->add_flag("--keep-workdir", bench_opts.keep_workdir, "keep the run's work directory");
+
+  CompareCommandOptions compare_opts;
+  CLI::App* compare = bench->add_subcommand(
+      "compare", "compare two bench reports; exit 1 when a figure regressed past its threshold");
+  compare->add_option("--baseline", compare_opts.baseline_path, "baseline report")->required();
+  compare->add_option("--target", compare_opts.target_path, "report to judge")->required();
+  compare->add_option("--threshold", compare_opts.threshold, "allowed change, e.g. 5%")
+      ->capture_default_str();
+  compare->add_option("--metric-threshold", compare_opts.metric_thresholds,
+                      "per figure, e.g. latency_ms.p99=10% (repeatable)");
+
+  SloCheckOptions slo_opts;
+  CLI::App* slo = app.add_subcommand(
+      "slo-check", "check a latency or throughput objective over a window; exit 0 met, 1 not");
+  slo->add_option("--metric", slo_opts.metric, "p95_latency_ms, p99_latency_ms, throughput_eps ...")
+      ->required();
+  slo->add_option("--slo", slo_opts.slo, "the objective (ms for latency, events/s)")->required();
+  slo->add_option("--window", slo_opts.window, "window, e.g. 5m (0 = since start / whole run)")
+      ->capture_default_str();
+  slo->add_option("--url", slo_opts.url, "a running seedance's /metrics URL");
+  slo->add_option("--report", slo_opts.report_path, "a bench report");
+  slo->add_option("--push", slo_opts.push_url, "Prometheus Pushgateway base URL");
+  slo->add_option("--job", slo_opts.job, "Pushgateway job name")->capture_default_str();
+
   CLI::App* version = app.add_subcommand("version", "print the version");
 
   try {
@@ -51,6 +100,15 @@ int main(int argc, char** argv) {
   }
   if (*validate) return Validate(validate_opts);
   if (*describe) return Describe(plugin);
+  if (*compare) return BenchCompare(compare_opts);
+  if (*bench) {
+    if (bench_opts.config_path.empty()) {
+      std::cerr << "bench: --config is required\n";
+      return kExitConfig;
+    }
+    return Bench(bench_opts);
+  }
+  if (*slo) return SloCheck(slo_opts);
   if (*run) return Run(run_opts);
   if (top.config_path.empty()) {
     std::cerr << app.help() << "\nerror: --config is required (or use a subcommand)\n";

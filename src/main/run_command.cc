@@ -10,6 +10,7 @@
 #include "observe/http_listener.h"
 #include "plugins/builtin_plugins.h"
 #include "util/log.h"
+#include "util/service_notify.h"
 
 namespace seedance::cli {
 
@@ -76,11 +77,13 @@ int Run(const RunOptions& options) {
   SEEDANCE_LOG_INFO("seedance", "ready in {:.1f} ms: {} source(s), {} processor(s), {} sink(s)",
                     ready_us / 1000.0, config->sources.size(), config->processors.size(),
                     config->sinks.size());
+  util::NotifyServiceManager("READY=1");
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   SEEDANCE_LOG_INFO("seedance", "received {}, stopping",
                     signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  util::NotifyServiceManager("STOPPING=1");
   if (listener) (*pipeline)->loop().Post([&] { listener->Stop(); });
   bool clean = (*pipeline)->Shutdown();
   return clean ? kExitOk : kExitRuntime;

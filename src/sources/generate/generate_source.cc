@@ -10,19 +10,27 @@ namespace {
 class GenerateSource final : public Source {
  public:
   GenerateSource(std::string payload, std::string topic, int64_t count, double rate,
-                 PayloadFormat format, PluginContext ctx)
+                 std::chrono::nanoseconds delay, PayloadFormat format, PluginContext ctx)
       : payload_(std::move(payload)),
         topic_(std::move(topic)),
         count_(count),
         rate_(rate),
+        delay_(delay),
         format_(format),
         ctx_(std::move(ctx)),
         timer_(ctx_.loop->io()) {}
 
   Status Start(SourceOutput& output) override {
     output_ = &output;
-    start_ = std::chrono::steady_clock::now();
-    Produce();
+    start_ = std::chrono::steady_clock::now() + delay_;
+    if (delay_.count() > 0) {
+      timer_.expires_at(start_);
+      timer_.async_wait([this](boost::system::error_code ec) {
+        if (!ec) Produce();
+      });
+    } else {
+      Produce();
+    }
     return Status::Ok();
   }
   void Stop() override {
@@ -47,11 +55,10 @@ class GenerateSource final : public Source {
       e.source = ctx_.name;
       e.topic = topic_;
       e.format = format_;
-      e.payload = payload_;
-      if (size_t pos = e.payload.find("{n}"); pos != std::string::npos) {
-        e.payload.replace(pos, 3, std::to_string(sent_));
-      }
       e.ingest_time_ns = e.event_time_ns = ctx_.now_ns();
+      e.payload = payload_;
+      ReplaceAll(e.payload, "{n}", std::to_string(sent_));
+      ReplaceAll(e.payload, "{now_ns}", std::to_string(e.ingest_time_ns));
       if (!output_->TryEmit(e, AckHandle{})) {
         output_->WhenWritable([this] { Produce(); });
         return;
@@ -66,10 +73,18 @@ class GenerateSource final : public Source {
     }
   }
 
+  static void ReplaceAll(std::string& text, std::string_view from, const std::string& to) {
+    for (size_t pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos)) {
+      text.replace(pos, from.size(), to);
+      pos += to.size();
+    }
+  }
+
   std::string payload_;
   std::string topic_;
   int64_t count_;
   double rate_;
+  std::chrono::nanoseconds delay_;
   PayloadFormat format_;
   PluginContext ctx_;
   boost::asio::steady_timer timer_;
@@ -89,7 +104,7 @@ SourceFactory GenerateSourceFactory() {
   f.info.params = {
       {.name = "payload",
        .type = ParamType::kString,
-       .doc = "payload of each event; {n} becomes the sequence number",
+       .doc = "payload of each event; {n} becomes the sequence number, {now_ns} the Unix time in ns",
        .default_value = "{\"seq\":{n},\"temperature\":21.5}"},
       {.name = "topic",
        .type = ParamType::kString,
@@ -103,6 +118,10 @@ SourceFactory GenerateSourceFactory() {
        .type = ParamType::kDouble,
        .doc = "events per second (0 = as fast as possible)",
        .default_value = "1"},
+      {.name = "delay",
+       .type = ParamType::kDuration,
+       .doc = "wait this long after start before the first event",
+       .default_value = "0s"},
       {.name = "format",
        .type = ParamType::kString,
        .doc = "json or raw",
@@ -112,7 +131,7 @@ SourceFactory GenerateSourceFactory() {
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Source>> {
     return std::unique_ptr<Source>(new GenerateSource(
         p.GetString("payload"), p.GetString("topic"), p.GetInt("count"), p.GetDouble("rate"),
-        p.GetString("format") == "raw" ? PayloadFormat::kRaw : PayloadFormat::kJson, ctx));
+        p.GetDuration("delay"), p.GetString("format") == "raw" ? PayloadFormat::kRaw : PayloadFormat::kJson, ctx));
   };
   return f;
 }
