@@ -29,7 +29,7 @@ std::string Escape(const std::string& text) {
 double NiceMax(double v) {
   if (v <= 0) return 1;
   double p = std::pow(10.0, std::floor(std::log10(v)));
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+  for (double m : {1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0}) {
     if (m * p >= v) return m * p;
   }
   return 10 * p;
@@ -45,7 +45,9 @@ std::string Panel(double top, const std::string& y_label, const std::vector<doub
                   const std::vector<Series>& series, double t_max) {
   double y_max = 0;
   for (const auto& s : series) {
-    for (double v : s.values) y_max = std::max(y_max, v);
+    for (double v : s.values) {
+      if (!std::isnan(v)) y_max = std::max(y_max, v);
+    }
   }
   y_max = NiceMax(y_max);
   const double w = kWidth - kLeft - kRight, h = kPanelHeight;
@@ -75,6 +77,7 @@ std::string Panel(double top, const std::string& y_label, const std::vector<doub
   for (const auto& s : series) {
     std::string points;
     for (size_t i = 0; i < t.size() && i < s.values.size(); ++i) {
+      if (std::isnan(s.values[i])) continue;  // an interval without deliveries
       points += fmt::format("{:.1f},{:.1f} ", x(t[i]), y(s.values[i]));
     }
     out += fmt::format(
@@ -93,8 +96,10 @@ std::string TimelineSvg(const std::vector<TimelinePoint>& timeline, const std::s
   Series p50{"P50 ms", "#1f77b4", {}}, p99{"P99 ms", "#d62728", {}}, rss{"RSS MB", "#2ca02c", {}};
   for (const auto& p : timeline) {
     t.push_back(p.t_s);
-    p50.values.push_back(p.p50_ms);
-    p99.values.push_back(p.p99_ms);
+    uint64_t delivered = 0;
+    for (uint64_t c : p.latency_buckets) delivered += c;
+    p50.values.push_back(delivered > 0 ? p.p50_ms : NAN);
+    p99.values.push_back(delivered > 0 ? p.p99_ms : NAN);
     rss.values.push_back(static_cast<double>(p.rss_kb) / 1024.0);
   }
   const double t_max = NiceMax(t.empty() ? 1 : t.back());
