@@ -165,8 +165,9 @@ class Run {
         next_point += options_.interval;
       }
       if (options_.progress && now >= next_line) {
-        std::fprintf(stderr, "\r[run %d/%d] generated %llu  delivered %llu  rss %.1f MB   ",
-                     index_ + 1, options_.repeat, static_cast<unsigned long long>(events_in()),
+        std::fprintf(stderr, "\r[run %d/%d] %s %llu  delivered %llu  rss %.1f MB   ", index_ + 1,
+                     options_.repeat, job.mqtt ? "published" : "generating",
+                     static_cast<unsigned long long>(events_in()),
                      static_cast<unsigned long long>(unique), child->RssKb() / 1024.0);
         next_line = now + std::chrono::milliseconds(250);
       }
