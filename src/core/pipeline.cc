@@ -26,6 +26,11 @@ class Pipeline::StageOutput final : public ProcessorOutput {
     slot.stats->Dropped(std::string(OutputName(output)));
     p_.RouteSide(output, std::move(event), reason, /*from_loop=*/false, slot.name);
   }
+  void EmitWatermark(std::string_view scope, int64_t watermark_ns) override {
+    if (next_ >= p_.processors_.size()) return;  // no later stage keeps event time
+    StageOutput out(p_, next_ + 1);
+    p_.processors_[next_].processor->OnWatermark(scope, watermark_ns, out);
+  }
 
  private:
   Pipeline& p_;
@@ -173,7 +178,10 @@ void Pipeline::ProcessingLoop() {
     auto now = std::chrono::steady_clock::now();
     if (now >= next_tick) {
       int64_t wall = WallNowNs();
-      for (auto& p : processors_) p.processor->Tick(wall);
+      for (size_t i = 0; i < processors_.size(); ++i) {
+        StageOutput out(*this, i + 1);
+        processors_[i].processor->Tick(wall, out);
+      }
       next_tick = now + kTickInterval;
     }
     if (!more) break;

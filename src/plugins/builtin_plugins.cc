@@ -1,6 +1,8 @@
 #include "plugins/builtin_plugins.h"
 
 #include "processors/lua/lua_processor.h"
+#include "processors/watermark/watermark_processor.h"
+#include "processors/window/window_processor.h"
 #include "sinks/file/file_sink.h"
 #include "sinks/http/http_sink.h"
 #include "sinks/stdout/stdout_sink.h"
@@ -13,6 +15,8 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
   registry.Add(sources::MqttSourceFactory());
   registry.Add(sources::GenerateSourceFactory());
   registry.Add(processors::LuaProcessorFactory());
+  registry.Add(processors::WatermarkProcessorFactory());
+  registry.Add(processors::WindowProcessorFactory());
   registry.Add(sinks::HttpSinkFactory());
   registry.Add(sinks::StdoutSinkFactory());
   registry.Add(sinks::FileSinkFactory());

@@ -37,8 +37,12 @@ class RecordingOutput : public ProcessorOutput {
   void EmitSide(Output o, Event&& e, std::string_view reason) override {
     side.push_back(Side{o, std::move(e), std::string(reason)});
   }
+  void EmitWatermark(std::string_view scope, int64_t watermark_ns) override {
+    watermarks.emplace_back(std::string(scope), watermark_ns);
+  }
   std::vector<Event> main;
   std::vector<Side> side;
+  std::vector<std::pair<std::string, int64_t>> watermarks;
 };
 
 Event JsonEvent(const std::string& payload, const std::string& topic = "sensor/1/temperature");

@@ -63,7 +63,7 @@ class LuaProcessor final : public Processor {
   }
 
   void Process(Event&& event, ProcessorOutput& out) override;
-  void Tick(int64_t now_ns) override;
+  void Tick(int64_t now_ns, ProcessorOutput& out) override;
 
  private:
   // Builds the event table for `event` (payload from `doc` when JSON) on the stack.
@@ -84,7 +84,7 @@ class LuaProcessor final : public Processor {
   char json_buffer_[64 * 1024];
 };
 
-void LuaProcessor::Tick(int64_t now_ns) {
+void LuaProcessor::Tick(int64_t now_ns, ProcessorOutput& /*out*/) {
   if (path_.empty() || reload_check_ns_ <= 0 || now_ns < next_check_ns_) return;
   next_check_ns_ = now_ns + reload_check_ns_;
   FileSignature sig;

@@ -198,10 +198,10 @@ TEST_F(LuaProcessorTest, ReloadsAChangedFileAndKeepsTheOldOneWhenBroken) {
   int64_t now = 1;
   p->Process(JsonEvent("{}"), out);
   write("function process(e) e.payload.v = 2 return e end");
-  p->Tick(now += 10'000'000);
+  p->Tick(now += 10'000'000, out);
   p->Process(JsonEvent("{}"), out);
   write("function process(e) e.payload.v = ");  // broken
-  p->Tick(now += 10'000'000);
+  p->Tick(now += 10'000'000, out);
   p->Process(JsonEvent("{}"), out);
   ASSERT_EQ(out.main.size(), 3u);
   EXPECT_EQ(out.main[0].payload, R"({"v":1})");

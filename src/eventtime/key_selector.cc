@@ -1,0 +1,59 @@
+#include "eventtime/key_selector.h"
+
+#include <fmt/format.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "eventtime/event_time.h"
+
+namespace seedance::eventtime {
+
+std::optional<std::string> KeySelector::KeyOf(const Event& event,
+                                              const rapidjson::Value* payload) const {
+  if (!field.empty()) {
+    const rapidjson::Value* v = payload == nullptr ? nullptr : FindField(*payload, field);
+    if (v == nullptr || v->IsNull() || v->IsObject() || v->IsArray()) return std::nullopt;
+    if (v->IsString()) return std::string(v->GetString(), v->GetStringLength());
+    rapidjson::StringBuffer buffer;
+    rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+    v->Accept(writer);
+    return std::string(buffer.GetString(), buffer.GetSize());
+  }
+  if (topic_level >= 0) {
+    size_t start = 0;
+    for (int level = 0; level < topic_level; ++level) {
+      start = event.topic.find('/', start);
+      if (start == std::string::npos) return std::nullopt;
+      ++start;
+    }
+    size_t end = event.topic.find('/', start);
+    return event.topic.substr(start, end == std::string::npos ? end : end - start);
+  }
+  return std::string();
+}
+
+std::string KeySelector::Describe() const {
+  if (!field.empty()) return fmt::format("payload field \"{}\"", field);
+  if (topic_level >= 0) return fmt::format("topic level {}", topic_level);
+  return "none";
+}
+
+std::vector<ParamSpec> KeySelectorParams() {
+  return {
+      {.name = "key_field",
+       .type = ParamType::kString,
+       .doc = "key from this payload field (dotted path, e.g. device or meta.id)"},
+      {.name = "key_topic_level",
+       .type = ParamType::kInt,
+       .doc = "key from this topic level, 0-based (-1 = none)",
+       .default_value = "-1",
+       .validator = IntInRange(-1, 64)},
+  };
+}
+
+KeySelector KeySelectorFromParams(const Params& params) {
+  return KeySelector{params.GetString("key_field"),
+                     static_cast<int>(params.GetInt("key_topic_level"))};
+}
+
+}  // namespace seedance::eventtime

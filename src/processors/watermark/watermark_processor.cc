@@ -1,0 +1,203 @@
+#include "processors/watermark/watermark_processor.h"
+
+#include <fmt/format.h>
+#include <rapidjson/document.h>
+
+#include "core/plugin_context.h"
+#include "eventtime/event_time.h"
+#include "eventtime/key_selector.h"
+#include "eventtime/watermark_tracker.h"
+
+namespace seedance::processors {
+namespace {
+
+using eventtime::WatermarkOptions;
+
+struct WatermarkSettings {
+  std::string time_field;
+  eventtime::TimeFormat time_format = eventtime::TimeFormat::kAuto;
+  bool require_time = false;
+  WatermarkOptions options;
+  eventtime::KeySelector key;
+
+  static Result<WatermarkSettings> From(const Params& p) {
+    WatermarkSettings s;
+    s.time_field = p.GetString("time_field");
+    SEEDANCE_ASSIGN_OR_RETURN(s.time_format, eventtime::ParseTimeFormat(p.GetString("time_format")));
+    s.require_time = p.GetBool("require_time");
+    const std::string per = p.GetString("per");
+    s.options.scope = per == "source" ? WatermarkOptions::Scope::kSource
+                      : per == "key"  ? WatermarkOptions::Scope::kKey
+                                      : WatermarkOptions::Scope::kStream;
+    s.options.max_out_of_order_ns = p.GetDuration("max_out_of_order").count();
+    s.options.allowed_lateness_ns = p.GetDuration("allowed_lateness").count();
+    s.options.idle_timeout_ns = p.GetDuration("idle_timeout").count();
+    s.key = eventtime::KeySelectorFromParams(p);
+    if (s.options.scope == WatermarkOptions::Scope::kKey && s.key.none()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "per: key needs key_field or key_topic_level (" + p.Location("per") + ")");
+    }
+    if (s.require_time && s.time_field.empty()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "require_time: true needs time_field (" + p.Location("require_time") + ")");
+    }
+    return s;
+  }
+};
+
+std::string Seconds(int64_t ns) { return fmt::format("{:g} s", static_cast<double>(ns) / 1e9); }
+
+class WatermarkProcessor final : public Processor {
+ public:
+  WatermarkProcessor(WatermarkSettings settings, PluginContext ctx)
+      : settings_(std::move(settings)), tracker_(settings_.options), ctx_(std::move(ctx)) {
+    watermark_gauge_ = &ctx_.metrics->GetFloatGauge(
+        "seedance_watermark_seconds", "The stream's event-time watermark (Unix seconds).",
+        {{"component", ctx_.name}});
+    missing_time_ = &ctx_.metrics->GetCounter(
+        "seedance_event_time_fallbacks_total",
+        "Events without a usable time field that took their ingest time.",
+        {{"component", ctx_.name}});
+  }
+
+  void Process(Event&& event, ProcessorOutput& out) override {
+    rapidjson::Document doc;
+    const bool need_json = !settings_.time_field.empty() || !settings_.key.field.empty();
+    const rapidjson::Value* payload = nullptr;
+    if (need_json && event.format == PayloadFormat::kJson) {
+      doc.Parse(event.payload.data(), event.payload.size());
+      if (!doc.HasParseError()) payload = &doc;
+    }
+    if (!settings_.time_field.empty()) {
+      const rapidjson::Value* v =
+          payload == nullptr ? nullptr : eventtime::FindField(*payload, settings_.time_field);
+      Result<int64_t> t = v == nullptr
+                              ? Result<int64_t>(Status(StatusCode::kInvalidArgument, "missing"))
+                              : eventtime::EventTimeFromJson(*v, settings_.time_format);
+      if (t) {
+        event.event_time_ns = *t;
+      } else if (settings_.require_time) {
+        out.EmitSide(Output::kError, std::move(event),
+                     fmt::format("time field \"{}\": {}", settings_.time_field,
+                                 t.error().message()));
+        return;
+      } else {
+        event.event_time_ns = event.ingest_time_ns;
+        missing_time_->Add();
+      }
+    }
+    std::string scope;
+    if (settings_.options.scope == WatermarkOptions::Scope::kSource) {
+      scope = event.source;
+    } else if (settings_.options.scope == WatermarkOptions::Scope::kKey) {
+      auto key = settings_.key.KeyOf(event, payload);
+      if (!key) {
+        out.EmitSide(Output::kError, std::move(event),
+                     fmt::format("no key: {} is missing", settings_.key.Describe()));
+        return;
+      }
+      scope = std::move(*key);
+    }
+    const int64_t now = ctx_.now_ns();
+    auto verdict = tracker_.Observe(scope, event.event_time_ns, now);
+    if (verdict.stale) {
+      event.SetHeader("lateness_ms", std::to_string(verdict.lateness_ns / 1'000'000));
+      out.EmitSide(
+          Output::kStale, std::move(event),
+          fmt::format("event time {} is {} behind the watermark {} (allowed lateness {})",
+                      eventtime::FormatRfc3339(event.event_time_ns), Seconds(verdict.lateness_ns),
+                      eventtime::FormatRfc3339(verdict.watermark),
+                      Seconds(settings_.options.allowed_lateness_ns)));
+      return;
+    }
+    out.Emit(std::move(event));
+    Announce(out);
+  }
+
+  void Tick(int64_t now_ns, ProcessorOutput& out) override {
+    tracker_.Tick(now_ns);
+    Announce(out);
+  }
+
+  bool stateful() const override { return true; }
+  Status RestoreState(std::string_view key, std::string_view value) override {
+    return tracker_.RestoreState(key, value, ctx_.now_ns());
+  }
+  void TakeChangedState(const StateSink& sink) override { tracker_.TakeChangedState(sink); }
+
+  Status Reconfigure(const Params& params) override {
+    SEEDANCE_ASSIGN_OR_RETURN(WatermarkSettings s, WatermarkSettings::From(params));
+    if (s.options.scope != settings_.options.scope || s.key.field != settings_.key.field ||
+        s.key.topic_level != settings_.key.topic_level) {
+      return Status(StatusCode::kInvalidArgument,
+                    "per, key_field and key_topic_level cannot change without a restart");
+    }
+    settings_ = std::move(s);
+    tracker_.set_options(settings_.options);
+    return Status::Ok();
+  }
+
+ private:
+  void Announce(ProcessorOutput& out) {
+    tracker_.TakeAdvances([&](std::string_view scope, int64_t watermark) {
+      out.EmitWatermark(scope, watermark);
+    });
+    const int64_t w = tracker_.Watermark();
+    if (w != eventtime::kNoWatermark) watermark_gauge_->Set(static_cast<double>(w) / 1e9);
+  }
+
+  WatermarkSettings settings_;
+  eventtime::WatermarkTracker tracker_;
+  PluginContext ctx_;
+  observe::FloatGauge* watermark_gauge_;
+  observe::Counter* missing_time_;
+};
+
+}  // namespace
+
+ProcessorFactory WatermarkProcessorFactory() {
+  ProcessorFactory f;
+  f.info.type = "watermark";
+  f.info.kind = PluginKind::kProcessor;
+  f.info.summary =
+      "Event time and watermarks; events later than the allowed lateness go to `stale`.";
+  f.info.params = {
+      {.name = "time_field",
+       .type = ParamType::kString,
+       .doc = "payload field holding the event time (dotted path); empty = ingest time"},
+      {.name = "time_format",
+       .type = ParamType::kString,
+       .doc = "auto (numbers by magnitude, strings RFC 3339), s, ms, us, ns or rfc3339",
+       .default_value = "auto",
+       .allowed = {"auto", "s", "ms", "us", "ns", "rfc3339"}},
+      {.name = "require_time",
+       .type = ParamType::kBool,
+       .doc = "a missing or bad time sends the event to `error` (else: ingest time)",
+       .default_value = "false"},
+      {.name = "per",
+       .type = ParamType::kString,
+       .doc = "one watermark for the stream, per source, or per key",
+       .default_value = "stream",
+       .allowed = {"stream", "source", "key"}},
+      {.name = "max_out_of_order",
+       .type = ParamType::kDuration,
+       .doc = "watermark = max event time seen − this",
+       .default_value = "5s"},
+      {.name = "allowed_lateness",
+       .type = ParamType::kDuration,
+       .doc = "events older than watermark − this are stale",
+       .default_value = "5m"},
+      {.name = "idle_timeout",
+       .type = ParamType::kDuration,
+       .doc = "a scope silent this long advances with the wall clock",
+       .default_value = "30s"},
+  };
+  for (auto& p : eventtime::KeySelectorParams()) f.info.params.push_back(std::move(p));
+  f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Processor>> {
+    SEEDANCE_ASSIGN_OR_RETURN(WatermarkSettings s, WatermarkSettings::From(p));
+    return std::unique_ptr<Processor>(new WatermarkProcessor(std::move(s), ctx));
+  };
+  return f;
+}
+
+}  // namespace seedance::processors

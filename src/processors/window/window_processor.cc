@@ -1,0 +1,277 @@
+#include "processors/window/window_processor.h"
+
+#include <fmt/format.h>
+#include <rapidjson/document.h>
+
+#include <cmath>
+
+#include "core/plugin_context.h"
+#include "eventtime/event_time.h"
+#include "eventtime/key_selector.h"
+#include "eventtime/window_store.h"
+#include "util/strings.h"
+
+namespace seedance::processors {
+namespace {
+
+struct Aggregate {
+  std::string name;   // as configured: count, sum, min, max, avg, p95, ...
+  double quantile = -1;  // for pNN
+};
+
+struct WindowSettings {
+  eventtime::KeySelector key;
+  std::string field;
+  eventtime::WindowSpec spec;
+  std::vector<Aggregate> aggregates;
+  int64_t state_ttl_ns = 0;
+
+  bool needs_value() const {
+    for (const auto& a : aggregates) {
+      if (a.name != "count") return true;
+    }
+    return false;
+  }
+
+  static Result<WindowSettings> From(const Params& p) {
+    WindowSettings s;
+    s.key = eventtime::KeySelectorFromParams(p);
+    s.field = p.GetString("field");
+    s.spec.size_ns = p.GetDuration("size").count();
+    s.spec.slide_ns = p.Has("slide") && p.GetDuration("slide").count() > 0
+                          ? p.GetDuration("slide").count()
+                          : s.spec.size_ns;
+    s.spec.allowed_lateness_ns = p.GetDuration("allowed_lateness").count();
+    s.state_ttl_ns = p.GetDuration("state_ttl").count();
+    if (s.spec.size_ns <= 0) {
+      return Status(StatusCode::kInvalidArgument, "size must be above 0 (" + p.Location("size") + ")");
+    }
+    if (s.spec.slide_ns > s.spec.size_ns || s.spec.size_ns % s.spec.slide_ns != 0) {
+      return Status(StatusCode::kInvalidArgument,
+                    "slide must divide size (" + p.Location("slide") + ")");
+    }
+    if (s.spec.size_ns / s.spec.slide_ns > 1000) {
+      return Status(StatusCode::kInvalidArgument,
+                    "size / slide above 1000 windows per event (" + p.Location("slide") + ")");
+    }
+    for (const auto& name : p.GetStringList("aggregates")) {
+      Aggregate a{name};
+      if (name.size() > 1 && name[0] == 'p') {
+        char* end = nullptr;
+        double pct = std::strtod(name.c_str() + 1, &end);
+        if (*end != '\0' || !(pct > 0 && pct < 100)) {
+          return Status(StatusCode::kInvalidArgument,
+                        fmt::format("aggregate \"{}\": quantiles are p1..p99.9 ({})", name,
+                                    p.Location("aggregates")));
+        }
+        a.quantile = pct / 100;
+      } else if (name != "count" && name != "sum" && name != "min" && name != "max" &&
+                 name != "avg") {
+        return Status(StatusCode::kInvalidArgument,
+                      fmt::format("aggregate \"{}\": expected count, sum, min, max, avg or pNN "
+                                  "({})",
+                                  name, p.Location("aggregates")));
+      }
+      s.aggregates.push_back(std::move(a));
+    }
+    if (s.needs_value() && s.field.empty()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "aggregates other than count need `field` (" + p.Location("aggregates") + ")");
+    }
+    return s;
+  }
+};
+
+void AppendNumber(std::string& out, double v) {
+  if (std::isfinite(v)) {
+    out += fmt::format("{}", v);
+  } else {
+    out += "null";
+  }
+}
+
+class WindowProcessor final : public Processor {
+ public:
+  WindowProcessor(WindowSettings settings, PluginContext ctx)
+      : settings_(std::move(settings)), store_(settings_.spec), ctx_(std::move(ctx)) {
+    emitted_ = &ctx_.metrics->GetCounter("seedance_window_emissions_total",
+                                         "Window results emitted (updates included).",
+                                         {{"component", ctx_.name}});
+    keys_gauge_ = &ctx_.metrics->GetGauge("seedance_window_keys", "Keys with open windows.",
+                                          {{"component", ctx_.name}});
+  }
+
+  void Process(Event&& event, ProcessorOutput& out) override {
+    rapidjson::Document doc;
+    const rapidjson::Value* payload = nullptr;
+    if ((!settings_.field.empty() || !settings_.key.field.empty()) &&
+        event.format == PayloadFormat::kJson) {
+      doc.Parse(event.payload.data(), event.payload.size());
+      if (!doc.HasParseError()) payload = &doc;
+    }
+    auto key = settings_.key.KeyOf(event, payload);
+    if (!key) {
+      out.EmitSide(Output::kError, std::move(event),
+                   fmt::format("no key: {} is missing", settings_.key.Describe()));
+      return;
+    }
+    double value = 0;
+    bool has_value = false;
+    if (!settings_.field.empty()) {
+      const rapidjson::Value* v =
+          payload == nullptr ? nullptr : eventtime::FindField(*payload, settings_.field);
+      has_value = v != nullptr && v->IsNumber();
+      if (has_value) value = v->GetDouble();
+      if (!has_value && settings_.needs_value()) {
+        out.EmitSide(Output::kError, std::move(event),
+                     fmt::format("field \"{}\" is missing or not a number", settings_.field));
+        return;
+      }
+    }
+    out_ = &out;
+    const bool taken = store_.Add(*key, event.event_time_ns, value, has_value, ctx_.now_ns(),
+                                  [this](const eventtime::WindowResult& r) { EmitResult(r); });
+    if (!taken) {
+      out.EmitSide(Output::kStale, std::move(event),
+                   fmt::format("every window holding event time {} is closed (watermark passed "
+                               "its end + allowed lateness)",
+                               eventtime::FormatRfc3339(event.event_time_ns)));
+    }
+    keys_gauge_->Set(static_cast<int64_t>(store_.key_count()));
+  }
+
+  void OnWatermark(std::string_view scope, int64_t watermark_ns, ProcessorOutput& out) override {
+    out_ = &out;
+    store_.AdvanceWatermark(scope, watermark_ns,
+                            [this](const eventtime::WindowResult& r) { EmitResult(r); });
+    keys_gauge_->Set(static_cast<int64_t>(store_.key_count()));
+    out.EmitWatermark(scope, watermark_ns);
+  }
+
+  void Tick(int64_t now_ns, ProcessorOutput& out) override {
+    if (now_ns < next_expiry_ns_) return;
+    next_expiry_ns_ = now_ns + 1'000'000'000;
+    out_ = &out;
+    store_.ExpireIdleKeys(now_ns, settings_.state_ttl_ns,
+                          [this](const eventtime::WindowResult& r) { EmitResult(r); });
+    if (pending_spec_) {  // a SIGHUP changed the windows: flush the old ones first
+      store_.ExpireIdleKeys(now_ns, std::numeric_limits<int64_t>::min() / 2,
+                            [this](const eventtime::WindowResult& r) { EmitResult(r); });
+      store_.SetSpec(*pending_spec_);
+      pending_spec_.reset();
+    }
+    keys_gauge_->Set(static_cast<int64_t>(store_.key_count()));
+  }
+
+  bool stateful() const override { return true; }
+  Status RestoreState(std::string_view key, std::string_view value) override {
+    return store_.RestoreState(key, value, ctx_.now_ns());
+  }
+  void TakeChangedState(const StateSink& sink) override { store_.TakeChangedState(sink); }
+
+  Status Reconfigure(const Params& params) override {
+    SEEDANCE_ASSIGN_OR_RETURN(WindowSettings s, WindowSettings::From(params));
+    if (s.key.field != settings_.key.field || s.key.topic_level != settings_.key.topic_level ||
+        s.field != settings_.field) {
+      return Status(StatusCode::kInvalidArgument,
+                    "key_field, key_topic_level and field cannot change without a restart");
+    }
+    const eventtime::WindowSpec old = store_.spec();
+    if (s.spec.size_ns != old.size_ns || s.spec.slide_ns != old.slide_ns) {
+      pending_spec_ = s.spec;  // applied at the next tick, after flushing the open windows
+      next_expiry_ns_ = 0;
+    } else if (s.spec.allowed_lateness_ns != old.allowed_lateness_ns) {
+      store_.SetSpec(s.spec);
+    }
+    settings_ = std::move(s);
+    return Status::Ok();
+  }
+
+ private:
+  void EmitResult(const eventtime::WindowResult& r) {
+    const eventtime::WindowAggregate& a = *r.aggregate;
+    std::string payload = "{\"key\":";
+    util::AppendJsonString(payload, r.key);
+    payload += fmt::format(
+        ",\"window_start\":\"{}\",\"window_end\":\"{}\",\"start_ms\":{},\"end_ms\":{}",
+        eventtime::FormatRfc3339(r.start_ns), eventtime::FormatRfc3339(r.end_ns),
+        r.start_ns / 1'000'000, r.end_ns / 1'000'000);
+    bool count_written = false;
+    for (const auto& agg : settings_.aggregates) {
+      payload += ",\"" + agg.name + "\":";
+      if (agg.name == "count") {
+        payload += std::to_string(a.count);
+        count_written = true;
+      } else if (agg.name == "sum") {
+        AppendNumber(payload, a.sum);
+      } else if (agg.name == "min") {
+        AppendNumber(payload, a.sketch.count() ? a.min : NAN);
+      } else if (agg.name == "max") {
+        AppendNumber(payload, a.sketch.count() ? a.max : NAN);
+      } else if (agg.name == "avg") {
+        AppendNumber(payload, a.sketch.count() ? a.sum / static_cast<double>(a.sketch.count()) : NAN);
+      } else {
+        AppendNumber(payload, a.sketch.count() ? a.sketch.Quantile(agg.quantile) : NAN);
+      }
+    }
+    if (!count_written) payload += fmt::format(",\"count\":{}", a.count);
+    payload += fmt::format(",\"update\":{}}}", r.update);
+    Event e;
+    e.source = ctx_.name;
+    e.topic = r.key.empty() ? ctx_.name : ctx_.name + "/" + std::string(r.key);
+    e.event_time_ns = r.end_ns;
+    e.ingest_time_ns = ctx_.now_ns();
+    e.format = PayloadFormat::kJson;
+    e.payload = std::move(payload);
+    emitted_->Add();
+    out_->Emit(std::move(e));
+  }
+
+  WindowSettings settings_;
+  eventtime::WindowStore store_;
+  PluginContext ctx_;
+  ProcessorOutput* out_ = nullptr;
+  std::optional<eventtime::WindowSpec> pending_spec_;
+  int64_t next_expiry_ns_ = 0;
+  observe::Counter* emitted_;
+  observe::Gauge* keys_gauge_;
+};
+
+}  // namespace
+
+ProcessorFactory WindowProcessorFactory() {
+  ProcessorFactory f;
+  f.info.type = "window";
+  f.info.kind = PluginKind::kProcessor;
+  f.info.summary =
+      "Keyed tumbling/sliding event-time windows: count, sum, min, max, avg, quantiles.";
+  f.info.params = {
+      {.name = "size", .type = ParamType::kDuration, .doc = "window length", .required = true},
+      {.name = "slide",
+       .type = ParamType::kDuration,
+       .doc = "sliding step (must divide size); absent = tumbling"},
+      {.name = "field",
+       .type = ParamType::kString,
+       .doc = "numeric payload field to aggregate (dotted path)"},
+      {.name = "aggregates",
+       .type = ParamType::kStringList,
+       .doc = "count, sum, min, max, avg, pNN (quantiles, DDSketch, 1% relative error)",
+       .default_value = "[count, sum, min, max, avg]"},
+      {.name = "allowed_lateness",
+       .type = ParamType::kDuration,
+       .doc = "a fired window still takes late events this long (match the watermark's)",
+       .default_value = "5m"},
+      {.name = "state_ttl",
+       .type = ParamType::kDuration,
+       .doc = "keys with no event this long (wall clock) are flushed and forgotten",
+       .default_value = "1h"},
+  };
+  for (auto& p : eventtime::KeySelectorParams()) f.info.params.push_back(std::move(p));
+  f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Processor>> {
+    SEEDANCE_ASSIGN_OR_RETURN(WindowSettings s, WindowSettings::From(p));
+    return std::unique_ptr<Processor>(new WindowProcessor(std::move(s), ctx));
+  };
+  return f;
+}
+
+}  // namespace seedance::processors
