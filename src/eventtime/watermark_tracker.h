@@ -4,8 +4,8 @@
 // An event is stale when its time is older than watermark − allowed_lateness, judged against
 // the watermark before the event. Scopes:
 //   stream  one watermark for everything (default);
-//   source  one per source; the stream's watermark is the minimum over sources that are not
-//           idle, so a silent source does not hold the others back;
+//   source  one per source; the stream's watermark is the minimum over sources that have
+//           reported and are not idle, so a silent source does not hold the others back;
 //   key     one per key; each key's windows follow its own watermark.
 // A scope with no event for idle_timeout (wall clock) advances with the wall clock as if it
 // were still reporting (now − idle_timeout − max_out_of_order), so idle input never stalls
