@@ -89,6 +89,9 @@ class Params {
   // Returns the nested section, or an empty Params when absent.
   const Params& GetObject(const std::string& name) const;
 
+  // True when both hold the same names and values (locations aside).
+  bool SameValues(const Params& other) const;
+
   // "file:line:column" of the value, or of the section when the value was defaulted.
   std::string Location(const std::string& name) const;
 

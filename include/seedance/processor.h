@@ -62,9 +62,10 @@ class Processor {
   // Hands the entries changed since the previous call to `sink`.
   virtual void TakeChangedState(const StateSink& /*sink*/) {}
 
-  // Applies new parameters without a restart (SIGHUP). kFailedPrecondition when the processor
-  // cannot; kInvalidArgument when they are refused (the old ones stay).
-  virtual Status Reconfigure(const Params& /*params*/) {
+  // New parameters without a restart (SIGHUP): with `apply` false only checks them, with
+  // `apply` true takes them. kFailedPrecondition when the processor cannot be reconfigured;
+  // kInvalidArgument when the change is refused (the old parameters stay).
+  virtual Status Reconfigure(const Params& /*params*/, bool /*apply*/) {
     return Status(StatusCode::kFailedPrecondition, "this processor cannot be reconfigured");
   }
 };

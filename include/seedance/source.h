@@ -29,6 +29,9 @@ class Acknowledger {
 struct AckHandle {
   Acknowledger* owner = nullptr;
   uint64_t token = 0;
+  // How upstream names this message across a restart (MQTT: packet id + 1); 0 = no name.
+  // Lets the pipeline recognise a redelivery of a message it had already committed.
+  uint32_t redelivery_id = 0;
   void Ack() const {
     if (owner != nullptr) owner->Acknowledge(token);
   }

@@ -79,6 +79,21 @@ const Params& Params::GetObject(const std::string& name) const {
   return p ? *p : kEmpty;
 }
 
+bool Params::SameValues(const Params& other) const {
+  if (entries_.size() != other.entries_.size()) return false;
+  for (auto a = entries_.begin(), b = other.entries_.begin(); a != entries_.end(); ++a, ++b) {
+    if (a->first != b->first || a->second.value.index() != b->second.value.index()) return false;
+    const auto* x = std::get_if<std::shared_ptr<const Params>>(&a->second.value);
+    if (x != nullptr) {
+      const auto& y = std::get<std::shared_ptr<const Params>>(b->second.value);
+      if (!*x || !y ? *x != y : !(*x)->SameValues(*y)) return false;
+    } else if (a->second.value != b->second.value) {
+      return false;
+    }
+  }
+  return true;
+}
+
 std::string Params::Location(const std::string& name) const {
   auto it = entries_.find(name);
   if (it == entries_.end() || it->second.location.empty()) return section_location_;

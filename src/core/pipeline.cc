@@ -65,6 +65,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     ctx.metrics = &metrics;
     ctx.stats = stats;
     ctx.validate_only = validate_only;
+    ctx.redelivery = &p->redelivery_;
     return ctx;
   };
   for (const auto& c : config.sources) {
@@ -84,6 +85,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     }
     p->processors_.push_back(ProcessorSlot{c.name, std::move(stats), std::move(made).value()});
   }
+  if (!validate_only) SEEDANCE_RETURN_IF_ERROR(p->RestoreCheckpoint());
   if (config.queue.durable && !validate_only) {
     auto queue = DurableQueue::Open(config.queue, metrics);
     if (!queue) return queue.error();
@@ -121,6 +123,134 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     });
   }
   return p;
+}
+
+Status Pipeline::RestoreCheckpoint() {
+  bool stateful = false;
+  for (const auto& p : processors_) stateful = stateful || p.processor->stateful();
+  if (!stateful) return Status::Ok();
+  const auto& q = config_.queue;
+  auto fsync = q.fsync == config::QueueSettings::Fsync::kAlways ? state::CheckpointLog::Fsync::kAlways
+               : q.fsync == config::QueueSettings::Fsync::kNever
+                   ? state::CheckpointLog::Fsync::kNever
+                   : state::CheckpointLog::Fsync::kInterval;
+  auto log = state::CheckpointLog::Open(q.data_dir + "/checkpoint", fsync, q.fsync_interval);
+  if (!log) return log.error();
+  checkpoint_ = std::move(log).value();
+  const auto& entries = checkpoint_->entries();
+  size_t restored = 0;
+  for (auto& p : processors_) {
+    auto it = entries.find(p.name);
+    if (it == entries.end() || !p.processor->stateful()) continue;
+    for (const auto& [key, value] : it->second) {
+      Status s = p.processor->RestoreState(key, value);
+      if (!s.ok()) {
+        return Status(StatusCode::kDataLoss,
+                      fmt::format("checkpoint of processor \"{}\": {} (key {})", p.name,
+                                  s.message(), key));
+      }
+      ++restored;
+    }
+  }
+  redelivery_.Restore(entries, WallNowNs());
+  SEEDANCE_LOG_INFO("checkpoint", "state of stateful processors in {}/checkpoint: {} entr{} restored{}",
+                    q.data_dir, restored, restored == 1 ? "y" : "ies",
+                    checkpoint_->truncated_tail() ? " (torn tail truncated)" : "");
+  return Status::Ok();
+}
+
+void Pipeline::SaveCheckpoint() {
+  for (auto& p : processors_) {
+    if (!p.processor->stateful()) continue;
+    p.processor->TakeChangedState([&](std::string_view key, std::string_view value) {
+      checkpoint_->Put(p.name, key, value);
+    });
+  }
+  redelivery_.Commit(batch_ids_, WallNowNs(), *checkpoint_);
+  batch_ids_.clear();
+  while (true) {
+    Status s = checkpoint_->Commit();
+    if (s.ok()) return;
+    uint64_t suppressed = 0;
+    if (log_limiter_.Allow("checkpoint", &suppressed)) {
+      SEEDANCE_LOG_ERROR("checkpoint", "{}; retrying (sources are not acknowledged meanwhile)",
+                         s.message());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+Status Pipeline::Reconfigure(const config::PipelineConfig& next,
+                             std::vector<std::string>* ignored) {
+  if (next.processors.size() != processors_.size()) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "processors were added or removed; that needs a restart");
+  }
+  auto pending = std::make_unique<PendingReconfig>();
+  for (size_t i = 0; i < processors_.size(); ++i) {
+    const auto& now = config_.processors[i];
+    const auto& then = next.processors[i];
+    if (now.name != then.name || now.type != then.type) {
+      return Status(StatusCode::kFailedPrecondition,
+                    fmt::format("processor {} is now \"{}\" ({}), was \"{}\" ({}); changing the "
+                                "processor list needs a restart",
+                                i + 1, then.name, then.type, now.name, now.type));
+    }
+    if (!now.params.SameValues(then.params)) pending->changes.emplace_back(i, then.params);
+  }
+  auto differs = [](const std::vector<config::ComponentConfig>& a,
+                    const std::vector<config::ComponentConfig>& b) {
+    if (a.size() != b.size()) return true;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].name != b[i].name || a[i].type != b[i].type || a[i].inputs != b[i].inputs ||
+          !a[i].params.SameValues(b[i].params)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  if (differs(config_.sources, next.sources)) ignored->push_back("sources");
+  if (differs(config_.sinks, next.sinks)) ignored->push_back("sinks");
+  if (pending->changes.empty()) return Status::Ok();
+  std::future<Status> done = pending->done.get_future();
+  {
+    std::lock_guard<std::mutex> lock(reconfig_mu_);
+    if (reconfig_) return Status(StatusCode::kFailedPrecondition, "a reload is in progress");
+    reconfig_ = std::move(pending);
+  }
+  if (done.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    return Status(StatusCode::kDeadlineExceeded, "the processing thread did not take the reload");
+  }
+  Status s = done.get();
+  if (s.ok()) {
+    for (size_t i = 0; i < processors_.size(); ++i) config_.processors[i] = next.processors[i];
+  }
+  return s;
+}
+
+void Pipeline::ApplyPendingReconfig() {
+  std::unique_ptr<PendingReconfig> pending;
+  {
+    std::lock_guard<std::mutex> lock(reconfig_mu_);
+    pending = std::move(reconfig_);
+  }
+  if (!pending) return;
+  for (const auto& [index, params] : pending->changes) {  // check all, then apply all
+    Status s = processors_[index].processor->Reconfigure(params, /*apply=*/false);
+    if (!s.ok()) {
+      pending->done.set_value(s.WithContext("processor \"" + processors_[index].name + "\""));
+      return;
+    }
+  }
+  for (const auto& [index, params] : pending->changes) {
+    Status s = processors_[index].processor->Reconfigure(params, /*apply=*/true);
+    if (!s.ok()) {
+      pending->done.set_value(s.WithContext("processor \"" + processors_[index].name + "\""));
+      return;
+    }
+    SEEDANCE_LOG_INFO(processors_[index].name, "new parameters applied");
+  }
+  pending->done.set_value(Status::Ok());
 }
 
 Status Pipeline::Start() {
@@ -170,9 +300,16 @@ void Pipeline::ProcessingLoop() {
   while (true) {
     items.clear();
     bool more = ingest_->PopBatch(items, kProcessBatch, kTickInterval);
-    for (IngestItem& item : items) ProcessOne(item);
-    // Acknowledge upstream only once the batch's events are safe.
+    ApplyPendingReconfig();
+    for (IngestItem& item : items) {
+      if (checkpoint_ && item.ack.redelivery_id != 0) {
+        batch_ids_[item.event.source].push_back(static_cast<uint16_t>(item.ack.redelivery_id - 1));
+      }
+      ProcessOne(item);
+    }
+    // Acknowledge upstream only once the batch's events, and the state they changed, are safe.
     if (queue_ && !items.empty()) CommitBatch();
+    if (checkpoint_ && !items.empty()) SaveCheckpoint();
     for (IngestItem& item : items) item.ack.Ack();
     if (queue_) queue_->Tick();
     auto now = std::chrono::steady_clock::now();
@@ -181,6 +318,11 @@ void Pipeline::ProcessingLoop() {
       for (size_t i = 0; i < processors_.size(); ++i) {
         StageOutput out(*this, i + 1);
         processors_[i].processor->Tick(wall, out);
+      }
+      if (checkpoint_) {  // ticks may fire windows: their results and state are committed too
+        if (queue_) CommitBatch();
+        SaveCheckpoint();
+        checkpoint_->Tick();
       }
       next_tick = now + kTickInterval;
     }

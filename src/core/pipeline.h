@@ -14,6 +14,9 @@
 #pragma once
 
 #include <atomic>
+#include <future>
+#include <mutex>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -24,9 +27,11 @@
 #include "core/durable_queue.h"
 #include "core/event_loop.h"
 #include "core/ingest_queue.h"
+#include "core/redelivery_guard.h"
 #include "core/sink_runner.h"
 #include "observe/metrics.h"
 #include "seedance/plugin_registry.h"
+#include "state/checkpoint_log.h"
 #include "util/log.h"
 
 namespace seedance {
@@ -45,6 +50,13 @@ class Pipeline : private SourceOutput {
   Status Start();
   // Graceful stop; returns true when every accepted event was delivered in time.
   bool Shutdown();
+
+  // SIGHUP: takes the changed parameters of processors (window sizes, aggregates, lateness)
+  // between two batches, keeping their state. All or nothing: kInvalidArgument when a
+  // processor refuses its new parameters, kFailedPrecondition when the processor list changed
+  // (that needs a restart); the running configuration stays then. Other sections
+  // (sources, sinks, queue) are not reloaded; `ignored` lists those that differ.
+  Status Reconfigure(const config::PipelineConfig& next, std::vector<std::string>* ignored);
 
   EventLoop& loop() { return loop_; }
   bool started() const { return started_; }
@@ -78,6 +90,10 @@ class Pipeline : private SourceOutput {
   void ProcessOne(IngestItem& item);
   // Durable mode: makes the batch's records visible and durable, retrying on I/O errors.
   void CommitBatch();
+  // Stateful processors: opens <data_dir>/checkpoint and restores their state.
+  Status RestoreCheckpoint();
+  // Commits the state changed by the batch (and its redelivery ids) before it is acknowledged.
+  void SaveCheckpoint();
   void RunFrom(size_t stage, Event&& event);
   // Hands `event` to every sink that consumes `output`. From the processing thread it may
   // wait for room; from the event loop it never waits.
@@ -101,6 +117,16 @@ class Pipeline : private SourceOutput {
   // Steady-clock ns after which sink pushes stop waiting for room (set by Shutdown).
   std::atomic<int64_t> push_deadline_ns_{INT64_MAX};
   util::LogLimiter log_limiter_;
+  std::unique_ptr<state::CheckpointLog> checkpoint_;  // null without stateful processors
+  RedeliveryGuard redelivery_;
+  std::map<std::string, std::vector<uint16_t>> batch_ids_;  // by source, this batch
+  struct PendingReconfig {
+    std::vector<std::pair<size_t, Params>> changes;  // processor index → new parameters
+    std::promise<Status> done;
+  };
+  std::mutex reconfig_mu_;
+  std::unique_ptr<PendingReconfig> reconfig_;
+  void ApplyPendingReconfig();
   bool started_ = false;
   bool shut_down_ = false;
 };

@@ -13,6 +13,8 @@
 
 namespace seedance {
 
+class RedeliveryGuard;
+
 // Wall clock in Unix nanoseconds.
 inline int64_t WallNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -28,6 +30,8 @@ struct PluginContext {
   std::function<int64_t()> now_ns = WallNowNs;
   // True for `seedance validate`: check everything that needs no network, start nothing.
   bool validate_only = false;
+  // Set for pipelines with stateful processors: sources with redeliveries consult it.
+  RedeliveryGuard* redelivery = nullptr;
 };
 
 }  // namespace seedance

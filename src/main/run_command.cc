@@ -1,6 +1,8 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <iostream>
 
@@ -14,6 +16,35 @@
 
 namespace seedance::cli {
 
+namespace {
+
+// SIGHUP: re-reads the configuration (and --filter) and hands processor changes to the
+// running pipeline. A configuration that does not load, or a change the pipeline refuses,
+// is logged and the running one stays.
+void Reload(const RunOptions& options, const PluginRegistry& registry, Pipeline& pipeline) {
+  SEEDANCE_LOG_INFO("seedance", "SIGHUP: reloading {}", options.config_path);
+  auto next = LoadForRun(options, registry);
+  if (!next) {
+    SEEDANCE_LOG_ERROR("seedance", "reload refused, the running configuration stays: {}",
+                       next.error().message());
+    return;
+  }
+  std::vector<std::string> ignored;
+  Status s = pipeline.Reconfigure(*next, &ignored);
+  if (!s.ok()) {
+    SEEDANCE_LOG_ERROR("seedance", "reload refused, the running configuration stays: {}",
+                       s.message());
+    return;
+  }
+  if (!ignored.empty()) {
+    SEEDANCE_LOG_WARN("seedance", "reload: changes to {} need a restart and were not applied",
+                      fmt::format("{}", fmt::join(ignored, " and ")));
+  }
+  SEEDANCE_LOG_INFO("seedance", "reload done");
+}
+
+}  // namespace
+
 int Run(const RunOptions& options) {
   const auto started = std::chrono::steady_clock::now();
   // Signals are taken by sigwait below; block them before any thread starts.
@@ -21,6 +52,7 @@ int Run(const RunOptions& options) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
@@ -80,7 +112,9 @@ int Run(const RunOptions& options) {
   util::NotifyServiceManager("READY=1");
 
   int signal_number = 0;
-  sigwait(&signals, &signal_number);
+  while (sigwait(&signals, &signal_number) == 0 && signal_number == SIGHUP) {
+    Reload(options, registry, **pipeline);
+  }
   SEEDANCE_LOG_INFO("seedance", "received {}, stopping",
                     signal_number == SIGINT ? "SIGINT" : "SIGTERM");
   util::NotifyServiceManager("STOPPING=1");

@@ -11,6 +11,14 @@ namespace seedance::util {
 
 static_assert(std::endian::native == std::endian::little, "big-endian hosts need byte swaps");
 
+inline void PutFixed16(std::string& out, uint16_t v) {
+  out.append(reinterpret_cast<const char*>(&v), 2);
+}
+inline uint16_t GetFixed16(const char* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
 inline void PutFixed32(std::string& out, uint32_t v) {
   out.append(reinterpret_cast<const char*>(&v), 4);
 }

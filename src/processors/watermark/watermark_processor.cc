@@ -125,13 +125,14 @@ class WatermarkProcessor final : public Processor {
   }
   void TakeChangedState(const StateSink& sink) override { tracker_.TakeChangedState(sink); }
 
-  Status Reconfigure(const Params& params) override {
+  Status Reconfigure(const Params& params, bool apply) override {
     SEEDANCE_ASSIGN_OR_RETURN(WatermarkSettings s, WatermarkSettings::From(params));
     if (s.options.scope != settings_.options.scope || s.key.field != settings_.key.field ||
         s.key.topic_level != settings_.key.topic_level) {
       return Status(StatusCode::kInvalidArgument,
                     "per, key_field and key_topic_level cannot change without a restart");
     }
+    if (!apply) return Status::Ok();
     settings_ = std::move(s);
     tracker_.set_options(settings_.options);
     return Status::Ok();

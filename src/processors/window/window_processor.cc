@@ -169,13 +169,14 @@ class WindowProcessor final : public Processor {
   }
   void TakeChangedState(const StateSink& sink) override { store_.TakeChangedState(sink); }
 
-  Status Reconfigure(const Params& params) override {
+  Status Reconfigure(const Params& params, bool apply) override {
     SEEDANCE_ASSIGN_OR_RETURN(WindowSettings s, WindowSettings::From(params));
     if (s.key.field != settings_.key.field || s.key.topic_level != settings_.key.topic_level ||
         s.field != settings_.field) {
       return Status(StatusCode::kInvalidArgument,
                     "key_field, key_topic_level and field cannot change without a restart");
     }
+    if (!apply) return Status::Ok();
     const eventtime::WindowSpec old = store_.spec();
     if (s.spec.size_ns != old.size_ns || s.spec.slide_ns != old.slide_ns) {
       pending_spec_ = s.spec;  // applied at the next tick, after flushing the open windows

@@ -6,6 +6,7 @@
 
 #include "core/plugin_context.h"
 #include "mqtt/client.h"
+#include "core/redelivery_guard.h"
 #include "mqtt/topic.h"
 #include "sources/mqtt/mqtt_uri.h"
 #include "util/log.h"
@@ -49,6 +50,21 @@ class MqttSource final : public Source, public Acknowledger {
 
  private:
   bool OnMessage(mqtt::Publish& m, uint64_t token) {
+    const auto packet_id = static_cast<uint16_t>(token & 0xFFFF);
+    if (token != 0 && ctx_.redelivery != nullptr &&
+        ctx_.redelivery->Skip(ctx_.name, packet_id, m.dup)) {
+      // Committed before a restart; its PUBACK was lost with the old process.
+      client_->Acknowledge(token);
+      ctx_.stats->Dropped("redelivered");
+      uint64_t suppressed = 0;
+      if (limiter_.Allow("redelivered", &suppressed)) {
+        SEEDANCE_LOG_INFO(ctx_.name,
+                          "acknowledged a redelivered message already committed before the "
+                          "restart (packet {}); not processed again",
+                          packet_id);
+      }
+      return true;
+    }
     Event e;
     e.source = ctx_.name;
     e.topic = std::move(m.topic);
@@ -56,7 +72,8 @@ class MqttSource final : public Source, public Acknowledger {
     e.format = format_;
     e.ingest_time_ns = ctx_.now_ns();
     e.event_time_ns = e.ingest_time_ns;
-    if (output_->TryEmit(e, AckHandle{token ? this : nullptr, token})) {
+    AckHandle ack{token ? this : nullptr, token, token ? packet_id + 1u : 0u};
+    if (output_->TryEmit(e, ack)) {
       ctx_.stats->events_in.Add();
       ctx_.stats->events_out.Add();
       return true;
