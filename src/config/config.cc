@@ -301,7 +301,12 @@ class Checker {
         continue;
       }
       if (spec.default_value) {
-        YAML::Node def(*spec.default_value);
+        // A list or map default is written in YAML flow style: "[count, sum]".
+        const bool collection =
+            spec.type == ParamType::kStringList || spec.type == ParamType::kStringMap;
+        YAML::Node def = collection && !spec.default_value->empty()
+                             ? YAML::Load(*spec.default_value)
+                             : YAML::Node(*spec.default_value);
         std::optional<ParamValue> value = Convert(def, spec, path + "." + spec.name);
         if (value) params.Set(spec.name, std::move(*value), "");
       }

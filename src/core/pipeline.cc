@@ -40,6 +40,9 @@ class Pipeline::StageOutput final : public ProcessorOutput {
 Pipeline::Pipeline(const config::PipelineConfig& config, observe::MetricsRegistry& metrics)
     : config_(config), metrics_(metrics) {
   ingest_ = std::make_unique<IngestQueue>(config.queue_capacity, loop_);
+  if (const char* delay = std::getenv("SEEDANCE_TEST_ACK_DELAY_MS")) {
+    test_ack_delay_ = std::chrono::milliseconds(std::atoi(delay));
+  }
   routes_.resize(kOutputCount);
   for (int i = 0; i < kOutputCount; ++i) {
     side_counters_.push_back(&metrics_.GetCounter(
@@ -310,6 +313,7 @@ void Pipeline::ProcessingLoop() {
     // Acknowledge upstream only once the batch's events, and the state they changed, are safe.
     if (queue_ && !items.empty()) CommitBatch();
     if (checkpoint_ && !items.empty()) SaveCheckpoint();
+    if (test_ack_delay_.count() > 0 && !items.empty()) std::this_thread::sleep_for(test_ack_delay_);
     for (IngestItem& item : items) item.ack.Ack();
     if (queue_) queue_->Tick();
     auto now = std::chrono::steady_clock::now();

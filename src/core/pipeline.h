@@ -117,6 +117,9 @@ class Pipeline : private SourceOutput {
   // Steady-clock ns after which sink pushes stop waiting for room (set by Shutdown).
   std::atomic<int64_t> push_deadline_ns_{INT64_MAX};
   util::LogLimiter log_limiter_;
+  // Fault injection for tests: SEEDANCE_TEST_ACK_DELAY_MS widens the gap between a batch's
+  // commit and its acknowledgements, where a crash makes the broker redeliver.
+  std::chrono::milliseconds test_ack_delay_{0};
   std::unique_ptr<state::CheckpointLog> checkpoint_;  // null without stateful processors
   RedeliveryGuard redelivery_;
   std::map<std::string, std::vector<uint16_t>> batch_ids_;  // by source, this batch

@@ -54,7 +54,11 @@ struct WindowSettings {
       return Status(StatusCode::kInvalidArgument,
                     "size / slide above 1000 windows per event (" + p.Location("slide") + ")");
     }
-    for (const auto& name : p.GetStringList("aggregates")) {
+    // Without a field, the default aggregates come down to the count.
+    const bool defaulted = p.entries().at("aggregates").location.empty();
+    std::vector<std::string> names = p.GetStringList("aggregates");
+    if (defaulted && s.field.empty()) names = {"count"};
+    for (const auto& name : names) {
       Aggregate a{name};
       if (name.size() > 1 && name[0] == 'p') {
         char* end = nullptr;
@@ -256,7 +260,8 @@ ProcessorFactory WindowProcessorFactory() {
        .doc = "numeric payload field to aggregate (dotted path)"},
       {.name = "aggregates",
        .type = ParamType::kStringList,
-       .doc = "count, sum, min, max, avg, pNN (quantiles, DDSketch, 1% relative error)",
+       .doc = "count, sum, min, max, avg, pNN (quantiles, DDSketch, 1% relative error); "
+              "without field: count",
        .default_value = "[count, sum, min, max, avg]"},
       {.name = "allowed_lateness",
        .type = ParamType::kDuration,
