@@ -103,6 +103,9 @@ class WindowProcessor final : public Processor {
                                          {{"component", ctx_.name}});
     keys_gauge_ = &ctx_.metrics->GetGauge("seedance_window_keys", "Keys with open windows.",
                                           {{"component", ctx_.name}});
+    windows_gauge_ = &ctx_.metrics->GetGauge(
+        "seedance_window_open", "Windows in state (open, or fired and within lateness).",
+        {{"component", ctx_.name}});
   }
 
   void Process(Event&& event, ProcessorOutput& out) override {
@@ -141,14 +144,14 @@ class WindowProcessor final : public Processor {
                                "its end + allowed lateness)",
                                eventtime::FormatRfc3339(event.event_time_ns)));
     }
-    keys_gauge_->Set(static_cast<int64_t>(store_.key_count()));
+    UpdateGauges();
   }
 
   void OnWatermark(std::string_view scope, int64_t watermark_ns, ProcessorOutput& out) override {
     out_ = &out;
     store_.AdvanceWatermark(scope, watermark_ns,
                             [this](const eventtime::WindowResult& r) { EmitResult(r); });
-    keys_gauge_->Set(static_cast<int64_t>(store_.key_count()));
+    UpdateGauges();
     out.EmitWatermark(scope, watermark_ns);
   }
 
@@ -164,7 +167,7 @@ class WindowProcessor final : public Processor {
       store_.SetSpec(*pending_spec_);
       pending_spec_.reset();
     }
-    keys_gauge_->Set(static_cast<int64_t>(store_.key_count()));
+    UpdateGauges();
   }
 
   bool stateful() const override { return true; }
@@ -193,6 +196,11 @@ class WindowProcessor final : public Processor {
   }
 
  private:
+  void UpdateGauges() {
+    keys_gauge_->Set(static_cast<int64_t>(store_.key_count()));
+    windows_gauge_->Set(static_cast<int64_t>(store_.window_count()));
+  }
+
   void EmitResult(const eventtime::WindowResult& r) {
     const eventtime::WindowAggregate& a = *r.aggregate;
     std::string payload = "{\"key\":";
@@ -240,6 +248,7 @@ class WindowProcessor final : public Processor {
   int64_t next_expiry_ns_ = 0;
   observe::Counter* emitted_;
   observe::Gauge* keys_gauge_;
+  observe::Gauge* windows_gauge_;
 };
 
 }  // namespace
