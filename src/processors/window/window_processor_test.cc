@@ -1,0 +1,141 @@
+#include <gtest/gtest.h>
+
+#include "processors/watermark/watermark_processor.h"
+#include "processors/window/window_processor.h"
+#include "testing/plugin_harness.h"
+
+namespace seedance::processors {
+namespace {
+
+using seedance::testing::Harness;
+using seedance::testing::JsonEvent;
+using seedance::testing::ProcessorParams;
+using seedance::testing::RecordingOutput;
+
+constexpr int64_t kS = 1'000'000'000;
+
+class EventTimeProcessorsTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Processor> Make(const std::string& type, const std::string& yaml) {
+    auto ctx = harness_.Context(type);
+    ctx.now_ns = [this] { return now_; };
+    auto factory = type == "window" ? WindowProcessorFactory() : WatermarkProcessorFactory();
+    auto p = factory.create(ProcessorParams(type, yaml), ctx);
+    EXPECT_TRUE(p.has_value()) << (p ? "" : p.error().message());
+    return p ? std::move(p).value() : nullptr;
+  }
+  Result<std::unique_ptr<Processor>> TryMake(const std::string& type, const std::string& yaml) {
+    auto ctx = harness_.Context(type);
+    auto factory = type == "window" ? WindowProcessorFactory() : WatermarkProcessorFactory();
+    return factory.create(ProcessorParams(type, yaml), ctx);
+  }
+  Harness harness_;
+  int64_t now_ = 1'800'000'000 * kS;
+};
+
+TEST_F(EventTimeProcessorsTest, WatermarkTakesTheFieldOrRoutesBadTimesToErrorWhenRequired) {
+  auto strict = Make("watermark", "time_field: ts\nrequire_time: true\n");
+  RecordingOutput out;
+  strict->Process(JsonEvent(R"({"ts":"2026-11-29T23:00:00Z"})"), out);
+  strict->Process(JsonEvent(R"({"ts":"yesterday"})"), out);
+  strict->Process(JsonEvent(R"({"v":1})"), out);
+  ASSERT_EQ(out.main.size(), 1u);
+  EXPECT_EQ(out.main[0].event_time_ns, 1795993200 * kS);
+  ASSERT_EQ(out.side.size(), 2u);
+  EXPECT_EQ(out.side[0].output, Output::kError);
+  EXPECT_NE(out.side[0].reason.find("not an RFC 3339 time"), std::string::npos);
+  EXPECT_NE(out.side[1].reason.find("time field \"ts\": missing"), std::string::npos);
+
+  auto lenient = Make("watermark", "time_field: ts\n");
+  RecordingOutput out2;
+  Event e = JsonEvent(R"({"v":1})");
+  e.ingest_time_ns = 42 * kS;
+  lenient->Process(std::move(e), out2);
+  ASSERT_EQ(out2.main.size(), 1u);
+  EXPECT_EQ(out2.main[0].event_time_ns, 42 * kS);  // the ingest time
+}
+
+TEST_F(EventTimeProcessorsTest, StaleEventsCarryReasonAndLatenessAndWatermarksFlowOn) {
+  auto wm = Make("watermark", "time_field: ts\ntime_format: s\nmax_out_of_order: 0s\n"
+                              "allowed_lateness: 10s\n");
+  RecordingOutput out;
+  wm->Process(JsonEvent(R"({"ts":1000})"), out);
+  wm->Process(JsonEvent(R"({"ts":985})"), out);
+  ASSERT_EQ(out.side.size(), 1u);
+  EXPECT_EQ(out.side[0].output, Output::kStale);
+  EXPECT_NE(out.side[0].reason.find("15 s behind the watermark"), std::string::npos)
+      << out.side[0].reason;
+  EXPECT_EQ(*out.side[0].event.FindHeader("lateness_ms"), "15000");
+  ASSERT_EQ(out.watermarks.size(), 1u);
+  EXPECT_EQ(out.watermarks[0], std::make_pair(std::string(), 1000 * kS));
+}
+
+TEST_F(EventTimeProcessorsTest, WindowEmitsOnWatermarkAndReEmitsLateUpdates) {
+  auto win = Make("window", "size: 10s\nkey_field: d\nfield: v\naggregates: [count, sum, p50]\n"
+                            "allowed_lateness: 20s\n");
+  RecordingOutput out;
+  auto at = [](const char* json, int64_t t) {
+    Event e = JsonEvent(json);
+    e.event_time_ns = t;
+    return e;
+  };
+  win->Process(at(R"({"d":"a","v":1})", 1001 * kS), out);
+  win->Process(at(R"({"d":"a","v":3})", 1005 * kS), out);
+  EXPECT_TRUE(out.main.empty());
+  win->OnWatermark("", 1010 * kS, out);
+  ASSERT_EQ(out.main.size(), 1u);
+  EXPECT_NE(out.main[0].payload.find(R"("count":2,"sum":4)"), std::string::npos)
+      << out.main[0].payload;
+  EXPECT_NE(out.main[0].payload.find(R"("update":0)"), std::string::npos);
+  EXPECT_EQ(out.main[0].topic, "window/a");
+  win->Process(at(R"({"d":"a","v":5})", 1002 * kS), out);  // late, within lateness
+  ASSERT_EQ(out.main.size(), 2u);
+  EXPECT_NE(out.main[1].payload.find(R"("count":3,"sum":9)"), std::string::npos);
+  EXPECT_NE(out.main[1].payload.find(R"("update":1)"), std::string::npos);
+  win->OnWatermark("", 1030 * kS, out);                    // closes [1000, 1010)
+  win->Process(at(R"({"d":"a","v":7})", 1003 * kS), out);  // too late now
+  ASSERT_EQ(out.side.size(), 1u);
+  EXPECT_EQ(out.side[0].output, Output::kStale);
+  win->Process(at(R"({"v":7})", 1031 * kS), out);  // no key
+  ASSERT_EQ(out.side.size(), 2u);
+  EXPECT_EQ(out.side[1].output, Output::kError);
+}
+
+TEST_F(EventTimeProcessorsTest, IdleKeysAreFlushedAfterTheirTtl) {
+  auto win = Make("window", "size: 10s\nkey_field: d\nstate_ttl: 1m\n");
+  RecordingOutput out;
+  Event e = JsonEvent(R"({"d":"quiet"})");
+  e.event_time_ns = 1001 * kS;
+  win->Process(std::move(e), out);
+  win->Tick(now_ + 59 * kS, out);
+  EXPECT_TRUE(out.main.empty());
+  win->Tick(now_ + 61 * kS, out);  // silent for over a minute: its window fires, key gone
+  ASSERT_EQ(out.main.size(), 1u);
+  EXPECT_NE(out.main[0].payload.find(R"("count":1)"), std::string::npos);
+  std::vector<std::string> changed;
+  win->TakeChangedState([&](std::string_view k, std::string_view v) {
+    if (k == "k:quiet") changed.push_back(std::string(v));
+  });
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_TRUE(changed[0].empty());  // deleted from the checkpoint
+}
+
+TEST_F(EventTimeProcessorsTest, BadWindowParametersAreRefusedWithTheReason) {
+  auto bad_slide = TryMake("window", "size: 10s\nslide: 3s\n");
+  ASSERT_FALSE(bad_slide.has_value());
+  EXPECT_NE(bad_slide.error().message().find("slide must divide size"), std::string::npos);
+  auto bad_agg = TryMake("window", "size: 10s\nfield: v\naggregates: [median]\n");
+  ASSERT_FALSE(bad_agg.has_value());
+  EXPECT_NE(bad_agg.error().message().find("aggregate \"median\""), std::string::npos);
+  auto no_key = TryMake("watermark", "per: key\n");
+  ASSERT_FALSE(no_key.has_value());
+  // Reconfigure: a key change is refused, a lateness change accepted.
+  auto win = Make("window", "size: 10s\nkey_field: d\n");
+  EXPECT_FALSE(win->Reconfigure(ProcessorParams("window", "size: 10s\nkey_field: e\n"), false).ok());
+  EXPECT_TRUE(
+      win->Reconfigure(ProcessorParams("window", "size: 10s\nkey_field: d\nallowed_lateness: 1m\n"), true)
+          .ok());
+}
+
+}  // namespace
+}  // namespace seedance::processors
