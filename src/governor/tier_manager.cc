@@ -3,6 +3,7 @@
 #include <chrono>
 #include <deque>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "governor/trim_policy.h"
 #include "seedance/trim.h"
@@ -22,6 +23,7 @@ struct Buffer {
   uint64_t last_used_step = 0;
   uint64_t uses = 0;
   bool acquired = false;
+  bool counted_idle = false;  // its bytes are in idle_bytes_
   std::string name;
   std::string group;
 };
@@ -36,7 +38,10 @@ class TierManagerImpl final : public TierManager {
       auto p = AllocateOn(t, size, /*keep=*/0);
       if (!p) continue;
       BufferId id = next_id_++;
-      buffers_[id] = Buffer{size, t, *p, step_, 0, false, std::move(name), std::move(group)};
+      buffers_[id] = Buffer{size, t, *p, step_, 0, false, false, std::move(name), std::move(group)};
+      registered_bytes_ += size;
+      ScheduleIdle(id, buffers_[id]);
+      UpdateEligible(id, buffers_[id]);
       return id;
     }
     return ResourceExhaustedError("no tier can hold " + std::to_string(size) + " bytes");
@@ -47,6 +52,9 @@ class TierManagerImpl final : public TierManager {
     if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
     if (it->second.acquired) return FailedPreconditionError("buffer is acquired");
     tiers_[it->second.tier]->Free(it->second.ptr);
+    if (it->second.counted_idle) idle_bytes_ -= it->second.size;
+    registered_bytes_ -= it->second.size;
+    eligible_.erase(id);
     buffers_.erase(it);
     return Status::Ok();
   }
@@ -62,6 +70,10 @@ class TierManagerImpl final : public TierManager {
     b.acquired = true;
     b.last_used_step = step_;
     ++b.uses;
+    if (b.counted_idle) {
+      b.counted_idle = false;
+      idle_bytes_ -= b.size;
+    }
     return b.ptr;
   }
 
@@ -70,13 +82,14 @@ class TierManagerImpl final : public TierManager {
     if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
     it->second.acquired = false;
     it->second.last_used_step = step_;
+    ScheduleIdle(id, it->second);
     return Status::Ok();
   }
 
   void Step() override {
     ++step_;
-    auto states = States();
-    TrimReason reason = policy_.Sample(Sample(0), policy_.IdleShare(states, step_));
+    AgeIdle();
+    TrimReason reason = policy_.Sample(Sample(0), IdleShare());
     if (reason != TrimReason::kNone) TrimFor(reason, 0);
   }
 
@@ -106,8 +119,8 @@ class TierManagerImpl final : public TierManager {
     }
     s.step = step_;
     s.buffers = buffers_.size();
-    for (const auto& [id, b] : buffers_) s.registered_bytes += b.size;
-    s.idle_share = policy_.IdleShare(States(), step_);
+    s.registered_bytes = registered_bytes_;
+    s.idle_share = IdleShare();
     s.trims = trims_;
     s.bytes_moved_down = moved_down_;
     s.bytes_moved_up = moved_up_;
@@ -126,13 +139,50 @@ class TierManagerImpl final : public TierManager {
     return TierSample{tiers_[t]->capacity(), tiers_[t]->used(), tiers_[t]->fragmentation()};
   }
 
-  std::vector<BufferState> States() const {
+  // Buffers the policy may move: on the fast tier and at least min_victim_bytes. Kept as an
+  // index so a trim decision looks at candidates only, not at every registered buffer.
+  std::vector<BufferState> Candidates() const {
     std::vector<BufferState> out;
-    out.reserve(buffers_.size());
-    for (const auto& [id, b] : buffers_) {
-      out.push_back(BufferState{id, b.size, b.tier == 0, b.acquired, b.last_used_step, b.uses});
+    out.reserve(eligible_.size());
+    for (BufferId id : eligible_) {
+      const Buffer& b = buffers_.at(id);
+      out.push_back(BufferState{id, b.size, true, b.acquired, b.last_used_step, b.uses});
     }
     return out;
+  }
+
+  void UpdateEligible(BufferId id, const Buffer& b) {
+    if (b.tier == 0 && b.size >= policy_.options().min_victim_bytes) {
+      eligible_.insert(id);
+    } else {
+      eligible_.erase(id);
+    }
+  }
+
+  // Idle bookkeeping, incremental: a buffer released (or registered) at step s becomes idle at
+  // s + idle_steps unless used again; AgeIdle() counts those whose time has come.
+  void ScheduleIdle(BufferId id, const Buffer& b) {
+    becoming_idle_.emplace_back(b.last_used_step + policy_.options().idle_steps, id);
+  }
+  void AgeIdle() {
+    while (!becoming_idle_.empty() && becoming_idle_.front().first <= step_) {
+      auto [due, id] = becoming_idle_.front();
+      becoming_idle_.pop_front();
+      auto it = buffers_.find(id);
+      if (it == buffers_.end()) continue;
+      Buffer& b = it->second;
+      // Stale entries (used again since) are skipped: a later entry exists for them.
+      if (b.acquired || b.counted_idle || b.last_used_step + policy_.options().idle_steps != due) {
+        continue;
+      }
+      b.counted_idle = true;
+      idle_bytes_ += b.size;
+    }
+  }
+  double IdleShare() const {
+    return registered_bytes_ == 0
+               ? 0.0
+               : static_cast<double>(idle_bytes_) / static_cast<double>(registered_bytes_);
   }
 
   // Allocates on tier `t`, trimming idle buffers off it (never `keep`) when it is tier 0.
@@ -164,6 +214,7 @@ class TierManagerImpl final : public TierManager {
     tiers_[b.tier]->Free(b.ptr);
     b.ptr = *p;
     b.tier = 0;
+    UpdateEligible(id, b);
     moved_up_ += b.size;
     return Status::Ok();
   }
@@ -172,9 +223,9 @@ class TierManagerImpl final : public TierManager {
     uint64_t bytes = policy_.BytesToFree(Sample(0));
     if (reason == TrimReason::kIdleShare || reason == TrimReason::kFragmentation) {
       // Move what has been idle long enough even below the watermark.
-      for (const auto& [id, b] : buffers_) {
-        if (b.tier == 0 && !b.acquired &&
-            step_ >= b.last_used_step + policy_.options().idle_steps) {
+      for (BufferId id : eligible_) {
+        const Buffer& b = buffers_.at(id);
+        if (!b.acquired && step_ >= b.last_used_step + policy_.options().idle_steps) {
           bytes += b.size;
         }
       }
@@ -187,7 +238,7 @@ class TierManagerImpl final : public TierManager {
   size_t TrimBytes(uint64_t bytes, BufferId keep, bool allow_recent) {
     if (bytes == 0) return 0;
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<BufferState> states = States();
+    std::vector<BufferState> states = Candidates();
     for (auto& s : states) {
       if (s.id == keep) s.in_use = true;  // the buffer being brought back stays
     }
@@ -208,6 +259,7 @@ class TierManagerImpl final : public TierManager {
       tiers_[0]->Free(b.ptr);
       b.ptr = *p;
       b.tier = 1;
+      UpdateEligible(id, b);
       moved_down_ += b.size;
       ++moved;
     }
@@ -223,6 +275,10 @@ class TierManagerImpl final : public TierManager {
   std::vector<std::unique_ptr<Tier>> tiers_;
   TrimPolicy policy_;
   std::unordered_map<BufferId, Buffer> buffers_;
+  std::unordered_set<BufferId> eligible_;  // see Candidates()
+  std::deque<std::pair<uint64_t, BufferId>> becoming_idle_;  // (step, id), in step order
+  uint64_t idle_bytes_ = 0;
+  uint64_t registered_bytes_ = 0;
   BufferId next_id_ = 1;
   uint64_t step_ = 0;
   uint64_t trims_ = 0;

@@ -147,3 +147,70 @@ TEST(TierManagerTest, AcquireBringsAMovedBufferBackAndCountsTheStall) {
 
 }  // namespace
 }  // namespace seedance::trim
+
+namespace seedance::trim {
+namespace {
+
+// The idle share is kept incrementally; it must equal the policy's definition recomputed
+// from scratch: bytes not acquired and unused for idle_steps or more, over registered bytes.
+TEST(TierManagerTest, IncrementalIdleShareMatchesTheDefinition) {
+  PolicyOptions o = SmallBuffers();
+  o.idle_steps = 5;
+  o.idle_share_trigger = 2;  // never trims: only the bookkeeping is under test
+  o.occupancy_trigger = 2;
+  o.fragmentation_trigger = 2;
+  auto m = Make(64 << 20, 64 << 20, o);
+  std::mt19937 rng(99);
+  struct Model {
+    uint64_t size;
+    uint64_t last_used;
+    bool acquired;
+  };
+  std::map<BufferId, Model> model;
+  uint64_t step = 0;
+  for (int op = 0; op < 5000; ++op) {
+    switch (rng() % 5) {
+      case 0: {
+        uint64_t size = 1 + rng() % 4096;
+        auto id = m->Register(size);
+        ASSERT_TRUE(id.has_value());
+        model[*id] = {size, step, false};
+        break;
+      }
+      case 1: {
+        if (model.empty()) break;
+        auto it = std::next(model.begin(), static_cast<long>(rng() % model.size()));
+        if (it->second.acquired) {
+          ASSERT_TRUE(m->Release(it->first).ok());
+          it->second.acquired = false;
+        } else {
+          ASSERT_TRUE(m->Acquire(it->first).has_value());
+          it->second.acquired = true;
+        }
+        it->second.last_used = step;
+        break;
+      }
+      case 2: {
+        if (model.empty()) break;
+        auto it = std::next(model.begin(), static_cast<long>(rng() % model.size()));
+        if (it->second.acquired) break;
+        ASSERT_TRUE(m->Unregister(it->first).ok());
+        model.erase(it);
+        break;
+      }
+      default:
+        m->Step();
+        ++step;
+    }
+    uint64_t total = 0, idle = 0;
+    for (const auto& [id, b] : model) {
+      total += b.size;
+      if (!b.acquired && step >= b.last_used + o.idle_steps) idle += b.size;
+    }
+    const double want = total == 0 ? 0 : static_cast<double>(idle) / static_cast<double>(total);
+    ASSERT_DOUBLE_EQ(m->Stats().idle_share, want) << "op " << op;
+  }
+}
+
+}  // namespace
+}  // namespace seedance::trim
