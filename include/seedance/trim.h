@@ -67,6 +67,7 @@ struct TrimStats {
   uint64_t bytes_moved_down = 0;
   uint64_t bytes_moved_up = 0;
   uint64_t stalls = 0;             // Acquire() calls that had to bring a buffer back first
+  double copy_seconds = 0;         // time spent copying between tiers (both directions)
   double trim_latency_p50_us = 0;  // trim decision time (choosing victims), recent trims
   double trim_latency_p99_us = 0;
 };

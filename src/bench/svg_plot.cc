@@ -35,14 +35,8 @@ double NiceMax(double v) {
   return 10 * p;
 }
 
-struct Series {
-  std::string name;
-  std::string color;
-  std::vector<double> values;
-};
-
 std::string Panel(double top, const std::string& y_label, const std::vector<double>& t,
-                  const std::vector<Series>& series, double t_max) {
+                  const std::vector<SvgSeries>& series, double t_max) {
   double y_max = 0;
   for (const auto& s : series) {
     for (double v : s.values) {
@@ -91,9 +85,31 @@ std::string Panel(double top, const std::string& y_label, const std::vector<doub
 
 }  // namespace
 
+std::string LineChartSvg(const std::string& title, const std::string& x_label,
+                         const std::vector<double>& x, const std::vector<SvgPanel>& panels) {
+  const double x_max = NiceMax(x.empty() ? 1 : x.back());
+  const double height =
+      kTop + static_cast<double>(panels.size()) * (kPanelHeight + kGap) - kGap + 40;
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "font-family=\"sans-serif\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{}\" y=\"22\" font-size=\"14\">{}</text>\n",
+      kWidth, height, kLeft, Escape(title));
+  double top = kTop;
+  for (const auto& panel : panels) {
+    out += Panel(top, panel.y_label, x, panel.series, x_max);
+    top += kPanelHeight + kGap;
+  }
+  out += fmt::format(
+      "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">{}</text>\n</svg>\n",
+      kLeft + (kWidth - kLeft - kRight) / 2, height - 8, Escape(x_label));
+  return out;
+}
+
 std::string TimelineSvg(const std::vector<TimelinePoint>& timeline, const std::string& title) {
   std::vector<double> t;
-  Series p50{"P50 ms", "#1f77b4", {}}, p99{"P99 ms", "#d62728", {}}, rss{"RSS MB", "#2ca02c", {}};
+  SvgSeries p50{"P50 ms", "#1f77b4", {}}, p99{"P99 ms", "#d62728", {}}, rss{"RSS MB", "#2ca02c", {}};
   for (const auto& p : timeline) {
     t.push_back(p.t_s);
     uint64_t delivered = 0;
@@ -102,21 +118,8 @@ std::string TimelineSvg(const std::vector<TimelinePoint>& timeline, const std::s
     p99.values.push_back(delivered > 0 ? p.p99_ms : NAN);
     rss.values.push_back(static_cast<double>(p.rss_kb) / 1024.0);
   }
-  const double t_max = NiceMax(t.empty() ? 1 : t.back());
-  const double height = kTop + 2 * kPanelHeight + kGap + 40;
-  std::string out = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
-      "font-family=\"sans-serif\">\n"
-      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{}\" y=\"22\" font-size=\"14\">{}</text>\n",
-      kWidth, height, kLeft, Escape(title));
-  out += Panel(kTop, "latency (ms)", t, {p50, p99}, t_max);
-  out += Panel(kTop + kPanelHeight + kGap, "RSS (MB)", t, {rss}, t_max);
-  out += fmt::format(
-      "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">time since load "
-      "start (s)</text>\n</svg>\n",
-      kLeft + (kWidth - kLeft - kRight) / 2, height - 8);
-  return out;
+  return LineChartSvg(title, "time since load start (s)", t,
+                      {{"latency (ms)", {p50, p99}}, {"RSS (MB)", {rss}}});
 }
 
 }  // namespace seedance::bench

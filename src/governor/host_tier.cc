@@ -1,6 +1,12 @@
 // HostTier: a RAM arena of fixed capacity placed by the SubAllocator (see seedance/trim.h).
+// The arena is mapped and faulted in at creation (MAP_POPULATE), like pinned memory: a move
+// then copies at memory bandwidth instead of paying a page fault per 4 KiB on the trim path.
+#include <sys/mman.h>
+
 #include <cstring>
+#include <algorithm>
 #include <memory>
+#include <new>
 #include <unordered_map>
 
 #include "governor/sub_allocator.h"
@@ -11,8 +17,14 @@ namespace {
 
 class HostTier final : public Tier {
  public:
-  HostTier(std::string name, uint64_t capacity)
-      : name_(std::move(name)), arena_(new char[capacity]), alloc_(capacity) {}
+  HostTier(std::string name, uint64_t capacity) : name_(std::move(name)), alloc_(capacity) {
+    void* p = ::mmap(nullptr, std::max<uint64_t>(capacity, 1), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    arena_ = static_cast<char*>(p);
+    mapped_ = std::max<uint64_t>(capacity, 1);
+  }
+  ~HostTier() override { ::munmap(arena_, mapped_); }
 
   const std::string& name() const override { return name_; }
   uint64_t capacity() const override { return alloc_.capacity(); }
@@ -24,10 +36,10 @@ class HostTier final : public Tier {
     if (!off)
       return ResourceExhaustedError(name_ + ": no free block of " + std::to_string(size) +
                                     " bytes");
-    return static_cast<void*>(arena_.get() + *off);
+    return static_cast<void*>(arena_ + *off);
   }
   void Free(void* p) override {
-    alloc_.Free(static_cast<uint64_t>(static_cast<char*>(p) - arena_.get()));
+    alloc_.Free(static_cast<uint64_t>(static_cast<char*>(p) - arena_));
   }
   Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier&) override {
     std::memcpy(dst, src, size);  // both sides are host memory
@@ -36,7 +48,8 @@ class HostTier final : public Tier {
 
  private:
   std::string name_;
-  std::unique_ptr<char[]> arena_;
+  char* arena_ = nullptr;
+  uint64_t mapped_ = 0;
   governor::SubAllocator alloc_;
 };
 

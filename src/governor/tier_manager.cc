@@ -125,6 +125,7 @@ class TierManagerImpl final : public TierManager {
     s.bytes_moved_down = moved_down_;
     s.bytes_moved_up = moved_up_;
     s.stalls = stalls_;
+    s.copy_seconds = copy_seconds_;
     if (!decision_us_.empty()) {
       std::vector<double> v(decision_us_.begin(), decision_us_.end());
       std::sort(v.begin(), v.end());
@@ -210,7 +211,10 @@ class TierManagerImpl final : public TierManager {
   Status MoveUp(BufferId id, Buffer& b) {
     auto p = AllocateOn(0, b.size, id);
     if (!p) return p.error();
-    SEEDANCE_RETURN_IF_ERROR(tiers_[0]->CopyFrom(*p, b.ptr, b.size, *tiers_[b.tier]));
+    auto copy_start = std::chrono::steady_clock::now();
+    Status copied = tiers_[0]->CopyFrom(*p, b.ptr, b.size, *tiers_[b.tier]);
+    copy_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
+    SEEDANCE_RETURN_IF_ERROR(copied);
     tiers_[b.tier]->Free(b.ptr);
     b.ptr = *p;
     b.tier = 0;
@@ -252,7 +256,11 @@ class TierManagerImpl final : public TierManager {
       Buffer& b = buffers_[id];
       auto p = tiers_[1]->Allocate(b.size);
       if (!p) continue;  // the slower tier is full too
-      if (!tiers_[1]->CopyFrom(*p, b.ptr, b.size, *tiers_[0]).ok()) {
+      auto copy_start = std::chrono::steady_clock::now();
+      Status copied = tiers_[1]->CopyFrom(*p, b.ptr, b.size, *tiers_[0]);
+      copy_seconds_ +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
+      if (!copied.ok()) {
         tiers_[1]->Free(*p);
         continue;
       }
@@ -285,6 +293,7 @@ class TierManagerImpl final : public TierManager {
   uint64_t moved_down_ = 0;
   uint64_t moved_up_ = 0;
   uint64_t stalls_ = 0;
+  double copy_seconds_ = 0;
   std::deque<double> decision_us_;
 };
 
