@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
       "\"registered_bytes\": %llu, \"peak_bytes_off\": %llu, \"peak_bytes_on\": %llu, "
       "\"mean_bytes_off\": %.0f, \"mean_bytes_on\": %.0f, \"peak_reduction\": %.3f, "
       "\"idle_share\": %.3f, \"idle_share_mean\": %.3f, \"step_ms_off\": %.3f, \"step_ms_on\": %.3f, \"step_overhead\": %.4f, "
-      "\"trims\": %llu, \"stalls\": %llu, \"bytes_moved\": %llu, "
+      "\"trims\": %llu, \"stalls\": %llu, \"prefetches\": %llu, \"bytes_moved\": %llu, "
       "\"trim_latency_us\": {\"p50\": %.2f, \"p99\": %.2f}, \"copy_gbps\": %.2f, "
       "\"pinned_gbps\": %.2f}\n",
       static_cast<unsigned long long>(on.stats.buffers), steps,
@@ -174,7 +174,8 @@ int main(int argc, char** argv) {
       on.mean, 1.0 - static_cast<double>(on.peak) / static_cast<double>(off.peak),
       on.idle_share_at_peak, on.idle_share_mean, off.step_ms_mean, on.step_ms_mean,
       on.step_ms_mean / off.step_ms_mean - 1.0, static_cast<unsigned long long>(on.stats.trims),
-      static_cast<unsigned long long>(on.stats.stalls), static_cast<unsigned long long>(moved),
+      static_cast<unsigned long long>(on.stats.stalls),
+      static_cast<unsigned long long>(on.stats.prefetches), static_cast<unsigned long long>(moved),
       on.stats.trim_latency_p50_us, on.stats.trim_latency_p99_us, copy_gbps, pinned);
   return 0;
 }

@@ -5,7 +5,8 @@
 // registers its buffers, Acquire()s one to get a pointer valid on the fastest tier until
 // Release(), and calls Step() once per iteration; when a trigger fires (occupancy, idle share,
 // fragmentation; see PolicyOptions) idle buffers move down a tier. An acquired buffer is never
-// moved. No CUDA types appear here: CUDA tiers implement Tier in src/gpu.
+// moved. Periodic use is learned per buffer (two equal gaps between bursts of use) and the
+// buffer is brought back the step before it is due. No CUDA types appear here: CUDA tiers implement Tier in src/gpu.
 //
 // Thread-compatible: one thread (or external locking) per TierManager.
 #pragma once
@@ -67,6 +68,7 @@ struct TrimStats {
   uint64_t bytes_moved_down = 0;
   uint64_t bytes_moved_up = 0;
   uint64_t stalls = 0;             // Acquire() calls that had to bring a buffer back first
+  uint64_t prefetches = 0;         // buffers brought back ahead of a learned periodic use
   double copy_seconds = 0;         // time spent copying between tiers (both directions)
   double trim_latency_p50_us = 0;  // trim decision time (choosing victims), recent trims
   double trim_latency_p99_us = 0;

@@ -26,6 +26,11 @@ struct Buffer {
   bool counted_idle = false;  // its bytes are in idle_bytes_
   std::string name;
   std::string group;
+  // Learned access period: the gap (in steps) between bursts of use, confirmed when two
+  // consecutive gaps are equal; then the buffer is prefetched the step before it is due.
+  uint64_t last_acquire_step = 0;
+  uint64_t gap_candidate = 0;
+  uint64_t gap = 0;
 };
 
 class TierManagerImpl final : public TierManager {
@@ -70,6 +75,7 @@ class TierManagerImpl final : public TierManager {
     b.acquired = true;
     b.last_used_step = step_;
     ++b.uses;
+    LearnPeriod(id, b);
     if (b.counted_idle) {
       b.counted_idle = false;
       idle_bytes_ -= b.size;
@@ -88,6 +94,7 @@ class TierManagerImpl final : public TierManager {
 
   void Step() override {
     ++step_;
+    PrefetchDue();
     AgeIdle();
     TrimReason reason = policy_.Sample(Sample(0), IdleShare());
     if (reason != TrimReason::kNone) TrimFor(reason, 0);
@@ -97,7 +104,9 @@ class TierManagerImpl final : public TierManager {
     auto it = buffers_.find(id);
     if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
     if (it->second.tier == 0) return Status::Ok();
-    return MoveUp(id, it->second);
+    SEEDANCE_RETURN_IF_ERROR(MoveUp(id, it->second));
+    MarkTouched(id, it->second);
+    return Status::Ok();
   }
 
   size_t Trim() override { return TrimFor(TrimReason::kOccupancy, 0); }
@@ -125,6 +134,7 @@ class TierManagerImpl final : public TierManager {
     s.bytes_moved_down = moved_down_;
     s.bytes_moved_up = moved_up_;
     s.stalls = stalls_;
+    s.prefetches = prefetches_;
     s.copy_seconds = copy_seconds_;
     if (!decision_us_.empty()) {
       std::vector<double> v(decision_us_.begin(), decision_us_.end());
@@ -158,6 +168,52 @@ class TierManagerImpl final : public TierManager {
     } else {
       eligible_.erase(id);
     }
+  }
+
+  void LearnPeriod(BufferId id, Buffer& b) {
+    if (b.uses > 1 && step_ == b.last_acquire_step) return;  // same step: nothing new
+    const uint64_t interval = b.uses > 1 ? step_ - b.last_acquire_step : 0;
+    b.last_acquire_step = step_;
+    if (interval > 1) {
+      if (interval == b.gap_candidate) {
+        b.gap = interval;
+      } else {
+        b.gap_candidate = interval;
+        b.gap = 0;
+      }
+    }
+    if (b.gap > 1) prefetch_at_[step_ + b.gap - 1].push_back(id);
+  }
+
+  // Brings back buffers expected in the next step (learned period), so their use is no stall.
+  void PrefetchDue() {
+    auto it = prefetch_at_.find(step_);
+    if (it == prefetch_at_.end()) return;
+    std::vector<BufferId> ids = std::move(it->second);
+    prefetch_at_.erase(it);
+    for (BufferId id : ids) {
+      auto b = buffers_.find(id);
+      // Superseded when the buffer was used again since it was scheduled.
+      if (b == buffers_.end() || b->second.gap < 2 ||
+          b->second.last_acquire_step + b->second.gap - 1 != step_ || b->second.tier == 0) {
+        continue;
+      }
+      if (MoveUp(id, b->second).ok()) {
+        ++prefetches_;
+        MarkTouched(id, b->second);
+      }
+    }
+  }
+
+  // A buffer brought back for an imminent use counts as used now, so the same step's trim
+  // does not send it straight back down.
+  void MarkTouched(BufferId id, Buffer& b) {
+    b.last_used_step = step_;
+    if (b.counted_idle) {
+      b.counted_idle = false;
+      idle_bytes_ -= b.size;
+    }
+    ScheduleIdle(id, b);
   }
 
   // Idle bookkeeping, incremental: a buffer released (or registered) at step s becomes idle at
@@ -293,6 +349,8 @@ class TierManagerImpl final : public TierManager {
   uint64_t moved_down_ = 0;
   uint64_t moved_up_ = 0;
   uint64_t stalls_ = 0;
+  uint64_t prefetches_ = 0;
+  std::unordered_map<uint64_t, std::vector<BufferId>> prefetch_at_;  // step → buffers due next
   double copy_seconds_ = 0;
   std::deque<double> decision_us_;
 };

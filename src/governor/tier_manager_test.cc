@@ -214,3 +214,36 @@ TEST(TierManagerTest, IncrementalIdleShareMatchesTheDefinition) {
 
 }  // namespace
 }  // namespace seedance::trim
+
+namespace seedance::trim {
+namespace {
+
+TEST(TierManagerTest, PeriodicUseIsLearnedAndPrefetchedAheadOfTime) {
+  PolicyOptions o = SmallBuffers();
+  o.idle_steps = 3;
+  o.idle_share_trigger = 0.1;  // trim whatever has been idle for 3 steps
+  auto m = Make(1024 * kKiB, 4096 * kKiB, o);
+  auto periodic = m->Register(64 * kKiB).value();
+  auto steady = m->Register(64 * kKiB).value();
+  uint64_t stalls_before_learning = 0;
+  for (int step = 0; step < 100; ++step) {
+    if (step % 10 == 0) {  // a burst of use every 10 steps
+      ASSERT_TRUE(m->Acquire(periodic).has_value());
+      ASSERT_TRUE(m->Release(periodic).ok());
+    }
+    ASSERT_TRUE(m->Acquire(steady).has_value());
+    ASSERT_TRUE(m->Release(steady).ok());
+    if (step == 5) {
+      EXPECT_EQ(m->TierOf(periodic).value(), 1) << "idle for 3+ steps: moved down";
+    }
+    if (step == 30) stalls_before_learning = m->Stats().stalls;
+    m->Step();
+  }
+  const TrimStats s = m->Stats();
+  EXPECT_GE(stalls_before_learning, 1u);           // the first uses stall
+  EXPECT_EQ(s.stalls, stalls_before_learning);     // once learned, none
+  EXPECT_GE(s.prefetches, 6u);                     // uses at 40, 50, ..., 90 came back early
+}
+
+}  // namespace
+}  // namespace seedance::trim
