@@ -48,6 +48,20 @@ class Tier {
   virtual void Free(void* p) = 0;
   // Copies `size` bytes from `src` (in `from`) to `dst` (in this tier).
   virtual Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier& from) = 0;
+
+  // Address-keeping blocks (CUDA virtual memory management): when a block's contents move to
+  // a slower tier, the manager Evict()s it — its memory is released but its address stays
+  // reserved — and Restore()s it before copying back, so pointers held elsewhere (kernels,
+  // captured CUDA graphs) stay valid. Free() releases both. Default: no block keeps its address.
+  virtual bool KeepsAddress(const void* /*p*/) const { return false; }
+  // REQUIRES: KeepsAddress(p) and `p` is backed. Counts against used() no more.
+  virtual Status Evict(void* /*p*/) {
+    return Status(StatusCode::kFailedPrecondition, name() + ": blocks do not keep their address");
+  }
+  // REQUIRES: `p` was Evict()ed. kResourceExhausted when the tier's budget has no room.
+  virtual Status Restore(void* /*p*/) {
+    return Status(StatusCode::kFailedPrecondition, name() + ": blocks do not keep their address");
+  }
 };
 
 struct TierStats {
@@ -105,5 +119,20 @@ class TierManager {
 // A RAM tier with a fixed capacity: an arena placed by a best-fit sub-allocator (256 B
 // alignment), for machines without a GPU and for tests.
 std::unique_ptr<Tier> MakeHostTier(std::string name, uint64_t capacity);
+
+struct CudaTierOptions {
+  int device = 0;
+  uint64_t device_budget = 0;      // bytes of GPU memory the manager may back (its occupancy)
+  uint64_t small_arena = 256 << 20;  // GPU slab for blocks below the mapping granularity
+  uint64_t pinned_capacity = 0;    // pinned host memory, allocated up front
+};
+
+// The CUDA tiers, fastest first: GPU memory (blocks of at least the mapping granularity keep
+// their device address across moves; smaller ones are packed into a slab by the
+// sub-allocator) and pinned host memory (one allocation up front, placed in exact sizes;
+// nothing is pinned on the trim path). Copies run on a dedicated non-blocking stream, so a
+// trim never waits behind the compute stream. kUnavailable when built without CUDA or when
+// no device/driver is usable (the message says which).
+Result<std::vector<std::unique_ptr<Tier>>> MakeCudaTiers(const CudaTierOptions& options);
 
 }  // namespace seedance::trim

@@ -24,6 +24,7 @@ struct Buffer {
   uint64_t uses = 0;
   bool acquired = false;
   bool counted_idle = false;  // its bytes are in idle_bytes_
+  void* home = nullptr;       // its fast-tier address, kept while moved (Tier::KeepsAddress)
   std::string name;
   std::string group;
   // Learned access period: the gap (in steps) between bursts of use, confirmed when two
@@ -43,7 +44,14 @@ class TierManagerImpl final : public TierManager {
       auto p = AllocateOn(t, size, /*keep=*/0);
       if (!p) continue;
       BufferId id = next_id_++;
-      buffers_[id] = Buffer{size, t, *p, step_, 0, false, false, std::move(name), std::move(group)};
+      Buffer b;
+      b.size = size;
+      b.tier = t;
+      b.ptr = *p;
+      b.last_used_step = step_;
+      b.name = std::move(name);
+      b.group = std::move(group);
+      buffers_[id] = std::move(b);
       registered_bytes_ += size;
       ScheduleIdle(id, buffers_[id]);
       UpdateEligible(id, buffers_[id]);
@@ -57,6 +65,7 @@ class TierManagerImpl final : public TierManager {
     if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
     if (it->second.acquired) return FailedPreconditionError("buffer is acquired");
     tiers_[it->second.tier]->Free(it->second.ptr);
+    if (it->second.home != nullptr) tiers_[0]->Free(it->second.home);  // its reserved address
     if (it->second.counted_idle) idle_bytes_ -= it->second.size;
     registered_bytes_ -= it->second.size;
     eligible_.erase(id);
@@ -244,8 +253,16 @@ class TierManagerImpl final : public TierManager {
 
   // Allocates on tier `t`, trimming idle buffers off it (never `keep`) when it is tier 0.
   Result<void*> AllocateOn(int t, uint64_t size, BufferId keep) {
-    auto p = tiers_[t]->Allocate(size);
-    if (p || t != 0) return p;
+    if (t != 0) return tiers_[t]->Allocate(size);
+    return WithRoom(size, keep, [&] { return tiers_[0]->Allocate(size); });
+  }
+
+  // Runs `attempt` (a tier-0 allocation or restore of `size` bytes); when tier 0 is full,
+  // moves idle buffers off it (never `keep`) and tries again.
+  template <typename Attempt>
+  Result<void*> WithRoom(uint64_t size, BufferId keep, const Attempt& attempt) {
+    auto p = attempt();
+    if (p) return p;
     // Make room: free what the new buffer needs beyond the low watermark target.
     TierSample s = Sample(0);
     const uint64_t target = static_cast<uint64_t>(policy_.options().low_watermark * s.capacity);
@@ -255,7 +272,7 @@ class TierManagerImpl final : public TierManager {
     for (bool allow_recent : {false, true}) {
       while (true) {
         size_t moved = TrimBytes(need, keep, allow_recent);
-        p = tiers_[t]->Allocate(size);
+        p = attempt();
         if (p) return p;
         if (moved == 0) break;
         need = size;
@@ -265,14 +282,29 @@ class TierManagerImpl final : public TierManager {
   }
 
   Status MoveUp(BufferId id, Buffer& b) {
-    auto p = AllocateOn(0, b.size, id);
+    void* home = b.home;
+    auto p = home != nullptr ? WithRoom(b.size, id,
+                                        [&]() -> Result<void*> {
+                                          Status r = tiers_[0]->Restore(home);
+                                          if (!r.ok()) return r;
+                                          return home;
+                                        })
+                             : AllocateOn(0, b.size, id);
     if (!p) return p.error();
     auto copy_start = std::chrono::steady_clock::now();
     Status copied = tiers_[0]->CopyFrom(*p, b.ptr, b.size, *tiers_[b.tier]);
     copy_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
-    SEEDANCE_RETURN_IF_ERROR(copied);
+    if (!copied.ok()) {
+      if (home != nullptr) {
+        (void)tiers_[0]->Evict(home);
+      } else {
+        tiers_[0]->Free(*p);
+      }
+      return copied;
+    }
     tiers_[b.tier]->Free(b.ptr);
     b.ptr = *p;
+    b.home = nullptr;
     b.tier = 0;
     UpdateEligible(id, b);
     moved_up_ += b.size;
@@ -320,7 +352,15 @@ class TierManagerImpl final : public TierManager {
         tiers_[1]->Free(*p);
         continue;
       }
-      tiers_[0]->Free(b.ptr);
+      if (tiers_[0]->KeepsAddress(b.ptr)) {
+        if (!tiers_[0]->Evict(b.ptr).ok()) {  // cannot release it: leave it where it is
+          tiers_[1]->Free(*p);
+          continue;
+        }
+        b.home = b.ptr;
+      } else {
+        tiers_[0]->Free(b.ptr);
+      }
       b.ptr = *p;
       b.tier = 1;
       UpdateEligible(id, b);
