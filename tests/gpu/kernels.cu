@@ -1,0 +1,91 @@
+#include "kernels.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace seedance::gpu_testing {
+namespace {
+
+__global__ void AddOneKernel(unsigned char* p, uint64_t n) {
+  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    p[i] = static_cast<unsigned char>(p[i] + 1);
+  }
+}
+
+__global__ void SumKernel(const unsigned char* p, uint64_t n, unsigned long long* out) {
+  unsigned long long local = 0;
+  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    local += p[i];
+  }
+  atomicAdd(out, local);
+}
+
+}  // namespace
+
+bool AddOne(void* p, uint64_t n) {
+  AddOneKernel<<<256, 256>>>(static_cast<unsigned char*>(p), n);
+  return cudaDeviceSynchronize() == cudaSuccess;
+}
+
+uint64_t DeviceSum(const void* p, uint64_t n) {
+  unsigned long long* out = nullptr;
+  if (cudaMalloc(&out, sizeof *out) != cudaSuccess) return 0;
+  cudaMemset(out, 0, sizeof *out);
+  SumKernel<<<256, 256>>>(static_cast<const unsigned char*>(p), n, out);
+  unsigned long long host = 0;
+  cudaMemcpy(&host, out, sizeof host, cudaMemcpyDeviceToHost);
+  cudaFree(out);
+  return host;
+}
+
+void* CaptureAddOneGraph(void* p, uint64_t n) {
+  cudaStream_t stream;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return nullptr;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
+  AddOneKernel<<<256, 256, 0, stream>>>(static_cast<unsigned char*>(p), n);
+  cudaStreamEndCapture(stream, &graph);
+  if (graph == nullptr || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) exec = nullptr;
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  return exec;
+}
+
+bool LaunchGraph(void* graph) {
+  return cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), 0) == cudaSuccess &&
+         cudaDeviceSynchronize() == cudaSuccess;
+}
+
+void DestroyGraph(void* graph) { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph)); }
+
+bool Copy(void* dst, const void* src, uint64_t n) {
+  return cudaMemcpy(dst, src, n, cudaMemcpyDefault) == cudaSuccess;
+}
+
+double PinnedBandwidthGbps(uint64_t bytes) {
+  void* dev = nullptr;
+  void* host = nullptr;
+  if (cudaMalloc(&dev, bytes) != cudaSuccess) return 0;
+  if (cudaHostAlloc(&host, bytes, cudaHostAllocDefault) != cudaSuccess) {
+    cudaFree(dev);
+    return 0;
+  }
+  double best_down = 0, best_up = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost);
+    auto t1 = std::chrono::steady_clock::now();
+    cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice);
+    auto t2 = std::chrono::steady_clock::now();
+    best_down = std::max(best_down, bytes / std::chrono::duration<double>(t1 - t0).count() / 1e9);
+    best_up = std::max(best_up, bytes / std::chrono::duration<double>(t2 - t1).count() / 1e9);
+  }
+  cudaFreeHost(host);
+  cudaFree(dev);
+  return std::min(best_down, best_up);
+}
+
+}  // namespace seedance::gpu_testing
