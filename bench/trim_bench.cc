@@ -1,6 +1,6 @@
 // trim_bench: the seedance::trim library on a synthetic dual workload, trimming off and on.
 //
-//   trim_bench [STEPS] [SVG_PATH]
+//   trim_bench [STEPS] [SVG_PATH] [host|cuda]
 //
 // Three groups of buffers, 10,000 in all, sizes like a small and a large model's tensors
 // (many small ones, a few of 32 MiB):
@@ -24,6 +24,9 @@
 
 #include "bench/svg_plot.h"
 #include "seedance/trim.h"
+#ifdef SEEDANCE_WITH_CUDA
+#include "gpu/kernels.h"
+#endif
 
 using namespace seedance;
 using Clock = std::chrono::steady_clock;
@@ -69,21 +72,59 @@ struct RunResult {
   std::vector<double> fast_mib;  // per step
 };
 
+bool g_cuda = false;
+
+// The step's "compute": on the host, read every cache line; on the GPU, a kernel per buffer
+// reading every 64th byte, all launched before one wait at the end of the step.
+uint64_t Compute(const void* p, uint64_t n) {
+#ifdef SEEDANCE_WITH_CUDA
+  if (g_cuda) return gpu_testing::TouchAsync(p, n) ? 1 : 0;
+#endif
+  return Touch(p, n);
+}
+void EndOfStep() {
+#ifdef SEEDANCE_WITH_CUDA
+  if (g_cuda) gpu_testing::Synchronize();
+#endif
+}
+void Fill(void* p, uint64_t n, int value) {
+#ifdef SEEDANCE_WITH_CUDA
+  if (g_cuda) {
+    std::vector<char> host(n, static_cast<char>(value));
+    gpu_testing::Copy(p, host.data(), n);
+    return;
+  }
+#endif
+  std::memset(p, value, n);
+}
+
 RunResult Run(bool trimming, int steps, std::vector<Group>& groups) {
   uint64_t total = 0;
   for (auto& g : groups) total += g.bytes;
   trim::PolicyOptions o;
   if (!trimming) o.occupancy_trigger = o.idle_share_trigger = o.fragmentation_trigger = 2;
   std::vector<std::unique_ptr<trim::Tier>> tiers;
-  tiers.push_back(trim::MakeHostTier("fast", total + 64 * kMiB));
-  tiers.push_back(trim::MakeHostTier("slow", total + 64 * kMiB));
+  if (g_cuda) {
+    auto cuda = trim::MakeCudaTiers({.device = 0,
+                                     .device_budget = total + 256 * kMiB,
+                                     .small_arena = 128 * kMiB,
+                                     .pinned_capacity = total + 256 * kMiB});
+    if (!cuda) {
+      std::fprintf(stderr, "trim_bench: %s\n", cuda.error().message().c_str());
+      std::exit(1);
+    }
+    tiers = std::move(cuda).value();
+  } else {
+    tiers.push_back(trim::MakeHostTier("fast", total + 64 * kMiB));
+    tiers.push_back(trim::MakeHostTier("slow", total + 64 * kMiB));
+  }
   auto m = trim::TierManager::Create(std::move(tiers), o).value();
   for (auto& g : groups) {
     g.ids.clear();
     for (uint64_t s : g.sizes) {
       auto id = m->Register(s).value();
       void* p = m->Acquire(id).value();
-      std::memset(p, static_cast<int>(id), s);
+      Fill(p, s, static_cast<int>(id));
       (void)m->Release(id);
       g.ids.push_back(id);
     }
@@ -99,10 +140,11 @@ RunResult Run(bool trimming, int steps, std::vector<Group>& groups) {
     for (const Group* g : working) {
       for (size_t i = 0; i < g->ids.size(); ++i) {
         void* p = m->Acquire(g->ids[i]).value();
-        sum += Touch(p, g->sizes[i]);
+        sum += Compute(p, g->sizes[i]);
         (void)m->Release(g->ids[i]);
       }
     }
+    EndOfStep();
     g_sink = sum;
     m->Step();
     step_total += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -142,12 +184,22 @@ double MemcpyGbps() {
 
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 800;
+  g_cuda = argc > 3 && std::string(argv[3]) == "cuda";
+#ifndef SEEDANCE_WITH_CUDA
+  if (g_cuda) {
+    std::fprintf(stderr, "trim_bench: built without CUDA\n");
+    return 1;
+  }
+#endif
   std::mt19937_64 rng(2026);
   std::vector<Group> groups;
   groups.push_back(MakeGroup(rng, 1999, 1));  // small model
   groups.push_back(MakeGroup(rng, 3995, 5));  // large model, bursts
   groups.push_back(MakeGroup(rng, 3995, 5));  // large, cold
-  const double pinned = MemcpyGbps();
+  double pinned = MemcpyGbps();
+#ifdef SEEDANCE_WITH_CUDA
+  if (g_cuda) pinned = gpu_testing::PinnedBandwidthGbps(256 * kMiB);
+#endif
   RunResult off = Run(false, steps, groups);
   RunResult on = Run(true, steps, groups);
   const uint64_t moved = on.stats.bytes_moved_down + on.stats.bytes_moved_up;
@@ -156,19 +208,21 @@ int main(int argc, char** argv) {
     std::vector<double> x;
     for (int i = 0; i < steps; ++i) x.push_back(i);
     std::ofstream(argv[2]) << bench::LineChartSvg(
-        "seedance::trim, host tier: fast-tier bytes per step", "step", x,
+        g_cuda ? "seedance::trim, CUDA tiers: GPU bytes per step"
+               : "seedance::trim, host tier: fast-tier bytes per step",
+        "step", x,
         {{"fast tier (MiB)",
           {{"trimming off", "#d62728", off.fast_mib}, {"trimming on", "#1f77b4", on.fast_mib}}}});
   }
   std::printf(
-      "{\"benchmark\": \"trim\", \"tier\": \"host\", \"buffers\": %llu, \"steps\": %d, "
+      "{\"benchmark\": \"trim\", \"tier\": \"%s\", \"buffers\": %llu, \"steps\": %d, "
       "\"registered_bytes\": %llu, \"peak_bytes_off\": %llu, \"peak_bytes_on\": %llu, "
       "\"mean_bytes_off\": %.0f, \"mean_bytes_on\": %.0f, \"peak_reduction\": %.3f, "
       "\"idle_share\": %.3f, \"idle_share_mean\": %.3f, \"step_ms_off\": %.3f, \"step_ms_on\": %.3f, \"step_overhead\": %.4f, "
       "\"trims\": %llu, \"stalls\": %llu, \"prefetches\": %llu, \"bytes_moved\": %llu, "
       "\"trim_latency_us\": {\"p50\": %.2f, \"p99\": %.2f}, \"copy_gbps\": %.2f, "
       "\"pinned_gbps\": %.2f}\n",
-      static_cast<unsigned long long>(on.stats.buffers), steps,
+      g_cuda ? "cuda" : "host", static_cast<unsigned long long>(on.stats.buffers), steps,
       static_cast<unsigned long long>(on.stats.registered_bytes),
       static_cast<unsigned long long>(off.peak), static_cast<unsigned long long>(on.peak), off.mean,
       on.mean, 1.0 - static_cast<double>(on.peak) / static_cast<double>(off.peak),

@@ -22,7 +22,26 @@ __global__ void SumKernel(const unsigned char* p, uint64_t n, unsigned long long
   atomicAdd(out, local);
 }
 
+__global__ void TouchKernel(const unsigned char* p, uint64_t n, unsigned long long* sink) {
+  unsigned long long local = 0;
+  for (uint64_t i = (blockIdx.x * blockDim.x + threadIdx.x) * 64; i < n;
+       i += gridDim.x * blockDim.x * 64) {
+    local += p[i];
+  }
+  if (local == 0xFFFFFFFFFFFFFFFFull) *sink = local;  // keeps the loads
+}
+
 }  // namespace
+
+bool TouchAsync(const void* p, uint64_t n) {
+  static unsigned long long* sink = nullptr;
+  if (sink == nullptr && cudaMalloc(&sink, sizeof *sink) != cudaSuccess) return false;
+  const unsigned blocks = static_cast<unsigned>(std::min<uint64_t>(256, (n / 64 + 255) / 256 + 1));
+  TouchKernel<<<blocks, 256>>>(static_cast<const unsigned char*>(p), n, sink);
+  return cudaGetLastError() == cudaSuccess;
+}
+
+bool Synchronize() { return cudaDeviceSynchronize() == cudaSuccess; }
 
 bool AddOne(void* p, uint64_t n) {
   AddOneKernel<<<256, 256>>>(static_cast<unsigned char*>(p), n);

@@ -9,6 +9,10 @@ namespace seedance::gpu_testing {
 bool AddOne(void* p, uint64_t n);
 // Sum of the bytes of `p` (device memory), read by a kernel; waits.
 uint64_t DeviceSum(const void* p, uint64_t n);
+// Launches a kernel that reads every byte of `p` (device memory) without waiting; Synchronize()
+// waits for all of them. For the benchmark's "compute".
+bool TouchAsync(const void* p, uint64_t n);
+bool Synchronize();
 // Captures AddOne(p, n) into a CUDA graph, returns an opaque handle (null on error).
 void* CaptureAddOneGraph(void* p, uint64_t n);
 bool LaunchGraph(void* graph);
