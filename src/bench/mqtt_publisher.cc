@@ -10,17 +10,10 @@
 #include <thread>
 
 #include "mqtt/codec.h"
+#include "util/clock.h"
 
 namespace seedance::bench {
 namespace asio = boost::asio;
-
-namespace {
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
 
 struct MqttPublisher::Socket {
   asio::io_context io;
@@ -51,7 +44,7 @@ Result<std::unique_ptr<MqttPublisher>> MqttPublisher::Connect(PublisherOptions o
   p->socket_->sock.set_option(asio::ip::tcp::no_delay(true), ec);
   std::string out;
   mqtt::Connect connect{.version = mqtt::Version::kV311,
-                        .client_id = fmt::format("seedance-bench-{}", NowNs()),
+                        .client_id = fmt::format("seedance-bench-{}", util::WallNowNs()),
                         .username = o.username,
                         .password = o.password};
   if (Status s = mqtt::Encode(connect, mqtt::Version::kV311, out); !s.ok()) return s;
@@ -122,7 +115,7 @@ Result<uint64_t> MqttPublisher::Run(const std::atomic<bool>& stop) {
     }
     out.clear();
     mqtt::Publish publish{.topic = o.topic,
-                          .payload = o.make_payload(i, NowNs()),
+                          .payload = o.make_payload(i, util::WallNowNs()),
                           .qos = static_cast<uint8_t>(o.qos),
                           .packet_id = static_cast<uint16_t>(o.qos > 0 ? i % 65535 + 1 : 0)};
     if (Status s = mqtt::Encode(publish, mqtt::Version::kV311, out); !s.ok()) return s;

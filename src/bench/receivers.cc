@@ -11,19 +11,13 @@
 
 #include <chrono>
 #include <list>
+
+#include "util/clock.h"
 #include <mutex>
 
 namespace seedance::bench {
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
-
-namespace {
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
 
 struct HttpStampReceiver::State {
   asio::io_context io;
@@ -67,7 +61,7 @@ Result<std::string> HttpStampReceiver::Start() {
           parser.body_limit(256u << 20);
           http::read(*raw, buffer, parser, rec);
           if (rec) break;
-          const int64_t now = NowNs();
+          const int64_t now = util::WallNowNs();
           const auto& req = parser.get();
           ForEachStamp(req.body(), [&](const Stamp& stamp) { recorder_.Record(stamp, now); });
           requests_.fetch_add(1);
@@ -136,7 +130,7 @@ void FileStampTailer::Loop() {
     }
     const size_t complete = pending.rfind('\n');
     if (complete != std::string::npos) {
-      const int64_t now = NowNs();
+      const int64_t now = util::WallNowNs();
       ForEachStamp(std::string_view(pending).substr(0, complete + 1),
                    [&](const Stamp& stamp) { recorder_.Record(stamp, now); });
       pending.erase(0, complete + 1);

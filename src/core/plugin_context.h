@@ -10,17 +10,13 @@
 #include "core/component_stats.h"
 #include "core/event_loop.h"
 #include "observe/metrics.h"
+#include "util/clock.h"
 
 namespace seedance {
 
 class RedeliveryGuard;
 
-// Wall clock in Unix nanoseconds.
-inline int64_t WallNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+using util::WallNowNs;
 
 struct PluginContext {
   std::string name;           // the component's name from the config

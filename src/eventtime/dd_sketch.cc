@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "util/little_endian.h"
+
 namespace seedance::eventtime {
 namespace {
 
@@ -11,17 +13,8 @@ constexpr double kGamma = (1 + DDSketch::kRelativeAccuracy) / (1 - DDSketch::kRe
 const double kLogGamma = std::log(kGamma);
 constexpr double kZeroBelow = 1e-9;
 
-template <typename T>
-void Put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-template <typename T>
-bool Get(std::string_view& in, T* v) {
-  if (in.size() < sizeof *v) return false;
-  std::memcpy(v, in.data(), sizeof *v);
-  in.remove_prefix(sizeof *v);
-  return true;
-}
+using util::PutRaw;
+using util::ReadRaw;
 
 }  // namespace
 
@@ -76,22 +69,22 @@ size_t DDSketch::bytes() const {
 }
 
 void DDSketch::AppendTo(std::string& out) const {
-  Put<uint64_t>(out, zero_);
-  Put<uint32_t>(out, static_cast<uint32_t>(positive_.size()));
-  Put<uint32_t>(out, static_cast<uint32_t>(negative_.size()));
+  PutRaw<uint64_t>(out, zero_);
+  PutRaw<uint32_t>(out, static_cast<uint32_t>(positive_.size()));
+  PutRaw<uint32_t>(out, static_cast<uint32_t>(negative_.size()));
   for (const auto& [i, n] : positive_) {
-    Put(out, i);
-    Put(out, n);
+    PutRaw(out, i);
+    PutRaw(out, n);
   }
   for (const auto& [i, n] : negative_) {
-    Put(out, i);
-    Put(out, n);
+    PutRaw(out, i);
+    PutRaw(out, n);
   }
 }
 
 bool DDSketch::ReadFrom(std::string_view& in) {
   uint32_t np = 0, nn = 0;
-  if (!Get(in, &zero_) || !Get(in, &np) || !Get(in, &nn) || in.size() < (np + nn) * 8ull) {
+  if (!ReadRaw(in, &zero_) || !ReadRaw(in, &np) || !ReadRaw(in, &nn) || in.size() < (np + nn) * 8ull) {
     return false;
   }
   count_ = zero_;
@@ -99,8 +92,8 @@ bool DDSketch::ReadFrom(std::string_view& in) {
   negative_.resize(nn);
   for (auto* buckets : {&positive_, &negative_}) {
     for (auto& [i, n] : *buckets) {
-      Get(in, &i);
-      Get(in, &n);
+      ReadRaw(in, &i);
+      ReadRaw(in, &n);
       count_ += n;
     }
   }

@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <cstring>
 
+#include "util/little_endian.h"
+
 namespace seedance::eventtime {
 namespace {
 
-void PutI64(std::string& out, int64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
+void PutI64(std::string& out, int64_t v) { util::PutRaw(out, v); }
 int64_t GetI64(std::string_view in, size_t pos) {
-  int64_t v;
-  std::memcpy(&v, in.data() + pos, 8);
-  return v;
+  return static_cast<int64_t>(util::GetFixed64(in.data() + pos));
 }
 
 }  // namespace

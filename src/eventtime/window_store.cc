@@ -3,20 +3,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "util/little_endian.h"
+
 namespace seedance::eventtime {
 namespace {
 
-template <typename T>
-void Put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-template <typename T>
-bool Get(std::string_view& in, T* v) {
-  if (in.size() < sizeof *v) return false;
-  std::memcpy(v, in.data(), sizeof *v);
-  in.remove_prefix(sizeof *v);
-  return true;
-}
+using util::PutRaw;
+using util::ReadRaw;
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
@@ -159,15 +152,15 @@ void WindowStore::TakeChangedState(
     value.clear();
     if (it != keys_.end()) {
       const KeyState& k = it->second;
-      Put<int64_t>(value, k.watermark);
-      Put<uint32_t>(value, static_cast<uint32_t>(k.windows.size()));
+      PutRaw<int64_t>(value, k.watermark);
+      PutRaw<uint32_t>(value, static_cast<uint32_t>(k.windows.size()));
       for (const auto& [start, w] : k.windows) {
-        Put<int64_t>(value, start);
-        Put<uint64_t>(value, w.count);
-        Put<double>(value, w.sum);
-        Put<double>(value, w.min);
-        Put<double>(value, w.max);
-        Put<uint32_t>(value, w.emissions);
+        PutRaw<int64_t>(value, start);
+        PutRaw<uint64_t>(value, w.count);
+        PutRaw<double>(value, w.sum);
+        PutRaw<double>(value, w.min);
+        PutRaw<double>(value, w.max);
+        PutRaw<uint32_t>(value, w.emissions);
         w.sketch.AppendTo(value);
       }
     }
@@ -176,7 +169,7 @@ void WindowStore::TakeChangedState(
   dirty_.clear();
   if (stream_dirty_) {
     value.clear();
-    Put<int64_t>(value, stream_watermark_);
+    PutRaw<int64_t>(value, stream_watermark_);
     sink("stream", value);
     stream_dirty_ = false;
   }
@@ -185,19 +178,19 @@ void WindowStore::TakeChangedState(
 Status WindowStore::RestoreState(std::string_view key, std::string_view value, int64_t now_ns) {
   const Status bad(StatusCode::kInvalidArgument, "bad window checkpoint entry");
   if (key == "stream") {
-    return Get(value, &stream_watermark_) ? Status::Ok() : bad;
+    return ReadRaw(value, &stream_watermark_) ? Status::Ok() : bad;
   }
   if (key.substr(0, 2) != "k:") return bad;
   const std::string name(key.substr(2));
   KeyState k;
   k.last_seen_ns = now_ns;
   uint32_t n = 0;
-  if (!Get(value, &k.watermark) || !Get(value, &n)) return bad;
+  if (!ReadRaw(value, &k.watermark) || !ReadRaw(value, &n)) return bad;
   for (uint32_t i = 0; i < n; ++i) {
     int64_t start = 0;
     WindowAggregate w;
-    if (!Get(value, &start) || !Get(value, &w.count) || !Get(value, &w.sum) ||
-        !Get(value, &w.min) || !Get(value, &w.max) || !Get(value, &w.emissions) ||
+    if (!ReadRaw(value, &start) || !ReadRaw(value, &w.count) || !ReadRaw(value, &w.sum) ||
+        !ReadRaw(value, &w.min) || !ReadRaw(value, &w.max) || !ReadRaw(value, &w.emissions) ||
         !w.sketch.ReadFrom(value)) {
       return bad;
     }

@@ -6,10 +6,25 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 namespace seedance::util {
 
 static_assert(std::endian::native == std::endian::little, "big-endian hosts need byte swaps");
+
+// Any trivially copyable value, in host (little-endian) byte order; ReadFixed consumes it from
+// the front of `in` and returns false when too few bytes are left.
+template <typename T>
+void PutRaw(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+template <typename T>
+bool ReadRaw(std::string_view& in, T* v) {
+  if (in.size() < sizeof *v) return false;
+  std::memcpy(v, in.data(), sizeof *v);
+  in.remove_prefix(sizeof *v);
+  return true;
+}
 
 inline void PutFixed16(std::string& out, uint16_t v) {
   out.append(reinterpret_cast<const char*>(&v), 2);

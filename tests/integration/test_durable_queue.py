@@ -11,6 +11,7 @@ from testing.broker import Broker
 from testing.http_receiver import Receiver
 from testing.mqtt_publish import publish_all
 from testing.process_stats import RssSampler
+from testing.waiting import wait_until
 from testing.seedance_process import Seedance, metric, scrape
 from testing.broker import free_port
 
@@ -38,15 +39,6 @@ queue:
 
 def puback_count(broker, client_id):
     return broker.log_text().count(f"Received PUBACK from {client_id}")
-
-
-def wait_until(pred, timeout, step=0.05):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(step)
-    return False
 
 
 def test_kill_9_at_random_moments_loses_nothing(tmp_path):

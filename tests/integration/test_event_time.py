@@ -11,16 +11,8 @@ import time
 from testing.broker import Broker
 from testing.http_receiver import Receiver
 from testing.mqtt_publish import connect, publish_all
+from testing.waiting import wait_until
 from testing.seedance_process import Seedance
-
-
-def wait_until(pred, timeout, step=0.1):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(step)
-    return False
 
 
 def last_emissions(events):
