@@ -1,6 +1,7 @@
 // trim_bench: the seedance::trim library on a synthetic dual workload, trimming off and on.
 //
-//   trim_bench [STEPS] [SVG_PATH] [host|cuda]
+//   trim_bench [STEPS] [SVG_PATH] [host|cuda] [async|sync]   (moves copied in the background
+//                                                            by default: async_copies)
 //
 // Three groups of buffers, 10,000 in all, sizes like a small and a large model's tensors
 // (many small ones, a few of 32 MiB):
@@ -73,6 +74,7 @@ struct RunResult {
 };
 
 bool g_cuda = false;
+bool g_async = true;
 
 // The step's "compute": on the host, read every cache line; on the GPU, a kernel per buffer
 // reading every 64th byte, all launched before one wait at the end of the step.
@@ -103,6 +105,7 @@ RunResult Run(bool trimming, int steps, std::vector<Group>& groups) {
   for (auto& g : groups) total += g.bytes;
   trim::PolicyOptions o;
   if (!trimming) o.occupancy_trigger = o.idle_share_trigger = o.fragmentation_trigger = 2;
+  o.async_copies = g_async;
   std::vector<std::unique_ptr<trim::Tier>> tiers;
   if (g_cuda) {
     auto cuda = trim::MakeCudaTiers({.device = 0,
@@ -185,6 +188,7 @@ double MemcpyGbps() {
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 800;
   g_cuda = argc > 3 && std::string(argv[3]) == "cuda";
+  g_async = !(argc > 4 && std::string(argv[4]) == "sync");
 #ifndef SEEDANCE_WITH_CUDA
   if (g_cuda) {
     std::fprintf(stderr, "trim_bench: built without CUDA\n");
@@ -215,14 +219,15 @@ int main(int argc, char** argv) {
           {{"trimming off", "#d62728", off.fast_mib}, {"trimming on", "#1f77b4", on.fast_mib}}}});
   }
   std::printf(
-      "{\"benchmark\": \"trim\", \"tier\": \"%s\", \"buffers\": %llu, \"steps\": %d, "
+      "{\"benchmark\": \"trim\", \"tier\": \"%s\", \"copies\": \"%s\", \"buffers\": %llu, \"steps\": %d, "
       "\"registered_bytes\": %llu, \"peak_bytes_off\": %llu, \"peak_bytes_on\": %llu, "
       "\"mean_bytes_off\": %.0f, \"mean_bytes_on\": %.0f, \"peak_reduction\": %.3f, "
       "\"idle_share\": %.3f, \"idle_share_mean\": %.3f, \"step_ms_off\": %.3f, \"step_ms_on\": %.3f, \"step_overhead\": %.4f, "
       "\"trims\": %llu, \"stalls\": %llu, \"prefetches\": %llu, \"bytes_moved\": %llu, "
       "\"trim_latency_us\": {\"p50\": %.2f, \"p99\": %.2f}, \"copy_gbps\": %.2f, "
       "\"pinned_gbps\": %.2f}\n",
-      g_cuda ? "cuda" : "host", static_cast<unsigned long long>(on.stats.buffers), steps,
+      g_cuda ? "cuda" : "host", g_async ? "async" : "sync",
+      static_cast<unsigned long long>(on.stats.buffers), steps,
       static_cast<unsigned long long>(on.stats.registered_bytes),
       static_cast<unsigned long long>(off.peak), static_cast<unsigned long long>(on.peak), off.mean,
       on.mean, 1.0 - static_cast<double>(on.peak) / static_cast<double>(off.peak),

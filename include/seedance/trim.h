@@ -31,6 +31,12 @@ struct PolicyOptions {
   double fragmentation_trigger = 0.28;      // 1 − largest free block / total free, above
   uint64_t min_victim_bytes = 16ull << 20;  // smaller buffers are not worth moving
   double low_watermark = 0.80;              // a trim moves buffers until occupancy is under this
+  // Moves started by Step() (policy trims, learned prefetches) copy on a worker thread (for
+  // the CUDA tiers: on the copy stream) while the program computes; each completes (memory
+  // freed, pointer switched) at a later call. Acquire() of a buffer in flight waits for its
+  // copy (a trim in flight is called off). Explicit Trim(), Prefetch() and room-making moves
+  // stay synchronous.
+  bool async_copies = false;
 };
 
 // A place buffers can live.

@@ -4,6 +4,10 @@
 #include <deque>
 #include <unordered_map>
 #include <unordered_set>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "governor/trim_policy.h"
 #include "seedance/trim.h"
@@ -16,6 +20,68 @@ using governor::TierSample;
 using governor::TrimPolicy;
 using governor::TrimReason;
 
+// Runs copies between tiers on its own thread, in submission order.
+class CopyWorker {
+ public:
+  struct Job {
+    void* dst = nullptr;
+    const void* src = nullptr;
+    uint64_t size = 0;
+    Tier* to = nullptr;
+    const Tier* from = nullptr;
+    bool down = true;  // fast → slow (a trim) or back (a prefetch)
+    Status result;
+    double seconds = 0;
+    std::atomic<bool> done{false};
+  };
+
+  CopyWorker() : thread_([this] { Loop(); }) {}
+  ~CopyWorker() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void Submit(std::shared_ptr<Job> job) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(job));
+    }
+    cv_.notify_all();
+  }
+  void Wait(const Job& job) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [&] { return job.done.load(); });
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      std::shared_ptr<Job> job = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      auto t0 = std::chrono::steady_clock::now();
+      job->result = job->to->CopyFrom(job->dst, job->src, job->size, *job->from);
+      job->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      lock.lock();
+      job->done = true;
+      done_cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable done_cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 struct Buffer {
   uint64_t size = 0;
   int tier = 0;
@@ -25,6 +91,7 @@ struct Buffer {
   bool acquired = false;
   bool counted_idle = false;  // its bytes are in idle_bytes_
   void* home = nullptr;       // its fast-tier address, kept while moved (Tier::KeepsAddress)
+  std::shared_ptr<CopyWorker::Job> job;  // a move in flight (async_copies)
   std::string name;
   std::string group;
   // Learned access period: the gap (in steps) between bursts of use, confirmed when two
@@ -37,7 +104,9 @@ struct Buffer {
 class TierManagerImpl final : public TierManager {
  public:
   TierManagerImpl(std::vector<std::unique_ptr<Tier>> tiers, PolicyOptions options)
-      : tiers_(std::move(tiers)), policy_(options) {}
+      : tiers_(std::move(tiers)), policy_(options) {
+    if (options.async_copies) worker_ = std::make_unique<CopyWorker>();
+  }
 
   Result<BufferId> Register(uint64_t size, std::string name, std::string group) override {
     for (int t = 0; t < static_cast<int>(tiers_.size()); ++t) {
@@ -64,6 +133,7 @@ class TierManagerImpl final : public TierManager {
     auto it = buffers_.find(id);
     if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
     if (it->second.acquired) return FailedPreconditionError("buffer is acquired");
+    CallOff(it->second);
     tiers_[it->second.tier]->Free(it->second.ptr);
     if (it->second.home != nullptr) tiers_[0]->Free(it->second.home);  // its reserved address
     if (it->second.counted_idle) idle_bytes_ -= it->second.size;
@@ -77,6 +147,14 @@ class TierManagerImpl final : public TierManager {
     auto it = buffers_.find(id);
     if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
     Buffer& b = it->second;
+    if (b.job) {
+      worker_->Wait(*b.job);
+      if (b.job->down) {
+        CallOff(b);  // trimmed while in use again: keep it where it is
+      } else {
+        Finish(id, b);  // prefetched: arrived, or arrives now
+      }
+    }
     if (b.tier != 0) {
       SEEDANCE_RETURN_IF_ERROR(MoveUp(id, b));
       ++stalls_;
@@ -103,30 +181,37 @@ class TierManagerImpl final : public TierManager {
 
   void Step() override {
     ++step_;
+    Reap(/*wait=*/false);
     PrefetchDue();
     AgeIdle();
     TrimReason reason = policy_.Sample(Sample(0), IdleShare());
-    if (reason != TrimReason::kNone) TrimFor(reason, 0);
+    if (reason != TrimReason::kNone) TrimFor(reason, 0, /*async=*/worker_ != nullptr);
   }
 
   Status Prefetch(BufferId id) override {
     auto it = buffers_.find(id);
     if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
+    Reap(/*wait=*/true);
     if (it->second.tier == 0) return Status::Ok();
     SEEDANCE_RETURN_IF_ERROR(MoveUp(id, it->second));
     MarkTouched(id, it->second);
     return Status::Ok();
   }
 
-  size_t Trim() override { return TrimFor(TrimReason::kOccupancy, 0); }
+  size_t Trim() override {
+    Reap(/*wait=*/true);
+    return TrimFor(TrimReason::kOccupancy, 0, /*async=*/false);
+  }
 
   Result<int> TierOf(BufferId id) const override {
+    const_cast<TierManagerImpl*>(this)->Reap(/*wait=*/true);  // where it is once moves land
     auto it = buffers_.find(id);
     if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
     return it->second.tier;
   }
 
   TrimStats Stats() const override {
+    const_cast<TierManagerImpl*>(this)->Reap(/*wait=*/false);
     TrimStats s;
     for (int t = 0; t < static_cast<int>(tiers_.size()); ++t) {
       const Tier& tier = *tiers_[t];
@@ -166,7 +251,9 @@ class TierManagerImpl final : public TierManager {
     out.reserve(eligible_.size());
     for (BufferId id : eligible_) {
       const Buffer& b = buffers_.at(id);
-      out.push_back(BufferState{id, b.size, true, b.acquired, b.last_used_step, b.uses});
+      // A buffer being moved is in use as far as the policy is concerned.
+      out.push_back(BufferState{id, b.size, true, b.acquired || b.job != nullptr,
+                                b.last_used_step, b.uses});
     }
     return out;
   }
@@ -194,6 +281,104 @@ class TierManagerImpl final : public TierManager {
     if (b.gap > 1) prefetch_at_[step_ + b.gap - 1].push_back(id);
   }
 
+  // ---- moves in flight (async_copies) ----
+  void Start(BufferId id, Buffer& b, void* dst, const void* src, Tier* to, const Tier* from,
+             bool down) {
+    auto job = std::make_shared<CopyWorker::Job>();
+    job->dst = dst;
+    job->src = src;
+    job->size = b.size;
+    job->to = to;
+    job->from = from;
+    job->down = down;
+    b.job = job;
+    in_flight_.push_back(id);
+    worker_->Submit(std::move(job));
+  }
+
+  // A prefetch: room on tier 0 (or the kept address backed again) now, the copy in flight.
+  Status StartMoveUp(BufferId id, Buffer& b) {
+    void* home = b.home;
+    auto p = home != nullptr ? WithRoom(b.size, id,
+                                        [&]() -> Result<void*> {
+                                          Status r = tiers_[0]->Restore(home);
+                                          if (!r.ok()) return r;
+                                          return home;
+                                        })
+                             : AllocateOn(0, b.size, id);
+    if (!p) return p.error();
+    Start(id, b, *p, b.ptr, tiers_[0].get(), tiers_[b.tier].get(), /*down=*/false);
+    return Status::Ok();
+  }
+
+  // Completes a finished move: frees (or evicts) the source and switches the pointer.
+  void Finish(BufferId id, Buffer& b) {
+    std::shared_ptr<CopyWorker::Job> job = std::move(b.job);
+    copy_seconds_ += job->seconds;
+    if (!job->result.ok()) {
+      Discard(b, *job);
+      return;
+    }
+    if (job->down) {
+      if (tiers_[0]->KeepsAddress(b.ptr)) {
+        if (!tiers_[0]->Evict(b.ptr).ok()) {
+          tiers_[1]->Free(job->dst);
+          return;
+        }
+        b.home = b.ptr;
+      } else {
+        tiers_[0]->Free(b.ptr);
+      }
+      b.tier = 1;
+      moved_down_ += b.size;
+    } else {
+      tiers_[b.tier]->Free(b.ptr);
+      b.home = nullptr;
+      b.tier = 0;
+      moved_up_ += b.size;
+      ++prefetches_;
+    }
+    b.ptr = job->dst;
+    UpdateEligible(id, b);
+  }
+
+  // Undoes a move's destination; the buffer stays where it was.
+  void Discard(Buffer& b, const CopyWorker::Job& job) {
+    if (job.down) {
+      tiers_[1]->Free(job.dst);
+    } else if (job.dst == b.home) {
+      (void)tiers_[0]->Evict(b.home);
+    } else {
+      tiers_[0]->Free(job.dst);
+    }
+  }
+
+  // Waits for the buffer's move, if any, and calls it off.
+  void CallOff(Buffer& b) {
+    if (!b.job) return;
+    worker_->Wait(*b.job);
+    std::shared_ptr<CopyWorker::Job> job = std::move(b.job);
+    copy_seconds_ += job->seconds;
+    Discard(b, *job);
+  }
+
+  // Completes the moves that have finished (all of them, waiting, with `wait`).
+  void Reap(bool wait) {
+    if (in_flight_.empty()) return;
+    std::vector<BufferId> still;
+    for (BufferId id : in_flight_) {
+      auto it = buffers_.find(id);
+      if (it == buffers_.end() || !it->second.job) continue;  // settled elsewhere
+      if (wait) worker_->Wait(*it->second.job);
+      if (it->second.job->done.load()) {
+        Finish(id, it->second);
+      } else {
+        still.push_back(id);
+      }
+    }
+    in_flight_.swap(still);
+  }
+
   // Brings back buffers expected in the next step (learned period), so their use is no stall.
   void PrefetchDue() {
     auto it = prefetch_at_.find(step_);
@@ -207,7 +392,10 @@ class TierManagerImpl final : public TierManager {
           b->second.last_acquire_step + b->second.gap - 1 != step_ || b->second.tier == 0) {
         continue;
       }
-      if (MoveUp(id, b->second).ok()) {
+      if (b->second.job) continue;
+      if (worker_ != nullptr) {
+        if (StartMoveUp(id, b->second).ok()) MarkTouched(id, b->second);
+      } else if (MoveUp(id, b->second).ok()) {
         ++prefetches_;
         MarkTouched(id, b->second);
       }
@@ -311,7 +499,7 @@ class TierManagerImpl final : public TierManager {
     return Status::Ok();
   }
 
-  size_t TrimFor(TrimReason reason, BufferId keep) {
+  size_t TrimFor(TrimReason reason, BufferId keep, bool async) {
     uint64_t bytes = policy_.BytesToFree(Sample(0));
     if (reason == TrimReason::kIdleShare || reason == TrimReason::kFragmentation) {
       // Move what has been idle long enough even below the watermark.
@@ -322,12 +510,12 @@ class TierManagerImpl final : public TierManager {
         }
       }
     }
-    return TrimBytes(bytes, keep, /*allow_recent=*/false);
+    return TrimBytes(bytes, keep, /*allow_recent=*/false, async);
   }
 
   // Moves victims down one tier until `bytes` are freed on tier 0. With `allow_recent`,
   // buffers released in the current step count as idle for one step. Returns buffers moved.
-  size_t TrimBytes(uint64_t bytes, BufferId keep, bool allow_recent) {
+  size_t TrimBytes(uint64_t bytes, BufferId keep, bool allow_recent, bool async = false) {
     if (bytes == 0) return 0;
     auto t0 = std::chrono::steady_clock::now();
     std::vector<BufferState> states = Candidates();
@@ -344,6 +532,11 @@ class TierManagerImpl final : public TierManager {
       Buffer& b = buffers_[id];
       auto p = tiers_[1]->Allocate(b.size);
       if (!p) continue;  // the slower tier is full too
+      if (async) {
+        Start(id, b, *p, b.ptr, tiers_[1].get(), tiers_[0].get(), /*down=*/true);
+        ++moved;
+        continue;
+      }
       auto copy_start = std::chrono::steady_clock::now();
       Status copied = tiers_[1]->CopyFrom(*p, b.ptr, b.size, *tiers_[0]);
       copy_seconds_ +=
@@ -393,6 +586,8 @@ class TierManagerImpl final : public TierManager {
   std::unordered_map<uint64_t, std::vector<BufferId>> prefetch_at_;  // step → buffers due next
   double copy_seconds_ = 0;
   std::deque<double> decision_us_;
+  std::vector<BufferId> in_flight_;       // buffers with a move in flight
+  std::unique_ptr<CopyWorker> worker_;    // last: joined before the tiers go
 };
 
 }  // namespace

@@ -32,8 +32,10 @@ uint64_t Checksum(const void* p, uint64_t n) {
 }
 
 TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
-  for (uint32_t seed : {1u, 2u, 3u}) {
-    auto m = Make(256 * kKiB, 4096 * kKiB, SmallBuffers());
+  for (uint32_t seed : {1u, 2u, 3u, 101u, 102u, 103u}) {
+    PolicyOptions o = SmallBuffers();
+    o.async_copies = seed > 100;  // the same sequences with moves copied in the background
+    auto m = Make(256 * kKiB, 4096 * kKiB, o);
     std::mt19937 rng(seed);
     std::map<BufferId, std::pair<uint64_t, uint64_t>> live;  // id → (size, checksum)
     std::vector<BufferId> acquired;
@@ -314,12 +316,16 @@ class AddressKeepingTier final : public Tier {
 };
 
 TEST(TierManagerTest, AddressKeepingTierReturnsTheSamePointerWithTheSameContent) {
+  for (bool async : {false, true}) {
+  SCOPED_TRACE(async ? "async copies" : "sync copies");
   std::vector<std::unique_ptr<Tier>> tiers;
   auto keeping = std::make_unique<AddressKeepingTier>(512 * kKiB);
   AddressKeepingTier* fast = keeping.get();
   tiers.push_back(std::move(keeping));
   tiers.push_back(MakeHostTier("slow", 4096 * kKiB));
-  auto m = TierManager::Create(std::move(tiers), SmallBuffers()).value();
+  PolicyOptions o = SmallBuffers();
+  o.async_copies = async;
+  auto m = TierManager::Create(std::move(tiers), o).value();
   std::mt19937 rng(5);
   std::map<BufferId, std::pair<void*, uint64_t>> first;  // id → (address, checksum)
   for (int round = 0; round < 200; ++round) {
@@ -343,6 +349,7 @@ TEST(TierManagerTest, AddressKeepingTierReturnsTheSamePointerWithTheSameContent)
   EXPECT_LE(fast->used(), 512 * kKiB);
   for (const auto& [id, v] : first) EXPECT_TRUE(m->Unregister(id).ok());
   EXPECT_EQ(fast->used(), 0u);
+  }
 }
 
 }  // namespace
