@@ -1,6 +1,7 @@
 #include "state/checkpoint_log.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,6 +65,12 @@ Result<std::unique_ptr<CheckpointLog>> CheckpointLog::Open(const std::string& di
   }
   log->fd_ = ::open(log->path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (log->fd_ < 0) return IoError("open", log->path_);
+  // One writer: a second process replaying (and truncating) a tail being written would
+  // corrupt the first one's checkpoint.
+  if (::flock(log->fd_, LOCK_EX | LOCK_NB) != 0) {
+    return Status(StatusCode::kFailedPrecondition,
+                  fmt::format("checkpoint {} is in use by another seedance process", log->path_));
+  }
   SEEDANCE_RETURN_IF_ERROR(log->Replay());
   return log;
 }
@@ -167,7 +174,7 @@ Status CheckpointLog::Compact() {
     ::close(fd);
     return IoError("write", tmp);
   }
-  if (::rename(tmp.c_str(), path_.c_str()) != 0) {
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0 || ::rename(tmp.c_str(), path_.c_str()) != 0) {
     ::close(fd);
     return IoError("rename", tmp);
   }
