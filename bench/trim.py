@@ -7,6 +7,6 @@ from common import ROOT
 
 binary = os.path.join(ROOT, "build-release", "seedance_trim_bench")
 svg = os.path.join(ROOT, "bench", "results", "trim.svg")
-out = subprocess.run([binary, "800", svg], check=True, capture_output=True, text=True)
+out = subprocess.run([binary, "2000", svg], check=True, capture_output=True, text=True)
 print(out.stdout.strip().splitlines()[-1])
 sys.exit(0)

@@ -1,7 +1,8 @@
 // trim_bench: the seedance::trim library on a synthetic dual workload, trimming off and on.
 //
-//   trim_bench [STEPS] [SVG_PATH] [host|cuda] [async|sync]   (moves copied in the background
-//                                                            by default: async_copies)
+//   trim_bench [STEPS] [SVG_PATH] [host|cuda] [sync|async]   (async: PolicyOptions::
+//                                                            async_copies; default off, as in
+//                                                            the library)
 //
 // Three groups of buffers, 10,000 in all, sizes like a small and a large model's tensors
 // (many small ones, a few of 32 MiB):
@@ -74,7 +75,7 @@ struct RunResult {
 };
 
 bool g_cuda = false;
-bool g_async = true;
+bool g_async = false;
 
 // The step's "compute": on the host, read every cache line; on the GPU, a kernel per buffer
 // reading every 64th byte, all launched before one wait at the end of the step.
@@ -188,7 +189,7 @@ double MemcpyGbps() {
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 800;
   g_cuda = argc > 3 && std::string(argv[3]) == "cuda";
-  g_async = !(argc > 4 && std::string(argv[4]) == "sync");
+  g_async = argc > 4 && std::string(argv[4]) == "async";
 #ifndef SEEDANCE_WITH_CUDA
   if (g_cuda) {
     std::fprintf(stderr, "trim_bench: built without CUDA\n");

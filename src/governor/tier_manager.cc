@@ -1,6 +1,7 @@
 // TierManager implementation on top of the shared TrimPolicy (see seedance/trim.h).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <unordered_map>
 #include <unordered_set>
@@ -99,6 +100,7 @@ struct Buffer {
   uint64_t last_acquire_step = 0;
   uint64_t gap_candidate = 0;
   uint64_t gap = 0;
+  uint64_t prefetch_step = 0;  // when the next prefetch is due (0 = none)
 };
 
 class TierManagerImpl final : public TierManager {
@@ -181,6 +183,12 @@ class TierManagerImpl final : public TierManager {
 
   void Step() override {
     ++step_;
+    const auto now = std::chrono::steady_clock::now();
+    if (step_ > 1) {  // moving average of the time between steps
+      const double dt = std::chrono::duration<double>(now - last_step_at_).count();
+      step_seconds_ = step_seconds_ <= 0 ? dt : 0.9 * step_seconds_ + 0.1 * dt;
+    }
+    last_step_at_ = now;
     Reap(/*wait=*/false);
     PrefetchDue();
     AgeIdle();
@@ -278,7 +286,14 @@ class TierManagerImpl final : public TierManager {
         b.gap = 0;
       }
     }
-    if (b.gap > 1) prefetch_at_[step_ + b.gap - 1].push_back(id);
+    if (b.gap > 1) {
+      // Start the copy as many steps ahead as it takes (at least one), within the gap and
+      // short of idle_steps (or the idle trim would send it back before its use).
+      const uint64_t lead = std::min<uint64_t>(
+          {b.gap - 1, std::max<uint64_t>(1, policy_.options().idle_steps / 2), LeadSteps(b.size)});
+      b.prefetch_step = step_ + b.gap - lead;
+      prefetch_at_[b.prefetch_step].push_back(id);
+    }
   }
 
   // ---- moves in flight (async_copies) ----
@@ -379,7 +394,16 @@ class TierManagerImpl final : public TierManager {
     in_flight_.swap(still);
   }
 
-  // Brings back buffers expected in the next step (learned period), so their use is no stall.
+  // Steps a copy of `size` bytes takes, from the measured copy bandwidth and step time (one
+  // step until both are known).
+  uint64_t LeadSteps(uint64_t size) const {
+    const uint64_t moved = moved_down_ + moved_up_;
+    if (moved == 0 || copy_seconds_ <= 0 || step_seconds_ <= 0) return 1;
+    const double copy_s = static_cast<double>(size) * copy_seconds_ / static_cast<double>(moved);
+    return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(copy_s / step_seconds_)) + 1);
+  }
+
+  // Brings back buffers expected soon (learned period), so their use is no stall.
   void PrefetchDue() {
     auto it = prefetch_at_.find(step_);
     if (it == prefetch_at_.end()) return;
@@ -389,7 +413,7 @@ class TierManagerImpl final : public TierManager {
       auto b = buffers_.find(id);
       // Superseded when the buffer was used again since it was scheduled.
       if (b == buffers_.end() || b->second.gap < 2 ||
-          b->second.last_acquire_step + b->second.gap - 1 != step_ || b->second.tier == 0) {
+          b->second.prefetch_step != step_ || b->second.tier == 0) {
         continue;
       }
       if (b->second.job) continue;
@@ -585,6 +609,8 @@ class TierManagerImpl final : public TierManager {
   uint64_t prefetches_ = 0;
   std::unordered_map<uint64_t, std::vector<BufferId>> prefetch_at_;  // step → buffers due next
   double copy_seconds_ = 0;
+  double step_seconds_ = 0;
+  std::chrono::steady_clock::time_point last_step_at_{};
   std::deque<double> decision_us_;
   std::vector<BufferId> in_flight_;       // buffers with a move in flight
   std::unique_ptr<CopyWorker> worker_;    // last: joined before the tiers go
