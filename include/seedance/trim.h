@@ -6,7 +6,8 @@
 // Release(), and calls Step() once per iteration; when a trigger fires (occupancy, idle share,
 // fragmentation; see PolicyOptions) idle buffers move down a tier. An acquired buffer is never
 // moved. Periodic use is learned per buffer (two equal gaps between bursts of use) and the
-// buffer is brought back ahead of its use: one step, or as many as its copy takes. No CUDA types appear here: CUDA tiers implement Tier in src/gpu.
+// buffer is brought back ahead of its use: one step, or as many as its copy takes. No CUDA
+// types appear here: the CUDA tiers implement Tier in src/gpu.
 //
 // Thread-compatible: one thread (or external locking) per TierManager.
 #pragma once
