@@ -33,6 +33,7 @@ typedef struct {
   double fragmentation_trigger; /* 0.28 */
   uint64_t min_victim_bytes;    /* 16 MiB */
   double low_watermark;         /* 0.80 */
+  int async_copies;             /* 0: moves started by sd_trim_step() copy in the background when 1 */
 } sd_trim_policy;
 
 typedef struct {

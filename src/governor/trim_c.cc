@@ -43,6 +43,7 @@ seedance::trim::PolicyOptions ToOptions(const sd_trim_policy* p) {
   o.fragmentation_trigger = p->fragmentation_trigger;
   o.min_victim_bytes = p->min_victim_bytes;
   o.low_watermark = p->low_watermark;
+  o.async_copies = p->async_copies != 0;
   return o;
 }
 
@@ -52,9 +53,10 @@ extern "C" {
 
 void sd_trim_policy_defaults(sd_trim_policy* policy) {
   const seedance::trim::PolicyOptions o;
-  *policy = sd_trim_policy{o.occupancy_trigger, o.occupancy_samples,     o.idle_share_trigger,
-                           o.idle_steps,        o.fragmentation_trigger, o.min_victim_bytes,
-                           o.low_watermark};
+  *policy = sd_trim_policy{o.occupancy_trigger,     o.occupancy_samples, o.idle_share_trigger,
+                           o.idle_steps,            o.fragmentation_trigger,
+                           o.min_victim_bytes,      o.low_watermark,
+                           o.async_copies ? 1 : 0};
 }
 
 sd_trim_manager* sd_trim_create_host(uint64_t fast_capacity, uint64_t slow_capacity,

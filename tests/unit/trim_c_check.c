@@ -15,7 +15,7 @@
 int main(void) {
   sd_trim_policy policy;
   sd_trim_policy_defaults(&policy);
-  CHECK(policy.occupancy_trigger == 0.92 && policy.idle_steps == 50);
+  CHECK(policy.occupancy_trigger == 0.92 && policy.idle_steps == 50 && policy.async_copies == 0);
   policy.min_victim_bytes = 0;
   sd_trim_manager* m = sd_trim_create_host(1 << 20, 8 << 20, &policy);
   CHECK(m != NULL);
