@@ -313,14 +313,7 @@ class TierManagerImpl final : public TierManager {
 
   // A prefetch: room on tier 0 (or the kept address backed again) now, the copy in flight.
   Status StartMoveUp(BufferId id, Buffer& b) {
-    void* home = b.home;
-    auto p = home != nullptr ? WithRoom(b.size, id,
-                                        [&]() -> Result<void*> {
-                                          Status r = tiers_[0]->Restore(home);
-                                          if (!r.ok()) return r;
-                                          return home;
-                                        })
-                             : AllocateOn(0, b.size, id);
+    auto p = RoomOnFastTier(id, b);
     if (!p) return p.error();
     Start(id, b, *p, b.ptr, tiers_[0].get(), tiers_[b.tier].get(), /*down=*/false);
     return Status::Ok();
@@ -493,15 +486,21 @@ class TierManagerImpl final : public TierManager {
     return p;
   }
 
+  // Where a moved buffer goes back to on tier 0: its kept address backed again, or a new
+  // block; idle buffers are moved off to make room when needed.
+  Result<void*> RoomOnFastTier(BufferId id, const Buffer& b) {
+    void* home = b.home;
+    if (home == nullptr) return AllocateOn(0, b.size, id);
+    return WithRoom(b.size, id, [&]() -> Result<void*> {
+      Status r = tiers_[0]->Restore(home);
+      if (!r.ok()) return r;
+      return home;
+    });
+  }
+
   Status MoveUp(BufferId id, Buffer& b) {
     void* home = b.home;
-    auto p = home != nullptr ? WithRoom(b.size, id,
-                                        [&]() -> Result<void*> {
-                                          Status r = tiers_[0]->Restore(home);
-                                          if (!r.ok()) return r;
-                                          return home;
-                                        })
-                             : AllocateOn(0, b.size, id);
+    auto p = RoomOnFastTier(id, b);
     if (!p) return p.error();
     auto copy_start = std::chrono::steady_clock::now();
     Status copied = tiers_[0]->CopyFrom(*p, b.ptr, b.size, *tiers_[b.tier]);
