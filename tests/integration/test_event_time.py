@@ -26,9 +26,10 @@ def last_emissions(events):
 
 
 def read_ndjson(path):
+    """Complete lines only: the sink may be writing the last one."""
     try:
         with open(path) as f:
-            return [json.loads(l) for l in f if l.strip()]
+            return [json.loads(l) for l in f if l.endswith("\n") and l.strip()]
     except FileNotFoundError:
         return []
 

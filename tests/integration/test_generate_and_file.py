@@ -23,8 +23,13 @@ sinks:
     try:
         deadline = time.time() + 10
         def lines():
-            files = [out] + sorted(tmp_path.glob("out.ndjson.*"))
-            return [json.loads(l) for f in files if f.exists() for l in f.read_text().splitlines()]
+            # The sink may rotate a file between listing and reading it, or be mid-write:
+            # then report nothing and let the loop look again.
+            try:
+                files = [out] + sorted(tmp_path.glob("out.ndjson.*"))
+                return [json.loads(l) for f in files if f.exists() for l in f.read_text().splitlines()]
+            except (FileNotFoundError, ValueError):
+                return []
         while time.time() < deadline and len(lines()) < 200:
             time.sleep(0.05)
         assert sorted(e["seq"] for e in lines()) == list(range(200))
