@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "bench/bench_job.h"
 #include "bench/compare.h"
 #include "bench/delivery_recorder.h"
@@ -153,7 +155,10 @@ TEST(CompareTest, RejectsWhatIsNotAReport) {
 class BenchJobTest : public ::testing::Test {
  protected:
   Result<BenchJob> Make(const std::string& yaml, BenchJobOptions options = {}) {
-    path_ = ::testing::TempDir() + "/bench_job_test.yaml";
+    // One file per test and process: ctest runs the tests of this binary in parallel.
+    path_ = ::testing::TempDir() + "/bench_job_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+            std::to_string(::getpid()) + ".yaml";
     std::ofstream(path_) << yaml;
     PluginRegistry registry;
     RegisterBuiltinPlugins(registry);
