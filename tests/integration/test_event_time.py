@@ -198,6 +198,33 @@ def test_kill_9_during_windowed_processing_counts_each_event_once(tmp_path):
         sd.stop()
         receiver.stop()
         broker.stop()
+    # And a real uninterrupted run of the same input emits the same final aggregates.
+    fields = ("count", "sum", "min", "max")
+    assert uninterrupted_window_run(tmp_path / "reference", msgs) == \
+        {k: tuple(v[f] for f in fields) for k, v in got.items()}
+
+
+def uninterrupted_window_run(workdir, msgs):
+    """Final (count, sum, min, max) per (key, window start) of one run without kills."""
+    workdir.mkdir()
+    broker = Broker().start()
+    receiver = Receiver().start()
+    sd = Seedance(window_config(broker, receiver, workdir, "seedance-window-reference"),
+                  workdir=str(workdir)).start()
+    try:
+        assert sd.wait_log("connected to")
+        publish_all(broker.port, msgs, timeout=180)
+        windows = len({(json.loads(p)["device"], json.loads(p)["ts"] // 1000) for _, p in msgs[:-1]})
+        def final():
+            return {k: v for k, v in last_emissions(receiver.accepted_events()).items()
+                    if k[0] != "flush"}
+        assert wait_until(lambda: len(final()) >= windows, 120, 0.5)
+        time.sleep(1)
+        return {k: (v["count"], v["sum"], v["min"], v["max"]) for k, v in final().items()}
+    finally:
+        sd.stop()
+        receiver.stop()
+        broker.stop()
 
 
 def test_sighup_changes_the_window_size_and_refuses_a_broken_config(tmp_path):
