@@ -2,20 +2,22 @@
 // unacknowledged messages allows, or at a fixed rate. For the Python benchmarks; the
 // publisher itself is the one `seedance bench` uses (src/bench/mqtt_publisher.h).
 //
-//   mqtt_load HOST PORT COUNT RATE(0 = as fast as possible) [WINDOW]
+//   mqtt_load HOST PORT COUNT RATE(0 = as fast as possible) [WINDOW] [PAD]
 //
-// Each payload: {"id":N,"device":"dN","temperature":T,"sent_ns":UNIX_NS}. Prints one JSON line.
+// Each payload: {"id":N,"device":"dN","temperature":T,"sent_ns":UNIX_NS}, plus
+// ,"pad":"xxx…" of PAD bytes when PAD > 0 (for volume tests). Prints one JSON line.
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "bench/mqtt_publisher.h"
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: mqtt_load HOST PORT COUNT RATE [WINDOW]\n");
+    std::fprintf(stderr, "usage: mqtt_load HOST PORT COUNT RATE [WINDOW] [PAD]\n");
     return 2;
   }
   seedance::bench::PublisherOptions o;
@@ -24,14 +26,16 @@ int main(int argc, char** argv) {
   o.count = std::strtoull(argv[3], nullptr, 10);
   o.rate = std::atof(argv[4]);
   o.window = argc > 5 ? static_cast<uint32_t>(std::atol(argv[5])) : 1000;
+  const size_t pad = argc > 6 ? std::strtoull(argv[6], nullptr, 10) : 0;
   o.qos = 1;
   // The topic changes per message here, so make_payload only builds the body; the
   // sensor/dN/temperature topics all match the reference job's sensor/+/temperature.
   o.topic = "sensor/d0/temperature";
-  o.make_payload = [](uint64_t i, int64_t now_ns) {
+  const std::string padding = pad > 0 ? fmt::format(",\"pad\":\"{}\"", std::string(pad, 'x')) : "";
+  o.make_payload = [&padding](uint64_t i, int64_t now_ns) {
     double t = -60 + static_cast<double>(i * 7919 % 2100) / 10.0;
-    return fmt::format("{{\"id\":{},\"device\":\"d{}\",\"temperature\":{},\"sent_ns\":{}}}", i,
-                       i % 100, t, now_ns);
+    return fmt::format("{{\"id\":{},\"device\":\"d{}\",\"temperature\":{},\"sent_ns\":{}{}}}",
+                       i, i % 100, t, now_ns, padding);
   };
   auto publisher = seedance::bench::MqttPublisher::Connect(o);
   if (!publisher) {

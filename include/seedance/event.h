@@ -50,6 +50,8 @@ struct Event {
   const std::string* FindHeader(std::string_view name) const;
   // Sets header `name` to `value`, replacing an existing one.
   void SetHeader(std::string_view name, std::string_view value);
+  // Heap and inline bytes this event holds (what a memory budget counts for it).
+  size_t MemoryBytes() const;
 };
 
 }  // namespace seedance

@@ -22,6 +22,7 @@ struct Batch {
 //   kInvalidArgument    refused by the remote side (e.g. HTTP 4xx); the runtime routes the
 //                       events to the `rejected` output with the status message as reason;
 //   kCancelled          shutdown came first; the events were not delivered;
+//   kResourceExhausted  given back through Evict(); the events were not delivered;
 //   anything else       gave up after the configured retries; routed like kInvalidArgument.
 using DeliveryCallback = std::function<void(Status)>;
 
@@ -35,6 +36,12 @@ class Sink {
   virtual void Deliver(std::shared_ptr<const Batch> batch, DeliveryCallback done) = 0;
   // How many Deliver() calls may be outstanding at once.
   virtual int MaxInFlight() const { return 1; }
+  // Memory budget: gives back the in-memory copy of `batch` (of an outstanding Deliver) if the
+  // sink is only holding it between attempts. That Deliver then completes with
+  // kResourceExhausted and the runtime delivers the events again later, from the durable
+  // queue. Returns false when the batch is being sent, or the sink never waits: it stays.
+  // Called on the event loop.
+  virtual bool Evict(const Batch& /*batch*/) { return false; }
   // Preferred maximum events per batch.
   virtual size_t MaxBatchEvents() const { return 500; }
   // Cancels retries and connections; outstanding Deliver() calls complete with kCancelled.

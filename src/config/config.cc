@@ -77,6 +77,54 @@ std::vector<ParamSpec> QueueSpecs() {
   };
 }
 
+std::function<Status(const ParamValue&)> Ratio() {
+  return [](const ParamValue& v) {
+    double d = std::get<double>(v);
+    if (d > 0 && d <= 1) return Status::Ok();
+    return InvalidArgumentError(fmt::format("expected a share above 0 and at most 1, got {}", d));
+  };
+}
+
+std::vector<ParamSpec> LimitsSpecs() {
+  const trim::PolicyOptions d;
+  return {
+      {.name = "memory",
+       .type = ParamType::kSize,
+       .doc = "memory budget of queued events and batches, e.g. 16MiB (0 = none); "
+              "needs queue.buffer: disk",
+       .default_value = "0"},
+      {.name = "step",
+       .type = ParamType::kDuration,
+       .doc = "how often the governor samples its triggers",
+       .default_value = "100ms"},
+      {.name = "occupancy",
+       .type = ParamType::kDouble,
+       .doc = "trim when the budget is this full ...",
+       .default_value = fmt::format("{}", d.occupancy_trigger),
+       .validator = Ratio()},
+      {.name = "occupancy_samples",
+       .type = ParamType::kInt,
+       .doc = "... for this many consecutive steps",
+       .default_value = std::to_string(d.occupancy_samples),
+       .validator = IntInRange(1)},
+      {.name = "idle_share",
+       .type = ParamType::kDouble,
+       .doc = "trim when more than this share of the budgeted bytes is idle ...",
+       .default_value = fmt::format("{}", d.idle_share_trigger),
+       .validator = Ratio()},
+      {.name = "idle_steps",
+       .type = ParamType::kInt,
+       .doc = "... for at least this many steps",
+       .default_value = std::to_string(d.idle_steps),
+       .validator = IntInRange(1)},
+      {.name = "low_watermark",
+       .type = ParamType::kDouble,
+       .doc = "a trim frees memory until the budget is under this share",
+       .default_value = fmt::format("{}", d.low_watermark),
+       .validator = Ratio()},
+  };
+}
+
 std::vector<ParamSpec> MetricsSpecs() {
   return {{.name = "listen",
            .type = ParamType::kString,
@@ -416,7 +464,8 @@ Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
         fmt::format("{}: expected a YAML map with \"sources\" and \"sinks\"", checker.Loc(root)));
   }
   static const std::vector<std::string> kTop = {"sources", "processors", "sinks", "pipeline",
-                                                "queue",   "metrics",    "log"};
+                                                "queue",   "limits",     "metrics",
+                                                "log"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     std::string key = it->first.Scalar();
     if (std::find(kTop.begin(), kTop.end(), key) == kTop.end()) {
@@ -424,7 +473,7 @@ Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
       checker.Error(it->first, "",
                     fmt::format("unknown top-level key \"{}\"{}", key,
                                 hint.empty() ? "; known: sources, processors, sinks, pipeline, "
-                                               "queue, metrics, log"
+                                               "queue, limits, metrics, log"
                                              : fmt::format(" (did you mean \"{}\"?)", hint)));
     }
   }
@@ -457,6 +506,29 @@ Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
     config.queue.fsync = QueueSettings::Fsync::kNever;
   } else if (auto d = util::ParseDuration(fsync)) {
     config.queue.fsync_interval = *d;
+  }
+  Params limits = section("limits", LimitsSpecs());
+  config.limits.memory = limits.GetSize("memory");
+  config.limits.step = limits.GetDuration("step");
+  trim::PolicyOptions& policy = config.limits.policy;
+  policy.occupancy_trigger = limits.GetDouble("occupancy");
+  policy.occupancy_samples = static_cast<int>(limits.GetInt("occupancy_samples"));
+  policy.idle_share_trigger = limits.GetDouble("idle_share");
+  policy.idle_steps = static_cast<uint64_t>(limits.GetInt("idle_steps"));
+  policy.low_watermark = limits.GetDouble("low_watermark");
+  if (config.limits.memory > 0) {
+    const YAML::Node memory = root["limits"]["memory"];
+    if (!config.queue.durable) {
+      checker.Error(memory, "limits.memory",
+                    "needs the disk tier (queue.buffer: disk); with buffer: memory, "
+                    "pipeline.queue_capacity bounds the queues instead");
+    } else if (config.limits.memory < (1u << 20)) {
+      checker.Error(memory, "limits.memory",
+                    fmt::format("at least 1MiB, got {} bytes", config.limits.memory));
+    }
+    if (config.limits.step.count() <= 0) {
+      checker.Error(root["limits"]["step"], "limits.step", "must be above 0");
+    }
   }
   config.metrics_listen = section("metrics", MetricsSpecs()).GetString("listen");
   config.log_level = section("log", LogSpecs()).GetString("level");

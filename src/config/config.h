@@ -13,6 +13,7 @@
 #include "seedance/param_spec.h"
 #include "seedance/plugin_registry.h"
 #include "seedance/result.h"
+#include "seedance/trim.h"
 
 namespace seedance::config {
 
@@ -36,6 +37,15 @@ struct QueueSettings {
   std::chrono::nanoseconds fsync_interval = std::chrono::milliseconds(100);
 };
 
+// The resource governor's memory budget (the `limits:` section). memory == 0: no budget.
+// The triggers are the trimming policy's (one definition, in the trim library's public API);
+// the fragmentation trigger does not apply here: batches are not placed in an arena.
+struct LimitsSettings {
+  uint64_t memory = 0;
+  std::chrono::nanoseconds step = std::chrono::milliseconds(100);
+  trim::PolicyOptions policy = {.min_victim_bytes = 0};
+};
+
 struct PipelineConfig {
   std::string file;
   std::vector<ComponentConfig> sources;
@@ -44,6 +54,7 @@ struct PipelineConfig {
   size_t queue_capacity = 10000;  // events between stages
   std::chrono::nanoseconds shutdown_timeout = std::chrono::seconds(5);
   QueueSettings queue;
+  LimitsSettings limits;
   std::string metrics_listen;  // "" = off
   std::string log_level = "info";
 };

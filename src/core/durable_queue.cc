@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "storage/event_codec.h"
 #include "util/log.h"
@@ -49,7 +50,36 @@ SinkCursor::~SinkCursor() {
   v.erase(std::remove(v.begin(), v.end(), this), v.end());
 }
 
+void SinkCursor::Decode(uint8_t tag, std::string_view payload, std::vector<Event>* out) {
+  if (tag >= wanted_.size() || !wanted_[tag]) return;
+  Event e;
+  Status s = storage::DecodeEvent(payload, &e);
+  if (!s.ok()) {
+    queue_.corrupt_.Add();
+    return;
+  }
+  out->push_back(std::move(e));
+}
+
+void SinkCursor::Return(uint64_t first, uint64_t last) { returned_.emplace_back(first, last); }
+
+void SinkCursor::ReadAgain(uint64_t first, uint64_t last, std::vector<Event>* out) {
+  // The range is not finished, so its segments are still there (unless drop_oldest deleted
+  // them: then what is left of it).
+  storage::QueueReader again(queue_.log(), first);
+  uint64_t seq = 0;
+  uint8_t tag = 0;
+  std::string_view payload;
+  while (again.Next(&seq, &tag, &payload) && seq <= last) Decode(tag, payload, out);
+}
+
 bool SinkCursor::Read(size_t max, std::vector<Event>* out, uint64_t* first, uint64_t* last) {
+  if (!returned_.empty()) {
+    std::tie(*first, *last) = returned_.front();
+    returned_.pop_front();
+    ReadAgain(*first, *last, out);
+    return true;
+  }
   *first = read_next_;
   bool any = false;
   uint64_t skipped_before = reader_.skipped_records();
@@ -62,14 +92,7 @@ bool SinkCursor::Read(size_t max, std::vector<Event>* out, uint64_t* first, uint
     any = true;
     *last = seq;
     read_next_ = seq + 1;
-    if (tag >= wanted_.size() || !wanted_[tag]) continue;
-    Event e;
-    Status s = storage::DecodeEvent(payload, &e);
-    if (!s.ok()) {
-      queue_.corrupt_.Add();
-      continue;
-    }
-    out->push_back(std::move(e));
+    Decode(tag, payload, out);
   }
   if (uint64_t skipped = reader_.skipped_records() - skipped_before; skipped > 0) {
     queue_.corrupt_.Add(skipped);
@@ -100,7 +123,9 @@ void SinkCursor::Done(uint64_t first, uint64_t last) {
 
 uint64_t SinkCursor::Backlog() const {
   uint64_t next = queue_.log_->next_sequence();
-  return next > read_next_ ? next - read_next_ : 0;
+  uint64_t backlog = next > read_next_ ? next - read_next_ : 0;
+  for (const auto& [first, last] : returned_) backlog += last - first + 1;
+  return backlog;
 }
 
 void SinkCursor::Save() {

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,7 +49,12 @@ class SinkCursor {
   // The range is finished (delivered, rejected or given up): moves the position past every
   // finished prefix, persists it now and then, and lets the queue delete consumed segments.
   void Done(uint64_t first, uint64_t last);
-  // Records appended but not yet read by this sink.
+  // The range was read but not finished, and its events are no longer in memory (the memory
+  // budget evicted them): Read() returns the same range again, before anything newer.
+  void Return(uint64_t first, uint64_t last);
+  // Ranges returned and not read again yet.
+  size_t returned() const { return returned_.size(); }
+  // Records appended or returned, and not read (again) yet.
   uint64_t Backlog() const;
   // Persists the position now.
   void Save();
@@ -58,6 +64,9 @@ class SinkCursor {
  private:
   friend class DurableQueue;
   SinkCursor(DurableQueue& queue, std::string name, std::vector<Output> inputs, uint64_t start);
+  // Reads the events of [first, last] for this sink's inputs again.
+  void ReadAgain(uint64_t first, uint64_t last, std::vector<Event>* out);
+  void Decode(uint8_t tag, std::string_view payload, std::vector<Event>* out);
 
   DurableQueue& queue_;
   std::string name_;
@@ -66,6 +75,7 @@ class SinkCursor {
   std::atomic<uint64_t> read_next_;
   std::atomic<uint64_t> committed_;                      // every sequence below is finished
   std::vector<std::pair<uint64_t, uint64_t>> finished_;  // finished ranges beyond committed_
+  std::deque<std::pair<uint64_t, uint64_t>> returned_;   // to read again, oldest first
   std::chrono::steady_clock::time_point last_save_{};
   uint64_t saved_ = 0;
 };

@@ -44,4 +44,15 @@ void Event::SetHeader(std::string_view name, std::string_view value) {
   headers.push_back(Header{std::string(name), std::string(value)});
 }
 
+size_t Event::MemoryBytes() const {
+  // A string's heap block exists only beyond the small-string buffer kept inline.
+  auto heap = [](const std::string& s) {
+    return s.capacity() > std::string().capacity() ? s.capacity() + 1 : 0;
+  };
+  size_t bytes = sizeof(Event) + heap(source) + heap(topic) + heap(payload);
+  bytes += headers.capacity() * sizeof(Header);
+  for (const Header& h : headers) bytes += heap(h.name) + heap(h.value);
+  return bytes;
+}
+
 }  // namespace seedance

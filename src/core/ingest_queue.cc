@@ -6,7 +6,11 @@ bool IngestQueue::TryPush(Event& event, AckHandle ack) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_ || items_.size() >= capacity_) return false;
-    items_.push_back(IngestItem{std::move(event), ack});
+    const uint64_t bytes = budget_ ? event.MemoryBytes() : 0;
+    if (budget_ && !items_.empty() && bytes_ + bytes > max_bytes_) return false;
+    items_.push_back(IngestItem{std::move(event), ack, bytes});
+    bytes_ += bytes;
+    if (budget_) budget_->Charge(bytes);
   }
   cv_.notify_one();
   return true;
@@ -16,7 +20,7 @@ void IngestQueue::WhenWritable(std::function<void()> callback) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return;  // the source is being stopped; nothing more will be taken
-    if (items_.size() >= capacity_) {
+    if (items_.size() >= capacity_ || (budget_ && bytes_ >= max_bytes_ / 2)) {
       waiters_.push_back(std::move(callback));
       return;
     }
@@ -32,11 +36,18 @@ bool IngestQueue::PopBatch(std::vector<IngestItem>& out, size_t max,
     cv_.wait_for(lock, timeout, [this] { return !items_.empty() || closed_; });
     if (items_.empty()) return !closed_;
     size_t n = std::min(max, items_.size());
+    uint64_t popped = 0;
     for (size_t i = 0; i < n; ++i) {
+      popped += items_.front().bytes;
       out.push_back(std::move(items_.front()));
       items_.pop_front();
     }
-    if (!waiters_.empty() && items_.size() <= capacity_ / 2) wake.swap(waiters_);
+    bytes_ -= popped;
+    if (budget_) budget_->Credit(popped);
+    if (!waiters_.empty() && items_.size() <= capacity_ / 2 &&
+        (!budget_ || bytes_ < max_bytes_ / 2)) {
+      wake.swap(waiters_);
+    }
   }
   for (auto& w : wake) loop_.Post(std::move(w));
   return true;

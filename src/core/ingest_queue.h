@@ -1,7 +1,9 @@
 // IngestQueue: the bounded queue from sources (event loop) to the processing thread.
 //
 // Sources never block: TryPush fails when full and the source waits for WhenWritable, which
-// fires once the processing thread has drained the queue below half its capacity.
+// fires once the processing thread has drained the queue below half its capacity. With a
+// memory budget the queue also holds at most `max_bytes` of events (charged to the budget
+// from push to pop).
 // Thread-safe.
 #pragma once
 
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "core/event_loop.h"
+#include "governor/memory_budget.h"
 #include "seedance/event.h"
 #include "seedance/source.h"
 
@@ -21,11 +24,14 @@ namespace seedance {
 struct IngestItem {
   Event event;
   AckHandle ack;
+  uint64_t bytes = 0;  // charged to the memory budget
 };
 
 class IngestQueue {
  public:
-  IngestQueue(size_t capacity, EventLoop& loop) : capacity_(capacity), loop_(loop) {}
+  IngestQueue(size_t capacity, EventLoop& loop, governor::MemoryBudget* budget = nullptr,
+              uint64_t max_bytes = 0)
+      : capacity_(capacity), loop_(loop), budget_(budget), max_bytes_(max_bytes) {}
 
   // Moves `event` in and returns true, or returns false (event untouched) when full or closed.
   bool TryPush(Event& event, AckHandle ack);
@@ -42,6 +48,9 @@ class IngestQueue {
  private:
   const size_t capacity_;
   EventLoop& loop_;
+  governor::MemoryBudget* const budget_;
+  const uint64_t max_bytes_;
+  uint64_t bytes_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<IngestItem> items_;

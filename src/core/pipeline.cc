@@ -4,6 +4,7 @@
 
 #include "core/json_check.h"
 #include "core/plugin_context.h"
+#include "governor/heap.h"
 
 namespace seedance {
 namespace {
@@ -39,7 +40,18 @@ class Pipeline::StageOutput final : public ProcessorOutput {
 
 Pipeline::Pipeline(const config::PipelineConfig& config, observe::MetricsRegistry& metrics)
     : config_(config), metrics_(metrics) {
-  ingest_ = std::make_unique<IngestQueue>(config.queue_capacity, loop_);
+  if (config.limits.memory > 0 && config.queue.durable) {
+    governor::TuneHeapForBudget();
+    budget_ = std::make_unique<governor::MemoryBudget>(
+        governor::MemoryBudgetOptions{.capacity = config.limits.memory,
+                                      .step = config.limits.step,
+                                      .policy = config.limits.policy},
+        metrics);
+  }
+  // With a budget, the ingest queue may hold a quarter of its queued bytes; batches and
+  // request bodies the rest.
+  ingest_ = std::make_unique<IngestQueue>(config.queue_capacity, loop_, budget_.get(),
+                                          budget_ ? budget_->queued_capacity() / 4 : 0);
   if (const char* delay = std::getenv("SEEDANCE_TEST_ACK_DELAY_MS")) {
     test_ack_delay_ = std::chrono::milliseconds(std::atoi(delay));
   }
@@ -69,6 +81,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     ctx.stats = stats;
     ctx.validate_only = validate_only;
     ctx.redelivery = &p->redelivery_;
+    ctx.memory = p->budget_.get();
     return ctx;
   };
   for (const auto& c : config.sources) {
@@ -115,7 +128,8 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
           }
           self->RouteSide(Output::kRejected, std::move(e), reason, /*from_loop=*/true, name);
         },
-        p->queue_ ? p->queue_->OpenCursor(c.name, c.inputs) : nullptr);
+        p->queue_ ? p->queue_->OpenCursor(c.name, c.inputs) : nullptr, p->budget_.get());
+    if (p->budget_ && p->queue_) p->budget_->AddHolder(runner.get());
     for (Output o : c.inputs) p->routes_[static_cast<int>(o)].push_back(runner.get());
     p->sinks_.push_back(SinkSlot{std::move(stats), std::move(runner), c.inputs});
   }
@@ -260,6 +274,10 @@ Status Pipeline::Start() {
   for (auto& s : sinks_) {
     SEEDANCE_RETURN_IF_ERROR(s.runner->sink().Start().WithContext("sink " + s.runner->name()));
   }
+  if (budget_) {
+    governor_timer_ = std::make_unique<boost::asio::steady_timer>(loop_.io());
+    loop_.Post([this] { GovernorStep(); });
+  }
   loop_.Start();
   for (auto& s : sinks_) s.runner->NotifyAppended();  // deliver what a previous run left queued
   processing_ = std::thread([this] { ProcessingLoop(); });
@@ -282,6 +300,16 @@ Status Pipeline::Start() {
   std::unique_lock<std::mutex> lock(mu);
   cv.wait(lock, [&] { return done; });
   return result;
+}
+
+void Pipeline::GovernorStep() {
+  if (stopping_) return;
+  if (queue_) budget_->SetDiskBytes(queue_->disk_bytes());
+  budget_->Step();
+  governor_timer_->expires_after(config_.limits.step);
+  governor_timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) GovernorStep();
+  });
 }
 
 bool Pipeline::TryEmit(Event& event, AckHandle ack) {
@@ -480,6 +508,7 @@ bool Pipeline::Shutdown() {
   bool closed = false;
   loop_.Post([&] {
     for (auto& s : sources_) s.source->Close();
+    if (governor_timer_) governor_timer_->cancel();
     for (auto& s : sinks_) s.runner->Stop();
     std::lock_guard<std::mutex> lock(mu);
     closed = true;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/steady_timer.hpp>
 #include <future>
 #include <mutex>
 #include <map>
@@ -29,6 +30,7 @@
 #include "core/ingest_queue.h"
 #include "core/redelivery_guard.h"
 #include "core/sink_runner.h"
+#include "governor/memory_budget.h"
 #include "observe/metrics.h"
 #include "seedance/plugin_registry.h"
 #include "state/checkpoint_log.h"
@@ -101,9 +103,15 @@ class Pipeline : private SourceOutput {
   void RouteSide(Output output, Event&& event, std::string_view reason, bool from_loop,
                  const std::string& component);
 
+  // limits.memory: one step of the governor every limits.step, on the event loop.
+  void GovernorStep();
+
   config::PipelineConfig config_;
   observe::MetricsRegistry& metrics_;
+  // Outlives the loop and every component: they credit it until they are gone.
+  std::unique_ptr<governor::MemoryBudget> budget_;  // null without limits.memory
   EventLoop loop_;
+  std::unique_ptr<boost::asio::steady_timer> governor_timer_;
   std::unique_ptr<IngestQueue> ingest_;
   std::unique_ptr<DurableQueue> queue_;  // null with buffer: memory
   std::vector<SourceSlot> sources_;

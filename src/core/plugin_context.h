@@ -15,6 +15,9 @@
 namespace seedance {
 
 class RedeliveryGuard;
+namespace governor {
+class MemoryBudget;
+}
 
 using util::WallNowNs;
 
@@ -28,6 +31,8 @@ struct PluginContext {
   bool validate_only = false;
   // Set for pipelines with stateful processors: sources with redeliveries consult it.
   RedeliveryGuard* redelivery = nullptr;
+  // Set with `limits.memory`: sinks charge the buffers they build for queued events here.
+  governor::MemoryBudget* memory = nullptr;
 };
 
 }  // namespace seedance

@@ -6,14 +6,15 @@ namespace seedance {
 
 SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, size_t capacity,
                        EventLoop& loop, ComponentStats& stats, RejectFn on_reject,
-                       std::unique_ptr<SinkCursor> cursor)
+                       std::unique_ptr<SinkCursor> cursor, governor::MemoryBudget* budget)
     : name_(std::move(name)),
       sink_(std::move(sink)),
       capacity_(capacity),
       loop_(loop),
       stats_(stats),
       on_reject_(std::move(on_reject)),
-      cursor_(std::move(cursor)) {}
+      cursor_(std::move(cursor)),
+      budget_(cursor_ ? budget : nullptr) {}
 
 void SinkRunner::Push(Event&& event, std::chrono::steady_clock::time_point deadline) {
   {
@@ -58,27 +59,44 @@ void SinkRunner::ScheduleKick() {
   loop_.Post([this] { Kick(); });
 }
 
+bool SinkRunner::BudgetAllowsMore() const {
+  if (budget_ == nullptr || in_flight_batches_ == 0) return true;  // always make progress
+  if (probing_) return false;
+  // Room for a full batch and the request body a sink builds from it.
+  const size_t max_events = std::max<size_t>(1, sink_->MaxBatchEvents());
+  return budget_->HasRoom(2 * max_events * event_bytes_estimate_);
+}
+
 void SinkRunner::Kick() {
   const size_t max_events = std::max<size_t>(1, sink_->MaxBatchEvents());
   const int max_in_flight = std::max(1, sink_->MaxInFlight());
   while (true) {
     auto batch = std::make_shared<Batch>();
     uint64_t first = 0, last = 0;
+    uint64_t id = 0, bytes = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       kick_scheduled_ = false;
-      if (stopped_ || in_flight_batches_ >= max_in_flight) return;
+      if (stopped_ || in_flight_batches_ >= max_in_flight || !BudgetAllowsMore()) return;
       if (cursor_) {
+        const size_t returned_before = cursor_->returned();
         if (!cursor_->Read(max_events, &batch->events, &first, &last)) {
           stats_.queue_depth.Set(0);
           return;
         }
+        const bool read_again = cursor_->returned() < returned_before;
         stats_.queue_depth.Set(static_cast<int64_t>(cursor_->Backlog()));
         if (batch->events.empty()) {  // only records for other outputs
           cursor_->Done(first, last);
           continue;
         }
-        stats_.events_in.Add(batch->events.size());
+        if (!read_again) stats_.events_in.Add(batch->events.size());
+        if (budget_) {
+          for (const Event& e : batch->events) bytes += e.MemoryBytes();
+          budget_->Charge(bytes);
+          if (read_again) budget_->CountRestored(bytes);
+          event_bytes_estimate_ = bytes / batch->events.size();
+        }
       } else {
         if (queue_.empty()) return;
         size_t n = std::min(max_events, queue_.size());
@@ -91,29 +109,46 @@ void SinkRunner::Kick() {
       }
       in_flight_events_ += batch->events.size();
       ++in_flight_batches_;
+      id = next_id_++;
+      in_flight_.emplace(id, InFlight{.batch = batch,
+                                      .first = first,
+                                      .last = last,
+                                      .bytes = bytes,
+                                      .handed_step = budget_ ? budget_->step() : 0});
     }
     space_cv_.notify_all();
     auto started = std::chrono::steady_clock::now();
-    std::shared_ptr<const Batch> shared = batch;
-    sink_->Deliver(shared, [this, shared, started, first, last](Status status) {
-      Finish(shared, std::move(status), started, first, last);
+    sink_->Deliver(std::move(batch), [this, id, started](Status status) {
+      Finish(id, std::move(status), started);
     });
   }
 }
 
-void SinkRunner::Finish(std::shared_ptr<const Batch> batch, Status status,
-                        std::chrono::steady_clock::time_point started, uint64_t first,
-                        uint64_t last) {
-  const size_t n = batch->events.size();
-  stats_.BatchLatency().Observe(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-  if (status.ok()) {
+void SinkRunner::Finish(uint64_t id, Status status,
+                        std::chrono::steady_clock::time_point started) {
+  InFlight f;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = in_flight_.find(id);
+    f = std::move(it->second);
+    in_flight_.erase(it);
+  }
+  const Batch& batch = *f.batch;
+  const size_t n = batch.events.size();
+  const bool evicted = f.evicting && status.code() == StatusCode::kResourceExhausted;
+  if (!evicted) {
+    stats_.BatchLatency().Observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  }
+  if (evicted) {
+    // Back to the durable queue (it never left): read again when the sink is ready.
+  } else if (status.ok()) {
     stats_.events_out.Add(n);
     observe::Histogram& latency = stats_.EventLatency();
     const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::system_clock::now().time_since_epoch())
                                .count();
-    for (const Event& e : batch->events) {
+    for (const Event& e : batch.events) {
       if (e.ingest_time_ns > 0) latency.Observe(static_cast<double>(now_ns - e.ingest_time_ns) / 1e9);
     }
   } else if (status.code() == StatusCode::kCancelled) {
@@ -121,7 +156,7 @@ void SinkRunner::Finish(std::shared_ptr<const Batch> batch, Status status,
   } else {
     stats_.errors.Add();
     stats_.Dropped("rejected", n);
-    for (const Event& e : batch->events) {
+    for (const Event& e : batch.events) {
       Event copy = e;
       on_reject_(std::move(copy), status.message());
     }
@@ -130,11 +165,52 @@ void SinkRunner::Finish(std::shared_ptr<const Batch> batch, Status status,
     std::lock_guard<std::mutex> lock(mu_);
     in_flight_events_ -= n;
     --in_flight_batches_;
+    if (budget_) budget_->Credit(f.bytes);
+    if (evicted) {
+      cursor_->Return(f.first, f.last);
+      probing_ = true;
+    } else if (status.ok()) {
+      probing_ = false;
+    }
     // A cancelled batch stays unfinished: it is read again after a restart.
-    if (cursor_ && status.code() != StatusCode::kCancelled) cursor_->Done(first, last);
+    if (cursor_ && !evicted && status.code() != StatusCode::kCancelled) {
+      cursor_->Done(f.first, f.last);
+    }
   }
+  f.batch.reset();
   idle_cv_.notify_all();
   Kick();
+}
+
+void SinkRunner::ListBatches(std::vector<governor::BufferState>* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, f] : in_flight_) {
+    if (f.evicting || f.bytes == 0) continue;
+    out->push_back(governor::BufferState{.id = id,
+                                         .size = f.bytes,
+                                         .on_fast_tier = true,
+                                         .in_use = false,  // the sink refuses if it is
+                                         .last_used_step = f.handed_step,
+                                         .uses = 0});
+  }
+}
+
+uint64_t SinkRunner::Evict(uint64_t id) {
+  std::shared_ptr<const Batch> batch;
+  uint64_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = in_flight_.find(id);
+    if (it == in_flight_.end() || it->second.evicting || stopped_) return 0;
+    // Marked first: the sink may complete the delivery from inside Evict().
+    it->second.evicting = true;
+    batch = it->second.batch;
+    bytes = it->second.bytes;
+  }
+  if (sink_->Evict(*batch)) return bytes;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = in_flight_.find(id); it != in_flight_.end()) it->second.evicting = false;
+  return 0;
 }
 
 bool SinkRunner::WaitIdle(std::chrono::steady_clock::time_point deadline) {

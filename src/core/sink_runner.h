@@ -7,6 +7,13 @@
 // Sink::MaxBatchEvents() from whatever is queued (no lingering: latency stays low and batches
 // grow by themselves under load) and keeps up to Sink::MaxInFlight() deliveries outstanding.
 // Outcomes other than kOk and kCancelled send the batch's events to the `rejected` output.
+//
+// Memory budget (durable mode, `limits.memory`): the runner charges the batches it hands its
+// sink to the budget and takes a new one only while the budget has room for it (or nothing is
+// in flight). It is a BatchHolder: the governor may evict a batch the sink is only holding
+// between retries; its range goes back to the cursor and the runner then keeps a single batch
+// in flight (the probe) until a delivery succeeds — the evicted batches are read again once
+// the sink is ready for them.
 // Thread-safe as stated per method.
 #pragma once
 
@@ -14,6 +21,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,11 +29,12 @@
 #include "core/component_stats.h"
 #include "core/durable_queue.h"
 #include "core/event_loop.h"
+#include "governor/memory_budget.h"
 #include "seedance/sink.h"
 
 namespace seedance {
 
-class SinkRunner {
+class SinkRunner final : public governor::BatchHolder {
  public:
   // Called on the event loop for each event of a refused batch, with the reason.
   using RejectFn = std::function<void(Event&&, const std::string& reason)>;
@@ -33,7 +42,8 @@ class SinkRunner {
   // With `cursor` the runner is in durable mode; without, in memory mode.
   SinkRunner(std::string name, std::unique_ptr<Sink> sink, size_t capacity, EventLoop& loop,
              ComponentStats& stats, RejectFn on_reject,
-             std::unique_ptr<SinkCursor> cursor = nullptr);
+             std::unique_ptr<SinkCursor> cursor = nullptr,
+             governor::MemoryBudget* budget = nullptr);
 
   // Any thread: new records were committed to the durable queue.
   void NotifyAppended() { ScheduleKick(); }
@@ -58,11 +68,25 @@ class SinkRunner {
   // Stops the sink; outstanding deliveries complete as cancelled.
   void Stop();
 
+  // governor::BatchHolder, event loop only.
+  void ListBatches(std::vector<governor::BufferState>* out) override;
+  uint64_t Evict(uint64_t id) override;
+  void OnRoom() override { ScheduleKick(); }
+
  private:
+  struct InFlight {
+    std::shared_ptr<const Batch> batch;
+    uint64_t first = 0, last = 0;  // durable queue range
+    uint64_t bytes = 0;            // charged to the budget
+    uint64_t handed_step = 0;      // the budget's step when the sink got it
+    bool evicting = false;
+  };
+
   void ScheduleKick();
   void Kick();  // event loop only
-  void Finish(std::shared_ptr<const Batch> batch, Status status,
-              std::chrono::steady_clock::time_point started, uint64_t first, uint64_t last);
+  // Whether the budget lets the runner take another batch. REQUIRES: mu_ held.
+  bool BudgetAllowsMore() const;
+  void Finish(uint64_t id, Status status, std::chrono::steady_clock::time_point started);
 
   const std::string name_;
   std::unique_ptr<Sink> sink_;
@@ -71,6 +95,7 @@ class SinkRunner {
   ComponentStats& stats_;
   RejectFn on_reject_;
   std::unique_ptr<SinkCursor> cursor_;
+  governor::MemoryBudget* const budget_;
 
   mutable std::mutex mu_;
   std::condition_variable space_cv_;
@@ -78,6 +103,10 @@ class SinkRunner {
   std::deque<Event> queue_;
   size_t in_flight_events_ = 0;
   int in_flight_batches_ = 0;
+  std::map<uint64_t, InFlight> in_flight_;  // by id
+  uint64_t next_id_ = 1;
+  uint64_t event_bytes_estimate_ = 0;  // bytes per event of the last batch (admission)
+  bool probing_ = false;  // a batch was evicted and nothing delivered since: one in flight
   bool kick_scheduled_ = false;
   std::chrono::steady_clock::time_point shutdown_deadline_ =
       std::chrono::steady_clock::time_point::max();

@@ -68,6 +68,10 @@ void AppendEvent(const Event& e, EventEncoding encoding, bool as_json_value, std
 
 void AppendBatch(const std::vector<Event>& events, EventEncoding encoding, BatchFormat format,
                  std::string& out) {
+  // One allocation for the payloads and separators (envelopes add a little more).
+  size_t bytes = 2;
+  for (const Event& e : events) bytes += e.payload.size() + 1;
+  out.reserve(out.size() + bytes);
   switch (format) {
     case BatchFormat::kJsonArray:
       out.push_back('[');

@@ -13,11 +13,13 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include <map>
 #include <random>
 #include <set>
 
 #include "core/plugin_context.h"
 #include "governor/concurrency_controller.h"
+#include "governor/memory_budget.h"
 #include "sinks/common/event_encoding.h"
 #include "sinks/http/http_url.h"
 #include "util/log.h"
@@ -62,6 +64,24 @@ struct Connection {
 };
 
 using Response = http::response<http::string_body>;
+using Request = http::request<http::string_body>;
+
+// Keeps a request body's bytes charged to the memory budget while it exists.
+class BodyCharge {
+ public:
+  BodyCharge(governor::MemoryBudget* budget, uint64_t bytes) : budget_(budget), bytes_(bytes) {
+    if (budget_) budget_->Charge(bytes_);
+  }
+  ~BodyCharge() {
+    if (budget_) budget_->Credit(bytes_);
+  }
+  BodyCharge(const BodyCharge&) = delete;
+  BodyCharge& operator=(const BodyCharge&) = delete;
+
+ private:
+  governor::MemoryBudget* const budget_;
+  const uint64_t bytes_;
+};
 
 // Shared state of the sink, kept alive by the coroutines that use it.
 class HttpClient : public std::enable_shared_from_this<HttpClient> {
@@ -98,9 +118,24 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
     return Status::Ok();
   }
 
+  // Builds the request now (its body is charged to the memory budget before the runner
+  // decides on its next batch) and sends it on a coroutine.
   void Deliver(std::shared_ptr<const Batch> batch, DeliveryCallback done) {
-    asio::co_spawn(ctx_.loop->io(), Run(shared_from_this(), std::move(batch), std::move(done)),
+    auto req = std::make_unique<Request>(BuildRequest(*batch));
+    auto charge = std::make_unique<BodyCharge>(ctx_.memory, req->body().capacity());
+    asio::co_spawn(ctx_.loop->io(),
+                   Run(shared_from_this(), std::move(batch), std::move(req), std::move(charge),
+                       std::move(done)),
                    asio::detached);
+  }
+
+  // Gives `batch` back if it is waiting between attempts (memory budget).
+  bool Evict(const Batch& batch) {
+    auto it = waiting_.find(&batch);
+    if (it == waiting_.end() || stopped_) return false;
+    evicted_.insert(&batch);
+    it->second->cancel();
+    return true;
   }
 
   void Stop() {
@@ -114,11 +149,14 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   const HttpSinkOptions& options() const { return o_; }
 
  private:
+  Request BuildRequest(const Batch& batch) const;
   awaitable<void> Run(std::shared_ptr<HttpClient> self, std::shared_ptr<const Batch> batch,
+                      std::unique_ptr<Request> request, std::unique_ptr<BodyCharge> charge,
                       DeliveryCallback done);
   awaitable<Result<std::unique_ptr<Connection>>> Connect();
-  awaitable<Result<Response>> Exchange(Connection& c, const http::request<http::string_body>& req);
-  awaitable<bool> Sleep(std::chrono::milliseconds d);
+  awaitable<Result<Response>> Exchange(Connection& c, const Request& req);
+  // Waits `d` between attempts of `batch`; false when the sink stopped or evicted the batch.
+  awaitable<bool> Sleep(std::chrono::milliseconds d, const Batch* batch);
 
   HttpSinkOptions o_;
   PluginContext ctx_;
@@ -126,6 +164,8 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   std::vector<std::unique_ptr<Connection>> idle_;
   std::set<Connection*> active_;
   std::set<asio::steady_timer*> timers_;
+  std::map<const Batch*, asio::steady_timer*> waiting_;  // batches between attempts
+  std::set<const Batch*> evicted_;
   governor::ConcurrencyController controller_;
   observe::Gauge& limit_gauge_;
   observe::Gauge& in_flight_gauge_;
@@ -166,8 +206,7 @@ awaitable<Result<std::unique_ptr<Connection>>> HttpClient::Connect() {
   co_return c;
 }
 
-awaitable<Result<Response>> HttpClient::Exchange(Connection& c,
-                                                 const http::request<http::string_body>& req) {
+awaitable<Result<Response>> HttpClient::Exchange(Connection& c, const Request& req) {
   error_code ec;
   c.lowest().expires_after(o_.timeout);
   if (c.tls)
@@ -187,26 +226,37 @@ awaitable<Result<Response>> HttpClient::Exchange(Connection& c,
   co_return parser.release();
 }
 
-awaitable<bool> HttpClient::Sleep(std::chrono::milliseconds d) {
+awaitable<bool> HttpClient::Sleep(std::chrono::milliseconds d, const Batch* batch) {
   asio::steady_timer timer(ctx_.loop->io(), d);
   timers_.insert(&timer);
+  waiting_.emplace(batch, &timer);
   error_code ec;
   co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
   timers_.erase(&timer);
-  co_return !stopped_;
+  waiting_.erase(batch);
+  co_return !stopped_ && !evicted_.count(batch);
 }
 
-awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> self,
-                                std::shared_ptr<const Batch> batch, DeliveryCallback done) {
-  http::request<http::string_body> req{o_.method, o_.url.target, 11};
+
+Request HttpClient::BuildRequest(const Batch& batch) const {
+  Request req{o_.method, o_.url.target, 11};
   req.set(http::field::host, o_.url.HostHeader());
   req.set(http::field::user_agent, "seedance/" SEEDANCE_VERSION);
   req.set(http::field::content_type,
-          ContentType(o_.format, o_.encoding, batch->events.empty() ? nullptr : &batch->events[0]));
+          ContentType(o_.format, o_.encoding, batch.events.empty() ? nullptr : &batch.events[0]));
   for (const auto& [name, value] : o_.headers) req.set(name, value);
   req.keep_alive(true);
-  AppendBatch(batch->events, o_.encoding, o_.format, req.body());
+  AppendBatch(batch.events, o_.encoding, o_.format, req.body());
   req.prepare_payload();
+  return req;
+}
+
+awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> self,
+                                std::shared_ptr<const Batch> batch,
+                                std::unique_ptr<Request> request,
+                                [[maybe_unused]] std::unique_ptr<BodyCharge> charge,
+                                DeliveryCallback done) {
+  const Request& req = *request;
 
   auto backoff = o_.retry_initial;
   int64_t attempt = 0;
@@ -311,8 +361,13 @@ awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> sel
           std::string(http::to_string(o_.method)), o_.url_text, failure.message(), delay.count(),
           suppressed ? fmt::format(" ({} similar failures not logged)", suppressed) : "");
     }
-    if (!co_await Sleep(delay)) {
-      done(CancelledError("sink stopped"));
+    if (!co_await Sleep(delay, batch.get())) {
+      if (evicted_.erase(batch.get()) > 0 && !stopped_) {
+        done(ResourceExhaustedError("evicted by the memory budget"));
+      } else {
+        evicted_.erase(batch.get());
+        done(CancelledError("sink stopped"));
+      }
       co_return;
     }
     backoff = std::min(o_.retry_max, backoff * 2);
@@ -327,6 +382,7 @@ class HttpSink final : public Sink {
     client_->Deliver(std::move(batch), std::move(done));
   }
   int MaxInFlight() const override { return client_->limit(); }
+  bool Evict(const Batch& batch) override { return client_->Evict(batch); }
   size_t MaxBatchEvents() const override {
     return client_->options().format == BatchFormat::kSingle ? 1 : client_->options().batch_size;
   }

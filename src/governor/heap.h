@@ -1,0 +1,21 @@
+// The process heap as the memory budget sees it (glibc malloc).
+//
+// A budget on queued bytes only holds in RSS if freed memory goes back to the system: glibc
+// raises its mmap threshold after large frees (so later request bodies land in the heap and
+// stay resident) and keeps freed chunks in per-thread arenas. With a budget the runtime fixes
+// the threshold, limits the arenas, and gives free heap pages back after trims.
+#pragma once
+
+#include <cstdint>
+
+namespace seedance::governor {
+
+// Fixed 128 KiB mmap threshold (batches' request bodies are mapped and unmapped), at most two
+// arenas. Call once, before the worker threads start.
+void TuneHeapForBudget();
+// Resident set size of this process, in bytes (0 when it cannot be read).
+uint64_t ResidentBytes();
+// Returns free heap pages to the system (malloc_trim).
+void ReleaseFreeHeap();
+
+}  // namespace seedance::governor

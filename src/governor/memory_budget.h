@@ -1,0 +1,115 @@
+// MemoryBudget: the runtime's `limits.memory` (DESIGN.md section 4), on the shared TrimPolicy.
+//
+// Two tiers: memory (what the budget counts) and disk (the durable queue, where every queued
+// event already is). `capacity` (limits.memory) bounds the process's memory above its idle
+// size; a quarter of it (`reserve_share`) is left for what is not counted per event (read and
+// write buffers, connections, allocator slack), the rest — `queued_capacity()` — is what the
+// counted bytes may use, and what occupancy is measured against. Components charge the bytes they hold for queued events — the ingest
+// queue, the batches a sink has been handed, the request bodies a sink built — and credit
+// them when done. Admission is the holders' own: they ask HasRoom() before taking more.
+//
+// Once per step (100 ms) Step() samples the triggers: occupancy ≥ 92% of the budget for 3
+// consecutive steps, or more than 35% of the holders' batch bytes idle for 50+ steps. When one
+// fires, batches are chosen by the policy's score (size × idle steps / (1 + uses)) and their
+// holders asked to evict them: the in-memory copy is dropped, the batch stays in the durable
+// queue and is read again when its sink is ready for it. A holder may refuse (a batch being
+// sent is in use); the next victim is tried. Trims continue until the budget is under the low
+// watermark (occupancy) or every long-idle batch is out (idle share).
+//
+// The budget is on the bytes counted; the process's resident size is watched too (gauge, and
+// free heap pages go back to the system after a trim, when the counted bytes fell by a quarter
+// of the budget since the last release, and whenever the resident size is over the budget plus
+// the baseline measured at the first step — at most once a second).
+//
+// Thread-safety: Charge/Credit/HasRoom/used from any thread; the rest on the event loop.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "governor/trim_policy.h"
+#include "observe/metrics.h"
+
+namespace seedance::governor {
+
+// Something that holds batches the budget may ask back (a sink runner). Event loop only.
+class BatchHolder {
+ public:
+  virtual ~BatchHolder() = default;
+  // Appends the holder's batches: ids unique within the holder, size, in_use, last_used_step
+  // (the step the batch was last handed over or attempted), uses.
+  virtual void ListBatches(std::vector<BufferState>* out) = 0;
+  // Drops the in-memory copy of batch `id`; returns the bytes freed (0 = refused: in use).
+  virtual uint64_t Evict(uint64_t id) = 0;
+  // Memory was freed: a holder that held back for lack of room may take more now.
+  virtual void OnRoom() = 0;
+};
+
+struct MemoryBudgetOptions {
+  uint64_t capacity = 0;
+  double reserve_share = 0.25;
+  std::chrono::nanoseconds step = std::chrono::milliseconds(100);
+  TrimPolicyOptions policy = {.min_victim_bytes = 0};
+};
+
+class MemoryBudget {
+ public:
+  MemoryBudget(MemoryBudgetOptions options, observe::MetricsRegistry& metrics);
+
+  void Charge(uint64_t bytes) { used_.fetch_add(bytes, std::memory_order_relaxed); }
+  void Credit(uint64_t bytes) { used_.fetch_sub(bytes, std::memory_order_relaxed); }
+  // True when `bytes` more still fit under the capacity.
+  bool HasRoom(uint64_t bytes) const { return used() + bytes <= queued_capacity_; }
+  uint64_t used() const { return used_.load(std::memory_order_relaxed); }
+  uint64_t capacity() const { return options_.capacity; }
+  uint64_t queued_capacity() const { return queued_capacity_; }
+  uint64_t step() const { return step_; }
+  const MemoryBudgetOptions& options() const { return options_; }
+
+  // Holders register for the lifetime of the pipeline. REQUIRES: `holder` outlives the budget
+  // or is removed first.
+  void AddHolder(BatchHolder* holder) { holders_.push_back(holder); }
+  void RemoveHolder(BatchHolder* holder);
+  // Bytes of the disk tier (the durable queue), for the metrics.
+  void SetDiskBytes(uint64_t bytes) { disk_bytes_.Set(static_cast<int64_t>(bytes)); }
+  // A batch that was evicted came back into memory (read again from disk).
+  void CountRestored(uint64_t bytes) { moved_to_memory_.Add(bytes); }
+
+  // One step: samples the triggers and trims when one fires. Returns the reason (kNone when
+  // nothing fired).
+  TrimReason Step();
+
+ private:
+  // Evicts victims from `batches` (ids carry their holder); returns the bytes freed.
+  uint64_t Trim(TrimReason reason, const std::vector<BufferState>& batches,
+                std::chrono::steady_clock::time_point t0);
+
+  // Gives free heap pages back when a trim freed memory or the process is over budget.
+  void MaybeReleaseHeap(bool trimmed);
+
+  const MemoryBudgetOptions options_;
+  const uint64_t queued_capacity_;
+  TrimPolicy policy_;
+  uint64_t baseline_resident_ = 0;  // at the first step
+  uint64_t last_release_step_ = 0;
+  uint64_t used_high_ = 0;  // most bytes counted since the last release
+  bool release_after_trim_ = false;  // evicted batches are freed when their sink lets go
+  observe::Gauge& resident_gauge_;
+  observe::Counter& heap_releases_;
+  std::atomic<uint64_t> used_{0};
+  uint64_t step_ = 0;
+  std::vector<BatchHolder*> holders_;
+  observe::Gauge& used_gauge_;
+  observe::Gauge& disk_bytes_;
+  observe::Counter& moved_to_disk_;
+  observe::Counter& moved_to_memory_;
+  observe::Counter& evictions_;
+  observe::Counter& refused_;
+  observe::Histogram& trim_seconds_;
+  observe::MetricsRegistry& metrics_;
+};
+
+}  // namespace seedance::governor
