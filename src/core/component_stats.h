@@ -1,7 +1,11 @@
 // ComponentStats: the standard metrics every component has, registered once per component.
 #pragma once
 
+#include <atomic>
+#include <map>
+#include <mutex>
 #include <string>
+#include <string_view>
 
 #include "observe/metrics.h"
 
@@ -24,32 +28,50 @@ struct ComponentStats {
         queue_depth(registry.GetGauge("seedance_queue_depth",
                                       "Events waiting in the component's input queue.", labels_)) {}
 
-  // Counts `n` events dropped for `reason` (filtered, invalid_json, script_error, ...).
-  void Dropped(const std::string& reason, uint64_t n = 1) {
-    observe::Labels l = labels_;
-    l.emplace_back("reason", reason);
-    registry_
-        .GetCounter("seedance_events_dropped_total", "Events that left the main stream, by reason.",
-                    l)
-        .Add(n);
+  // Counts `n` events dropped for `reason` (filtered, invalid_json, script_error, ...). The
+  // counter is looked up in the registry once per reason (no allocation on the hot path).
+  void Dropped(std::string_view reason, uint64_t n = 1) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = dropped_.find(reason);
+    if (it == dropped_.end()) {
+      observe::Labels l = labels_;
+      l.emplace_back("reason", std::string(reason));
+      observe::Counter& c = registry_.GetCounter(
+          "seedance_events_dropped_total", "Events that left the main stream, by reason.", l);
+      it = dropped_.emplace(std::string(reason), &c).first;
+    }
+    it->second->Add(n);
   }
+  // Registered on first use (only components that deliver have them).
   observe::Histogram& BatchLatency() {
-    return registry_.GetHistogram("seedance_batch_latency_seconds",
-                                  "Time from handing a batch to a sink to its outcome.",
-                                  {labels_[0]});
+    return Lazy(batch_latency_, "seedance_batch_latency_seconds",
+                "Time from handing a batch to a sink to its outcome.");
   }
   // Per delivered event: from its ingest (Event::ingest_time_ns) to the sink's success.
   observe::Histogram& EventLatency() {
-    return registry_.GetHistogram("seedance_event_latency_seconds",
-                                  "Time from an event's ingest to its delivery by the sink.",
-                                  {labels_[0]});
+    return Lazy(event_latency_, "seedance_event_latency_seconds",
+                "Time from an event's ingest to its delivery by the sink.");
   }
   const observe::Labels& labels() const { return labels_; }
   observe::MetricsRegistry& registry() { return registry_; }
 
  private:
+  observe::Histogram& Lazy(std::atomic<observe::Histogram*>& slot, const char* name,
+                           const char* help) {
+    observe::Histogram* h = slot.load(std::memory_order_acquire);
+    if (h == nullptr) {
+      h = &registry_.GetHistogram(name, help, {labels_[0]});  // the registry dedupes
+      slot.store(h, std::memory_order_release);
+    }
+    return *h;
+  }
+
   observe::MetricsRegistry& registry_;
   observe::Labels labels_;
+  std::mutex mu_;
+  std::map<std::string, observe::Counter*, std::less<>> dropped_;
+  std::atomic<observe::Histogram*> batch_latency_{nullptr};
+  std::atomic<observe::Histogram*> event_latency_{nullptr};
 
  public:
   observe::Counter& events_in;

@@ -242,4 +242,23 @@ std::vector<SegmentInfo> QueueLog::Segments() const {
   return out;
 }
 
+QueueLog::SegmentPosition QueueLog::Locate(uint64_t first_sequence) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  SegmentPosition p;
+  if (segments_.empty()) return p;
+  p.any = true;
+  p.oldest_first = segments_.front().first_sequence;
+  for (size_t i = 0; i < segments_.size(); ++i) {
+    if (segments_[i].first_sequence != first_sequence) continue;
+    p.found = true;
+    p.size = segments_[i].size;
+    p.active = i + 1 == segments_.size();
+    if (i + 1 < segments_.size()) {
+      p.has_next = true;
+      p.next_first = segments_[i + 1].first_sequence;
+    }
+  }
+  return p;
+}
+
 }  // namespace seedance::storage

@@ -69,6 +69,18 @@ class QueueLog {
   uint64_t first_sequence() const;
   uint64_t disk_bytes() const;
   std::vector<SegmentInfo> Segments() const;
+  // Where the segment that starts at `first_sequence` stands, without copying the list (the
+  // reader asks every time it catches up with the writer).
+  struct SegmentPosition {
+    bool found = false;        // the segment is still there
+    uint64_t size = 0;         // its readable bytes
+    bool active = false;       // still being written
+    bool has_next = false;     // a newer segment exists ...
+    uint64_t next_first = 0;   // ... starting here
+    bool any = false;          // any segment exists ...
+    uint64_t oldest_first = 0; // ... the oldest starting here
+  };
+  SegmentPosition Locate(uint64_t first_sequence) const;
   const std::string& dir() const { return options_.dir; }
 
  private:

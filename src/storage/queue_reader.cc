@@ -78,25 +78,17 @@ bool QueueReader::Next(uint64_t* sequence, uint8_t* tag, std::string_view* paylo
       continue;
     }
     // Need more bytes: from this segment if it has them, else move to the next segment.
-    auto segments = log_.Segments();
-    const SegmentInfo* mine = nullptr;
-    const SegmentInfo* next = nullptr;
-    for (size_t i = 0; i < segments.size(); ++i) {
-      if (segments[i].first_sequence == segment_first_) {
-        mine = &segments[i];
-        if (i + 1 < segments.size()) next = &segments[i + 1];
-      }
-    }
-    uint64_t limit = mine ? mine->size : file_offset_;
-    if (mine == nullptr && !segments.empty() && segments.front().first_sequence > segment_first_) {
+    const QueueLog::SegmentPosition at = log_.Locate(segment_first_);
+    uint64_t limit = at.found ? at.size : file_offset_;
+    if (!at.found && at.any && at.oldest_first > segment_first_) {
       // Our segment was deleted under us (drop-oldest): continue with what is retained.
       have_segment_ = false;
-      if (!OpenSegmentFor(std::max(next_wanted_, segments.front().first_sequence))) return false;
+      if (!OpenSegmentFor(std::max(next_wanted_, at.oldest_first))) return false;
       continue;
     }
     if (ReadMore(limit)) continue;
-    if (mine != nullptr && mine->active) return false;  // caught up with the writer
-    if (next == nullptr) {
+    if (at.found && at.active) return false;  // caught up with the writer
+    if (!at.has_next) {
       // Segment gone and nothing newer is known yet.
       return false;
     }
@@ -105,7 +97,7 @@ bool QueueReader::Next(uint64_t* sequence, uint8_t* tag, std::string_view* paylo
       skipped_bytes_ += buffer_.size() - pos_;
     }
     have_segment_ = false;
-    if (!OpenSegmentFor(std::max(next_wanted_, next->first_sequence))) return false;
+    if (!OpenSegmentFor(std::max(next_wanted_, at.next_first))) return false;
   }
 }
 
