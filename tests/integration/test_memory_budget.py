@@ -102,11 +102,14 @@ def test_stalled_sink_100mb_stays_in_budget_and_loses_nothing(tmp_path):
           f"back {metric(after, 'seedance_memory_moved_bytes_total', to='memory'):.0f} B")
     assert peak_kb < bound_kb
     assert metric(during, "seedance_memory_budget_bytes") == 16 * MiB
-    # The governor moved the batches the stalled sink was only holding down to the disk tier,
-    # and the runner kept one probe in flight instead of 32.
+    # The governor moved the batches the stalled sink was only holding (between retries) down
+    # to the disk tier, and the runner stopped taking new ones: far fewer than the 32 requests
+    # in flight it has without a budget. (Batches on the wire cannot be evicted; each is caught
+    # in one of its backoffs, so a few may remain.)
     assert metric(during, "seedance_memory_trims_total", reason="idle_share") >= 1
+    assert metric(during, "seedance_memory_evictions_total") >= 8
     assert metric(during, "seedance_memory_moved_bytes_total", to="disk") > 0
-    assert metric(during, "seedance_sink_in_flight") <= 2
+    assert metric(during, "seedance_sink_in_flight") <= 16
     # They were read back from disk once the sink returned.
     assert metric(after, "seedance_memory_moved_bytes_total", to="memory") > 0
 
