@@ -50,34 +50,38 @@ SinkCursor::~SinkCursor() {
   v.erase(std::remove(v.begin(), v.end(), this), v.end());
 }
 
-void SinkCursor::Decode(uint8_t tag, std::string_view payload, std::vector<Event>* out) {
+void SinkCursor::Decode(uint8_t tag, std::string_view payload, std::vector<Event>* out,
+                        size_t* n) {
   if (tag >= wanted_.size() || !wanted_[tag]) return;
-  Event e;
-  Status s = storage::DecodeEvent(payload, &e);
+  // Decode into the element already there (its strings keep their storage) or a new one.
+  if (*n == out->size()) out->emplace_back();
+  Status s = storage::DecodeEvent(payload, &(*out)[*n]);
   if (!s.ok()) {
     queue_.corrupt_.Add();
     return;
   }
-  out->push_back(std::move(e));
+  ++*n;
 }
 
 void SinkCursor::Return(uint64_t first, uint64_t last) { returned_.emplace_back(first, last); }
 
-void SinkCursor::ReadAgain(uint64_t first, uint64_t last, std::vector<Event>* out) {
+void SinkCursor::ReadAgain(uint64_t first, uint64_t last, std::vector<Event>* out, size_t* n) {
   // The range is not finished, so its segments are still there (unless drop_oldest deleted
   // them: then what is left of it).
   storage::QueueReader again(queue_.log(), first);
   uint64_t seq = 0;
   uint8_t tag = 0;
   std::string_view payload;
-  while (again.Next(&seq, &tag, &payload) && seq <= last) Decode(tag, payload, out);
+  while (again.Next(&seq, &tag, &payload) && seq <= last) Decode(tag, payload, out, n);
 }
 
 bool SinkCursor::Read(size_t max, std::vector<Event>* out, uint64_t* first, uint64_t* last) {
+  size_t n = 0;
   if (!returned_.empty()) {
     std::tie(*first, *last) = returned_.front();
     returned_.pop_front();
-    ReadAgain(*first, *last, out);
+    ReadAgain(*first, *last, out, &n);
+    out->resize(n);
     return true;
   }
   *first = read_next_;
@@ -87,13 +91,14 @@ bool SinkCursor::Read(size_t max, std::vector<Event>* out, uint64_t* first, uint
   uint8_t tag = 0;
   std::string_view payload;
   size_t scanned = 0;
-  while (out->size() < max && scanned < 4 * max + 64 && reader_.Next(&seq, &tag, &payload)) {
+  while (n < max && scanned < 4 * max + 64 && reader_.Next(&seq, &tag, &payload)) {
     ++scanned;
     any = true;
     *last = seq;
     read_next_ = seq + 1;
-    Decode(tag, payload, out);
+    Decode(tag, payload, out, &n);
   }
+  out->resize(n);
   if (uint64_t skipped = reader_.skipped_records() - skipped_before; skipped > 0) {
     queue_.corrupt_.Add(skipped);
     uint64_t suppressed = 0;

@@ -42,9 +42,10 @@ class DurableQueue;
 // position. Event-loop thread only.
 class SinkCursor {
  public:
-  // Reads up to `max` events for this sink's inputs into `out`. `*first`..`*last` is the
-  // range of sequences consumed (records for other outputs included). False when no record
-  // is available.
+  // Reads up to `max` events for this sink's inputs into `out`, replacing what it held (its
+  // elements are reused: their strings keep their storage). `*first`..`*last` is the range
+  // of sequences consumed (records for other outputs included). False when no record is
+  // available.
   bool Read(size_t max, std::vector<Event>* out, uint64_t* first, uint64_t* last);
   // The range is finished (delivered, rejected or given up): moves the position past every
   // finished prefix, persists it now and then, and lets the queue delete consumed segments.
@@ -65,8 +66,9 @@ class SinkCursor {
   friend class DurableQueue;
   SinkCursor(DurableQueue& queue, std::string name, std::vector<Output> inputs, uint64_t start);
   // Reads the events of [first, last] for this sink's inputs again.
-  void ReadAgain(uint64_t first, uint64_t last, std::vector<Event>* out);
-  void Decode(uint8_t tag, std::string_view payload, std::vector<Event>* out);
+  // Decoders write into (*out)[*n] and advance *n.
+  void ReadAgain(uint64_t first, uint64_t last, std::vector<Event>* out, size_t* n);
+  void Decode(uint8_t tag, std::string_view payload, std::vector<Event>* out, size_t* n);
 
   DurableQueue& queue_;
   std::string name_;

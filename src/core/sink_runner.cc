@@ -1,5 +1,7 @@
 #include "core/sink_runner.h"
 
+#include <algorithm>
+
 #include "util/log.h"
 
 namespace seedance {
@@ -14,7 +16,44 @@ SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, size_t capa
       stats_(stats),
       on_reject_(std::move(on_reject)),
       cursor_(std::move(cursor)),
-      budget_(cursor_ ? budget : nullptr) {}
+      budget_(cursor_ ? budget : nullptr),
+      pool_hits_(stats_.registry().GetCounter(
+          "seedance_pool_hits_total", "Objects taken from a pool instead of allocated.",
+          {{"pool", "batch"}, {"component", name_}})),
+      pool_misses_(stats_.registry().GetCounter(
+          "seedance_pool_misses_total", "Objects allocated because their pool had none free.",
+          {{"pool", "batch"}, {"component", name_}})) {}
+
+std::shared_ptr<Batch> SinkRunner::TakeBatch() {
+  for (const auto& b : batch_pool_) {
+    if (b.use_count() == 1) {  // only the pool holds it: the sink is done with it
+      pool_hits_.Add();
+      return b;
+    }
+  }
+  pool_misses_.Add();
+  return batch_pool_.emplace_back(std::make_shared<Batch>());
+}
+
+void SinkRunner::TrimPool() {
+  constexpr int kKeepBatches = 4;
+  constexpr size_t kKeepEvents = 64;
+  int kept = 0;
+  for (const auto& b : batch_pool_) {
+    if (b.use_count() != 1 || b->events.capacity() == 0) continue;
+    if (kept < kKeepBatches && b->events.size() <= kKeepEvents) {
+      ++kept;
+      continue;
+    }
+    b->events.clear();
+    b->events.shrink_to_fit();
+  }
+}
+
+std::vector<SinkRunner::InFlight>::iterator SinkRunner::FindInFlight(uint64_t id) {
+  return std::find_if(in_flight_.begin(), in_flight_.end(),
+                      [id](const InFlight& f) { return f.id == id; });
+}
 
 void SinkRunner::Push(Event&& event, std::chrono::steady_clock::time_point deadline) {
   {
@@ -71,13 +110,15 @@ void SinkRunner::Kick() {
   const size_t max_events = std::max<size_t>(1, sink_->MaxBatchEvents());
   const int max_in_flight = std::max(1, sink_->MaxInFlight());
   while (true) {
-    auto batch = std::make_shared<Batch>();
+    std::shared_ptr<Batch> batch;
     uint64_t first = 0, last = 0;
     uint64_t id = 0, bytes = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       kick_scheduled_ = false;
       if (stopped_ || in_flight_batches_ >= max_in_flight || !BudgetAllowsMore()) return;
+      if (!cursor_ && queue_.empty()) return;
+      batch = TakeBatch();
       if (cursor_) {
         const size_t returned_before = cursor_->returned();
         if (!cursor_->Read(max_events, &batch->events, &first, &last)) {
@@ -98,8 +139,8 @@ void SinkRunner::Kick() {
           event_bytes_estimate_ = bytes / batch->events.size();
         }
       } else {
-        if (queue_.empty()) return;
         size_t n = std::min(max_events, queue_.size());
+        batch->events.clear();
         batch->events.reserve(n);
         for (size_t i = 0; i < n; ++i) {
           batch->events.push_back(std::move(queue_.front()));
@@ -110,29 +151,30 @@ void SinkRunner::Kick() {
       in_flight_events_ += batch->events.size();
       ++in_flight_batches_;
       id = next_id_++;
-      in_flight_.emplace(id, InFlight{.batch = batch,
-                                      .first = first,
-                                      .last = last,
-                                      .bytes = bytes,
-                                      .handed_step = budget_ ? budget_->step() : 0});
+      in_flight_.push_back(InFlight{.id = id,
+                                    .batch = batch,
+                                    .started = std::chrono::steady_clock::now(),
+                                    .first = first,
+                                    .last = last,
+                                    .bytes = bytes,
+                                    .handed_step = budget_ ? budget_->step() : 0});
     }
     space_cv_.notify_all();
-    auto started = std::chrono::steady_clock::now();
-    sink_->Deliver(std::move(batch), [this, id, started](Status status) {
-      Finish(id, std::move(status), started);
-    });
+    // Two words: the callback fits in std::function without an allocation.
+    sink_->Deliver(std::move(batch), [this, id](Status status) { Finish(id, std::move(status)); });
   }
 }
 
-void SinkRunner::Finish(uint64_t id, Status status,
-                        std::chrono::steady_clock::time_point started) {
+void SinkRunner::Finish(uint64_t id, Status status) {
   InFlight f;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = in_flight_.find(id);
-    f = std::move(it->second);
-    in_flight_.erase(it);
+    auto it = FindInFlight(id);
+    f = std::move(*it);
+    *it = std::move(in_flight_.back());
+    in_flight_.pop_back();
   }
+  const auto started = f.started;
   const Batch& batch = *f.batch;
   const size_t n = batch.events.size();
   const bool evicted = f.evicting && status.code() == StatusCode::kResourceExhausted;
@@ -176,17 +218,18 @@ void SinkRunner::Finish(uint64_t id, Status status,
     if (cursor_ && !evicted && status.code() != StatusCode::kCancelled) {
       cursor_->Done(f.first, f.last);
     }
+    f.batch.reset();
+    TrimPool();  // this batch is still held by its sink until the callback returns: next time
   }
-  f.batch.reset();
   idle_cv_.notify_all();
   Kick();
 }
 
 void SinkRunner::ListBatches(std::vector<governor::BufferState>* out) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [id, f] : in_flight_) {
+  for (const InFlight& f : in_flight_) {
     if (f.evicting || f.bytes == 0) continue;
-    out->push_back(governor::BufferState{.id = id,
+    out->push_back(governor::BufferState{.id = f.id,
                                          .size = f.bytes,
                                          .on_fast_tier = true,
                                          .in_use = false,  // the sink refuses if it is
@@ -200,16 +243,16 @@ uint64_t SinkRunner::Evict(uint64_t id) {
   uint64_t bytes = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = in_flight_.find(id);
-    if (it == in_flight_.end() || it->second.evicting || stopped_) return 0;
+    auto it = FindInFlight(id);
+    if (it == in_flight_.end() || it->evicting || stopped_) return 0;
     // Marked first: the sink may complete the delivery from inside Evict().
-    it->second.evicting = true;
-    batch = it->second.batch;
-    bytes = it->second.bytes;
+    it->evicting = true;
+    batch = it->batch;
+    bytes = it->bytes;
   }
   if (sink_->Evict(*batch)) return bytes;
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = in_flight_.find(id); it != in_flight_.end()) it->second.evicting = false;
+  if (auto it = FindInFlight(id); it != in_flight_.end()) it->evicting = false;
   return 0;
 }
 

@@ -21,7 +21,6 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -75,7 +74,9 @@ class SinkRunner final : public governor::BatchHolder {
 
  private:
   struct InFlight {
+    uint64_t id = 0;
     std::shared_ptr<const Batch> batch;
+    std::chrono::steady_clock::time_point started;
     uint64_t first = 0, last = 0;  // durable queue range
     uint64_t bytes = 0;            // charged to the budget
     uint64_t handed_step = 0;      // the budget's step when the sink got it
@@ -86,7 +87,14 @@ class SinkRunner final : public governor::BatchHolder {
   void Kick();  // event loop only
   // Whether the budget lets the runner take another batch. REQUIRES: mu_ held.
   bool BudgetAllowsMore() const;
-  void Finish(uint64_t id, Status status, std::chrono::steady_clock::time_point started);
+  void Finish(uint64_t id, Status status);
+  // A batch from the pool (one nobody else holds any more), or a new one. REQUIRES: mu_ held.
+  std::shared_ptr<Batch> TakeBatch();
+  // Free pooled batches keep their events' storage for reuse, but only a few small ones: the
+  // pool must not hold memory nobody counts. REQUIRES: mu_ held.
+  void TrimPool();
+  // The in-flight entry `id`, or in_flight_.end(). REQUIRES: mu_ held.
+  std::vector<InFlight>::iterator FindInFlight(uint64_t id);
 
   const std::string name_;
   std::unique_ptr<Sink> sink_;
@@ -103,7 +111,13 @@ class SinkRunner final : public governor::BatchHolder {
   std::deque<Event> queue_;
   size_t in_flight_events_ = 0;
   int in_flight_batches_ = 0;
-  std::map<uint64_t, InFlight> in_flight_;  // by id
+  std::vector<InFlight> in_flight_;  // a handful: searched, never reallocated once grown
+  // Batches are reused once the sink and the runner have let go of them (use_count 1): the
+  // pool holds the shared_ptr, so neither the Batch, its control block nor its vector of
+  // events is allocated again in steady state.
+  std::vector<std::shared_ptr<Batch>> batch_pool_;
+  observe::Counter& pool_hits_;
+  observe::Counter& pool_misses_;
   uint64_t next_id_ = 1;
   uint64_t event_bytes_estimate_ = 0;  // bytes per event of the last batch (admission)
   bool probing_ = false;  // a batch was evicted and nothing delivered since: one in flight

@@ -35,10 +35,11 @@ class Cursor {
     return v;
   }
   uint8_t U8() { return Need(1) ? static_cast<uint8_t>(d_[pos_++]) : 0; }
-  std::string Bytes() {
+  // Valid while the record is; assign() it into the event (reusing the string's storage).
+  std::string_view Bytes() {
     uint32_t n = U32();
     if (!Need(n)) return {};
-    std::string s(d_.substr(pos_, n));
+    std::string_view s = d_.substr(pos_, n);
     pos_ += n;
     return s;
   }
@@ -80,16 +81,16 @@ Status DecodeEvent(std::string_view bytes, Event* e) {
   uint8_t format = c.U8();
   e->format = format == static_cast<uint8_t>(PayloadFormat::kRaw) ? PayloadFormat::kRaw
                                                                   : PayloadFormat::kJson;
-  e->source = c.Bytes();
-  e->topic = c.Bytes();
+  e->source.assign(c.Bytes());
+  e->topic.assign(c.Bytes());
   uint32_t n = c.U32();
   e->headers.clear();
   for (uint32_t i = 0; i < n && c.ok(); ++i) {
-    std::string name = c.Bytes();
-    std::string value = c.Bytes();
-    e->headers.push_back(Header{std::move(name), std::move(value)});
+    std::string_view name = c.Bytes();
+    std::string_view value = c.Bytes();
+    e->headers.push_back(Header{std::string(name), std::string(value)});
   }
-  e->payload = c.Bytes();
+  e->payload.assign(c.Bytes());
   if (!c.ok() || !c.done()) return DataLossError("truncated or malformed event record");
   return Status::Ok();
 }

@@ -67,9 +67,9 @@ class LuaProcessor final : public Processor {
 
  private:
   // Builds the event table for `event` (payload from `doc` when JSON) on the stack.
-  void PushEvent(const Event& event, const rapidjson::Document* doc);
+  void PushEvent(const Event& event, const rapidjson::Value* doc);
   // Reads the event table at `index` into `out`, based on `in`. kInvalidArgument on bad shape.
-  Status ReadEvent(int index, const Event& in, const rapidjson::Document* doc, Event& out);
+  Status ReadEvent(int index, const Event& in, const rapidjson::Value* doc, Event& out);
   void Fail(Event&& event, ProcessorOutput& out, const std::string& why);
 
   std::unique_ptr<LuaScript> script_;
@@ -81,8 +81,20 @@ class LuaProcessor final : public Processor {
   PluginContext ctx_;
   observe::Counter* reloads_ok_;
   observe::Counter* reloads_failed_;
+  // Per-event scratch, kept between events so the hot path does not allocate: the parsed
+  // payload's values and the parser's stack live in these buffers, and the event a script
+  // returns is read into `scratch_` (whose strings keep their storage), then swapped with
+  // the input.
   char json_buffer_[64 * 1024];
+  char json_stack_[16 * 1024];
+  Event scratch_;
+  std::vector<Event> produced_;
 };
+
+// A document whose parse stack comes from a pool too (rapidjson::Document's uses malloc on
+// every parse).
+using JsonDocument = rapidjson::GenericDocument<rapidjson::UTF8<>, rapidjson::MemoryPoolAllocator<>,
+                                                rapidjson::MemoryPoolAllocator<>>;
 
 void LuaProcessor::Tick(int64_t now_ns, ProcessorOutput& /*out*/) {
   if (path_.empty() || reload_check_ns_ <= 0 || now_ns < next_check_ns_) return;
@@ -105,7 +117,7 @@ void LuaProcessor::Tick(int64_t now_ns, ProcessorOutput& /*out*/) {
   SEEDANCE_LOG_INFO(ctx_.name, "reloaded {}", path_);
 }
 
-void LuaProcessor::PushEvent(const Event& event, const rapidjson::Document* doc) {
+void LuaProcessor::PushEvent(const Event& event, const rapidjson::Value* doc) {
   lua_State* L = script_->state();
   lua_createtable(L, 0, 7);
   if (doc != nullptr)
@@ -129,7 +141,7 @@ void LuaProcessor::PushEvent(const Event& event, const rapidjson::Document* doc)
   lua_setfield(L, -2, "headers");
 }
 
-Status LuaProcessor::ReadEvent(int index, const Event& in, const rapidjson::Document* doc,
+Status LuaProcessor::ReadEvent(int index, const Event& in, const rapidjson::Value* doc,
                                Event& out) {
   lua_State* L = script_->state();
   out.id = in.id;
@@ -152,6 +164,7 @@ Status LuaProcessor::ReadEvent(int index, const Event& in, const rapidjson::Docu
   lua_pop(L, 1);
   lua_getfield(L, index, "headers");
   if (lua_istable(L, -1)) {
+    out.headers.clear();
     lua_pushnil(L);
     while (lua_next(L, -2) != 0) {
       if (lua_type(L, -2) == LUA_TSTRING && lua_type(L, -1) == LUA_TSTRING) {
@@ -192,8 +205,9 @@ void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
   lua_State* L = script_->state();
   const int top = lua_gettop(L);
   rapidjson::MemoryPoolAllocator<> pool(json_buffer_, sizeof json_buffer_);
-  rapidjson::Document doc(&pool);
-  const rapidjson::Document* parsed = nullptr;
+  rapidjson::MemoryPoolAllocator<> stack_pool(json_stack_, sizeof json_stack_);
+  JsonDocument doc(&pool, 1024, &stack_pool);
+  const rapidjson::Value* parsed = nullptr;
   if (event.format == PayloadFormat::kJson) {
     doc.Parse(event.payload.data(), event.payload.size());
     if (doc.HasParseError()) {
@@ -218,7 +232,8 @@ void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
   }
   // Stack: top+1 input table, top+2 result.
   const int result = top + 2;
-  std::vector<Event> produced;
+  std::vector<Event>& produced = produced_;
+  produced.clear();
   if (lua_isnil(L, result) || (lua_type(L, result) == LUA_TBOOLEAN && !lua_toboolean(L, result))) {
     lua_settop(L, top);
     ctx_.stats->Dropped("filtered");
@@ -236,9 +251,15 @@ void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
   const bool is_event = !lua_isnil(L, -1) || lua_rawequal(L, result, top + 1);
   lua_pop(L, 1);
   if (is_event) {
-    Event e;
-    s = ReadEvent(result, event, parsed, e);
-    if (s.ok()) produced.push_back(std::move(e));
+    s = ReadEvent(result, event, parsed, scratch_);
+    lua_settop(L, top);
+    if (!s.ok()) {
+      Fail(std::move(event), out, s.message());
+      return;
+    }
+    std::swap(event, scratch_);  // scratch_ keeps the input's storage for the next event
+    out.Emit(std::move(event));
+    return;
   } else {
     const size_t n = lua_objlen(L, result);
     for (size_t i = 1; i <= n && s.ok(); ++i) {
