@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "governor/memory_budget.h"
 #include "seedance/event.h"
 #include "seedance/source.h"
+#include "util/ring_queue.h"
 
 namespace seedance {
 
@@ -53,7 +53,7 @@ class IngestQueue {
   uint64_t bytes_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<IngestItem> items_;
+  util::RingQueue<IngestItem> items_;
   std::vector<std::function<void()>> waiters_;
   bool closed_ = false;
 };

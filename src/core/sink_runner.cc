@@ -17,6 +17,7 @@ SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, size_t capa
       on_reject_(std::move(on_reject)),
       cursor_(std::move(cursor)),
       budget_(cursor_ ? budget : nullptr),
+      kick_signal_(loop_.io(), [this] { Kick(); }),
       pool_hits_(stats_.registry().GetCounter(
           "seedance_pool_hits_total", "Objects taken from a pool instead of allocated.",
           {{"pool", "batch"}, {"component", name_}})),
@@ -89,14 +90,7 @@ void SinkRunner::PushNoWait(Event&& event) {
   ScheduleKick();
 }
 
-void SinkRunner::ScheduleKick() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (kick_scheduled_) return;
-    kick_scheduled_ = true;
-  }
-  loop_.Post([this] { Kick(); });
-}
+void SinkRunner::ScheduleKick() { kick_signal_.Notify(); }
 
 bool SinkRunner::BudgetAllowsMore() const {
   if (budget_ == nullptr || in_flight_batches_ == 0) return true;  // always make progress
@@ -115,7 +109,6 @@ void SinkRunner::Kick() {
     uint64_t id = 0, bytes = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      kick_scheduled_ = false;
       if (stopped_ || in_flight_batches_ >= max_in_flight || !BudgetAllowsMore()) return;
       if (!cursor_ && queue_.empty()) return;
       batch = TakeBatch();

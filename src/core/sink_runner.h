@@ -28,6 +28,7 @@
 #include "core/component_stats.h"
 #include "core/durable_queue.h"
 #include "core/event_loop.h"
+#include "util/loop_signal.h"
 #include "governor/memory_budget.h"
 #include "seedance/sink.h"
 
@@ -104,6 +105,7 @@ class SinkRunner final : public governor::BatchHolder {
   RejectFn on_reject_;
   std::unique_ptr<SinkCursor> cursor_;
   governor::MemoryBudget* const budget_;
+  LoopSignal kick_signal_;  // runs Kick() on the loop; coalesced, allocation-free
 
   mutable std::mutex mu_;
   std::condition_variable space_cv_;
@@ -121,7 +123,6 @@ class SinkRunner final : public governor::BatchHolder {
   uint64_t next_id_ = 1;
   uint64_t event_bytes_estimate_ = 0;  // bytes per event of the last batch (admission)
   bool probing_ = false;  // a batch was evicted and nothing delivered since: one in flight
-  bool kick_scheduled_ = false;
   std::chrono::steady_clock::time_point shutdown_deadline_ =
       std::chrono::steady_clock::time_point::max();
   bool stopped_ = false;

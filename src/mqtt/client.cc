@@ -86,10 +86,28 @@ Client::Client(asio::io_context& io, ClientOptions options, MessageHandler on_me
 
 Client::~Client() = default;
 
-void Client::Start() { asio::co_spawn(io_, Run(shared_from_this()), asio::detached); }
+void Client::Start() {
+  ack_signal_ = std::make_unique<LoopSignal>(io_, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->DrainAcks();
+  });
+  asio::co_spawn(io_, Run(shared_from_this()), asio::detached);
+}
 
 void Client::Acknowledge(uint64_t token) {
-  asio::post(io_, [self = shared_from_this(), token] { self->AckOnLoop(token); });
+  {
+    std::lock_guard<std::mutex> lock(ack_mu_);
+    ack_inbox_.push_back(token);
+  }
+  ack_signal_->Notify();
+}
+
+void Client::DrainAcks() {
+  {
+    std::lock_guard<std::mutex> lock(ack_mu_);
+    ack_draining_.swap(ack_inbox_);
+  }
+  for (uint64_t token : ack_draining_) AckOnLoop(token);
+  ack_draining_.clear();
 }
 
 void Client::Resume() {
@@ -443,7 +461,9 @@ void Client::Send(const Packet& packet) {
 void Client::FlushWrites() {
   if (writing_ || tx_pending_.empty() || !IsOpen()) return;
   writing_ = true;
-  auto buffer = std::make_shared<std::string>(std::move(tx_pending_));
+  if (!tx_writing_ || tx_writing_.use_count() > 1) tx_writing_ = std::make_shared<std::string>();
+  auto buffer = tx_writing_;
+  buffer->swap(tx_pending_);  // both keep their storage
   tx_pending_.clear();
   auto done = [self = shared_from_this(), buffer, socket = socket_, tls = tls_,
                generation = generation_](error_code ec, size_t) {

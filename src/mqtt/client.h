@@ -30,6 +30,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -37,6 +38,7 @@
 
 #include "mqtt/packet.h"
 #include "seedance/result.h"
+#include "util/loop_signal.h"
 
 namespace seedance::mqtt {
 
@@ -113,6 +115,7 @@ class Client : public std::enable_shared_from_this<Client> {
   void Send(const Packet& packet);
   void FlushWrites();
   void AckOnLoop(uint64_t token);
+  void DrainAcks();
   void CloseSocket();
   void SetState(ClientState s, const std::string& detail);
   bool IsOpen() const;
@@ -130,7 +133,15 @@ class Client : public std::enable_shared_from_this<Client> {
   size_t rx_pos_ = 0;
 
   std::string tx_pending_;  // encoded packets waiting for the current write to finish
+  // The bytes being written; reused (with its storage) once no write holds it any more.
+  std::shared_ptr<std::string> tx_writing_;
   bool writing_ = false;
+
+  // Acknowledge() from other threads: tokens gathered here and drained on the loop in one go.
+  std::mutex ack_mu_;
+  std::vector<uint64_t> ack_inbox_;
+  std::vector<uint64_t> ack_draining_;  // loop thread only
+  std::unique_ptr<LoopSignal> ack_signal_;
 
   uint64_t generation_ = 0;            // counts connections; part of every ack token
   std::deque<Inbound> inbound_;        // QoS 1/2 messages not yet acknowledged, in arrival order
