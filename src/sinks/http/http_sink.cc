@@ -13,7 +13,10 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include <cstddef>
 #include <map>
+#include <memory_resource>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -63,24 +66,40 @@ struct Connection {
   }
 };
 
-using Response = http::response<http::string_body>;
-using Request = http::request<http::string_body>;
+// Header fields live in arenas (a request's, a response parse's), not one heap block each.
+using FieldsAllocator = std::pmr::polymorphic_allocator<char>;
+using Fields = http::basic_fields<FieldsAllocator>;
+using Request = http::request<http::string_body, Fields>;
 
-// Keeps a request body's bytes charged to the memory budget while it exists.
-class BodyCharge {
- public:
-  BodyCharge(governor::MemoryBudget* budget, uint64_t bytes) : budget_(budget), bytes_(bytes) {
-    if (budget_) budget_->Charge(bytes_);
-  }
-  ~BodyCharge() {
-    if (budget_) budget_->Credit(bytes_);
-  }
-  BodyCharge(const BodyCharge&) = delete;
-  BodyCharge& operator=(const BodyCharge&) = delete;
+// What Run needs of a response; the parsed message and its arena stay inside Exchange.
+struct Reply {
+  unsigned code = 0;
+  bool keep_alive = false;
+  std::chrono::seconds retry_after{0};
+  std::string what;  // "HTTP 503 Service Unavailable: body…", built only when not 2xx
+};
 
- private:
-  governor::MemoryBudget* const budget_;
-  const uint64_t bytes_;
+// A request, the arena of its header fields, and its body's charge to the memory budget.
+// Pooled by the client: the fields are rebuilt in the arena for each batch, and a small body
+// keeps its storage.
+struct OutgoingRequest {
+  alignas(std::max_align_t) std::byte arena_buffer[2048];
+  std::pmr::monotonic_buffer_resource arena{arena_buffer, sizeof arena_buffer,
+                                            std::pmr::new_delete_resource()};
+  std::optional<Request> req;
+  governor::MemoryBudget* budget = nullptr;
+  uint64_t charged = 0;
+
+  void Charge(governor::MemoryBudget* b) {
+    budget = b;
+    charged = req->body().capacity();
+    if (budget) budget->Charge(charged);
+  }
+  void Uncharge() {
+    if (budget) budget->Credit(charged);
+    budget = nullptr;
+    charged = 0;
+  }
 };
 
 // Shared state of the sink, kept alive by the coroutines that use it.
@@ -121,11 +140,11 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   // Builds the request now (its body is charged to the memory budget before the runner
   // decides on its next batch) and sends it on a coroutine.
   void Deliver(std::shared_ptr<const Batch> batch, DeliveryCallback done) {
-    auto req = std::make_unique<Request>(BuildRequest(*batch));
-    auto charge = std::make_unique<BodyCharge>(ctx_.memory, req->body().capacity());
+    std::unique_ptr<OutgoingRequest> req = TakeRequest();
+    BuildRequest(*batch, *req);
+    req->Charge(ctx_.memory);
     asio::co_spawn(ctx_.loop->io(),
-                   Run(shared_from_this(), std::move(batch), std::move(req), std::move(charge),
-                       std::move(done)),
+                   Run(shared_from_this(), std::move(batch), std::move(req), std::move(done)),
                    asio::detached);
   }
 
@@ -149,12 +168,13 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   const HttpSinkOptions& options() const { return o_; }
 
  private:
-  Request BuildRequest(const Batch& batch) const;
+  std::unique_ptr<OutgoingRequest> TakeRequest();
+  void ReturnRequest(std::unique_ptr<OutgoingRequest> req);
+  void BuildRequest(const Batch& batch, OutgoingRequest& out) const;
   awaitable<void> Run(std::shared_ptr<HttpClient> self, std::shared_ptr<const Batch> batch,
-                      std::unique_ptr<Request> request, std::unique_ptr<BodyCharge> charge,
-                      DeliveryCallback done);
+                      std::unique_ptr<OutgoingRequest> request, DeliveryCallback done);
   awaitable<Result<std::unique_ptr<Connection>>> Connect();
-  awaitable<Result<Response>> Exchange(Connection& c, const Request& req);
+  awaitable<Result<Reply>> Exchange(Connection& c, const Request& req);
   // Waits `d` between attempts of `batch`; false when the sink stopped or evicted the batch.
   awaitable<bool> Sleep(std::chrono::milliseconds d, const Batch* batch);
 
@@ -166,6 +186,7 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   std::set<asio::steady_timer*> timers_;
   std::map<const Batch*, asio::steady_timer*> waiting_;  // batches between attempts
   std::set<const Batch*> evicted_;
+  std::vector<std::unique_ptr<OutgoingRequest>> free_requests_;
   governor::ConcurrencyController controller_;
   observe::Gauge& limit_gauge_;
   observe::Gauge& in_flight_gauge_;
@@ -206,7 +227,7 @@ awaitable<Result<std::unique_ptr<Connection>>> HttpClient::Connect() {
   co_return c;
 }
 
-awaitable<Result<Response>> HttpClient::Exchange(Connection& c, const Request& req) {
+awaitable<Result<Reply>> HttpClient::Exchange(Connection& c, const Request& req) {
   error_code ec;
   c.lowest().expires_after(o_.timeout);
   if (c.tls)
@@ -214,7 +235,12 @@ awaitable<Result<Response>> HttpClient::Exchange(Connection& c, const Request& r
   else
     co_await http::async_write(*c.plain, req, asio::redirect_error(use_awaitable, ec));
   if (ec) co_return UnavailableError("sending request: " + ec.message());
-  http::response_parser<http::string_body> parser;
+  // The response's fields go to an arena in this coroutine's frame.
+  alignas(std::max_align_t) std::byte arena_buffer[1024];
+  std::pmr::monotonic_buffer_resource arena(arena_buffer, sizeof arena_buffer,
+                                            std::pmr::new_delete_resource());
+  http::response_parser<http::string_body, FieldsAllocator> parser(
+      std::piecewise_construct, std::make_tuple(), std::make_tuple(FieldsAllocator(&arena)));
   parser.body_limit(1 << 20);
   if (c.tls)
     co_await http::async_read(*c.tls, c.buffer, parser, asio::redirect_error(use_awaitable, ec));
@@ -223,7 +249,26 @@ awaitable<Result<Response>> HttpClient::Exchange(Connection& c, const Request& r
   if (ec == beast::error::timeout)
     co_return DeadlineExceededError("no response within the timeout");
   if (ec) co_return UnavailableError("reading response: " + ec.message());
-  co_return parser.release();
+  const auto& r = parser.get();
+  Reply reply;
+  reply.code = r.result_int();
+  reply.keep_alive = r.keep_alive();
+  if (reply.code >= 200 && reply.code < 300) co_return reply;
+  std::string snippet = r.body().substr(0, 200);
+  for (char& ch : snippet) {
+    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';  // one log line per failure
+  }
+  while (!snippet.empty() && snippet.back() == ' ') snippet.pop_back();
+  reply.what = fmt::format("HTTP {} {}{}{}", reply.code, std::string(r.reason()),
+                           snippet.empty() ? "" : ": ", snippet);
+  auto ra = r.find(http::field::retry_after);
+  if (ra != r.end()) {
+    char* end = nullptr;
+    std::string v(ra->value());
+    long secs = std::strtol(v.c_str(), &end, 10);
+    if (*end == '\0' && secs >= 0) reply.retry_after = std::chrono::seconds(std::min(secs, 3600L));
+  }
+  co_return reply;
 }
 
 awaitable<bool> HttpClient::Sleep(std::chrono::milliseconds d, const Batch* batch) {
@@ -238,25 +283,54 @@ awaitable<bool> HttpClient::Sleep(std::chrono::milliseconds d, const Batch* batc
 }
 
 
-Request HttpClient::BuildRequest(const Batch& batch) const {
-  Request req{o_.method, o_.url.target, 11};
+std::unique_ptr<OutgoingRequest> HttpClient::TakeRequest() {
+  if (free_requests_.empty()) return std::make_unique<OutgoingRequest>();
+  std::unique_ptr<OutgoingRequest> r = std::move(free_requests_.back());
+  free_requests_.pop_back();
+  return r;
+}
+
+void HttpClient::ReturnRequest(std::unique_ptr<OutgoingRequest> r) {
+  r->Uncharge();
+  // Pooled requests keep small bodies' storage only: memory nobody counts stays small.
+  constexpr size_t kKeepBody = 64 * 1024;
+  constexpr size_t kKeepRequests = 8;
+  if (r->req && r->req->body().capacity() > kKeepBody) r->req->body() = std::string();
+  if (free_requests_.size() < kKeepRequests) free_requests_.push_back(std::move(r));
+}
+
+void HttpClient::BuildRequest(const Batch& batch, OutgoingRequest& out) const {
+  std::string body;
+  if (out.req) body = std::move(out.req->body());  // keeps its storage
+  out.req.reset();
+  out.arena.release();
+  body.clear();
+  AppendBatch(batch.events, o_.encoding, o_.format, body);
+  out.req.emplace(std::piecewise_construct, std::forward_as_tuple(std::move(body)),
+                  std::make_tuple(FieldsAllocator(&out.arena)));
+  Request& req = *out.req;
+  req.method(o_.method);
+  req.target(o_.url.target);
+  req.version(11);
   req.set(http::field::host, o_.url.HostHeader());
   req.set(http::field::user_agent, "seedance/" SEEDANCE_VERSION);
   req.set(http::field::content_type,
           ContentType(o_.format, o_.encoding, batch.events.empty() ? nullptr : &batch.events[0]));
   for (const auto& [name, value] : o_.headers) req.set(name, value);
   req.keep_alive(true);
-  AppendBatch(batch.events, o_.encoding, o_.format, req.body());
   req.prepare_payload();
-  return req;
 }
 
 awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> self,
                                 std::shared_ptr<const Batch> batch,
-                                std::unique_ptr<Request> request,
-                                [[maybe_unused]] std::unique_ptr<BodyCharge> charge,
-                                DeliveryCallback done) {
-  const Request& req = *request;
+                                std::unique_ptr<OutgoingRequest> request, DeliveryCallback done) {
+  // Back to the pool on every way out (`self` outlives this: parameters go last).
+  struct Recycle {
+    HttpClient* client;
+    std::unique_ptr<OutgoingRequest>& request;
+    ~Recycle() { client->ReturnRequest(std::move(request)); }
+  } recycle{this, request};
+  const Request& req = *request->req;
 
   auto backoff = o_.retry_initial;
   int64_t attempt = 0;
@@ -286,7 +360,7 @@ awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> sel
       const int in_flight = ++in_flight_;
       in_flight_gauge_.Set(in_flight_);
       auto sent = std::chrono::steady_clock::now();
-      Result<Response> r = co_await Exchange(*conn, req);
+      Result<Reply> r = co_await Exchange(*conn, req);
       active_.erase(conn.get());
       --in_flight_;
       in_flight_gauge_.Set(in_flight_);
@@ -302,8 +376,8 @@ awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> sel
       if (!r) {
         failure = r.error();
       } else {
-        unsigned code = r->result_int();
-        if (r->keep_alive() && idle_.size() < static_cast<size_t>(o_.concurrency.max)) {
+        const unsigned code = r->code;
+        if (r->keep_alive && idle_.size() < static_cast<size_t>(o_.concurrency.max)) {
           idle_.push_back(std::move(conn));
         }
         if (code >= 200 && code < 300) {
@@ -314,26 +388,12 @@ awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> sel
           done(Status::Ok());
           co_return;
         }
-        std::string snippet = r->body().substr(0, 200);
-        for (char& ch : snippet) {
-          if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';  // one log line per failure
-        }
-        while (!snippet.empty() && snippet.back() == ' ') snippet.pop_back();
-        std::string what = fmt::format("HTTP {} {}{}{}", code, std::string(r->reason()),
-                                       snippet.empty() ? "" : ": ", snippet);
         if (code == 408 || code == 429 || code >= 500) {
-          failure = UnavailableError(what);
-          auto ra = r->find(http::field::retry_after);
-          if (ra != r->end()) {
-            char* end = nullptr;
-            std::string v(ra->value());
-            long secs = std::strtol(v.c_str(), &end, 10);
-            if (*end == '\0' && secs >= 0)
-              retry_after = std::chrono::seconds(std::min(secs, 3600L));
-          }
+          failure = UnavailableError(r->what);
+          retry_after = r->retry_after;
         } else {
           ctx_.stats->errors.Add();
-          done(InvalidArgumentError(what));
+          done(InvalidArgumentError(r->what));
           co_return;
         }
       }
