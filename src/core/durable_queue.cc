@@ -42,6 +42,7 @@ SinkCursor::SinkCursor(DurableQueue& queue, std::string name, std::vector<Output
       committed_(start),
       saved_(start) {
   for (Output o : inputs) wanted_[static_cast<int>(o)] = true;
+  spare_.reserve(kSpareEvents);
 }
 
 SinkCursor::~SinkCursor() {
@@ -53,14 +54,30 @@ SinkCursor::~SinkCursor() {
 void SinkCursor::Decode(uint8_t tag, std::string_view payload, std::vector<Event>* out,
                         size_t* n) {
   if (tag >= wanted_.size() || !wanted_[tag]) return;
-  // Decode into the element already there (its strings keep their storage) or a new one.
-  if (*n == out->size()) out->emplace_back();
+  // Decode into the element already there (its strings keep their storage), a spare one, or
+  // a new one.
+  if (*n == out->size()) {
+    if (spare_.empty()) {
+      out->emplace_back();
+    } else {
+      out->push_back(std::move(spare_.back()));
+      spare_.pop_back();
+    }
+  }
   Status s = storage::DecodeEvent(payload, &(*out)[*n]);
   if (!s.ok()) {
     queue_.corrupt_.Add();
     return;
   }
   ++*n;
+}
+
+void SinkCursor::Truncate(std::vector<Event>* out, size_t n) {
+  while (out->size() > n && spare_.size() < kSpareEvents) {
+    spare_.push_back(std::move(out->back()));
+    out->pop_back();
+  }
+  out->resize(n);
 }
 
 void SinkCursor::Return(uint64_t first, uint64_t last) { returned_.emplace_back(first, last); }
@@ -81,7 +98,7 @@ bool SinkCursor::Read(size_t max, std::vector<Event>* out, uint64_t* first, uint
     std::tie(*first, *last) = returned_.front();
     returned_.pop_front();
     ReadAgain(*first, *last, out, &n);
-    out->resize(n);
+    Truncate(out, n);
     return true;
   }
   *first = read_next_;
@@ -98,7 +115,7 @@ bool SinkCursor::Read(size_t max, std::vector<Event>* out, uint64_t* first, uint
     read_next_ = seq + 1;
     Decode(tag, payload, out, &n);
   }
-  out->resize(n);
+  Truncate(out, n);
   if (uint64_t skipped = reader_.skipped_records() - skipped_before; skipped > 0) {
     queue_.corrupt_.Add(skipped);
     uint64_t suppressed = 0;

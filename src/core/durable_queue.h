@@ -78,6 +78,12 @@ class SinkCursor {
   std::atomic<uint64_t> committed_;                      // every sequence below is finished
   std::vector<std::pair<uint64_t, uint64_t>> finished_;  // finished ranges beyond committed_
   std::deque<std::pair<uint64_t, uint64_t>> returned_;   // to read again, oldest first
+  // Events a shorter read took off the end of a batch, kept (with their strings' storage) for
+  // the next longer one; at most kSpareEvents.
+  std::vector<Event> spare_;
+  static constexpr size_t kSpareEvents = 64;
+  // Resizes `out` to `n`, moving a shrink's tail to spare_.
+  void Truncate(std::vector<Event>* out, size_t n);
   std::chrono::steady_clock::time_point last_save_{};
   uint64_t saved_ = 0;
 };

@@ -105,7 +105,7 @@ class SinkRunner final : public governor::BatchHolder {
   RejectFn on_reject_;
   std::unique_ptr<SinkCursor> cursor_;
   governor::MemoryBudget* const budget_;
-  LoopSignal kick_signal_;  // runs Kick() on the loop; coalesced, allocation-free
+  util::LoopSignal kick_signal_;  // runs Kick() on the loop; coalesced, allocation-free
 
   mutable std::mutex mu_;
   std::condition_variable space_cv_;

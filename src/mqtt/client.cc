@@ -87,7 +87,7 @@ Client::Client(asio::io_context& io, ClientOptions options, MessageHandler on_me
 Client::~Client() = default;
 
 void Client::Start() {
-  ack_signal_ = std::make_unique<LoopSignal>(io_, [weak = weak_from_this()] {
+  ack_signal_ = std::make_unique<util::LoopSignal>(io_, [weak = weak_from_this()] {
     if (auto self = weak.lock()) self->DrainAcks();
   });
   asio::co_spawn(io_, Run(shared_from_this()), asio::detached);
@@ -475,10 +475,12 @@ void Client::FlushWrites() {
     }
     self->FlushWrites();
   };
+  // One write at a time: its operations' memory is write_slot_.
+  util::SlotHandler<decltype(done)> handler{&write_slot_, std::move(done)};
   if (tls_)
-    asio::async_write(*tls_, asio::buffer(*buffer), std::move(done));
+    asio::async_write(*tls_, asio::buffer(*buffer), std::move(handler));
   else
-    asio::async_write(*socket_, asio::buffer(*buffer), std::move(done));
+    asio::async_write(*socket_, asio::buffer(*buffer), std::move(handler));
 }
 
 }  // namespace seedance::mqtt

@@ -38,6 +38,7 @@
 
 #include "mqtt/packet.h"
 #include "seedance/result.h"
+#include "util/handler_slot.h"
 #include "util/loop_signal.h"
 
 namespace seedance::mqtt {
@@ -141,7 +142,8 @@ class Client : public std::enable_shared_from_this<Client> {
   std::mutex ack_mu_;
   std::vector<uint64_t> ack_inbox_;
   std::vector<uint64_t> ack_draining_;  // loop thread only
-  std::unique_ptr<LoopSignal> ack_signal_;
+  std::unique_ptr<util::LoopSignal> ack_signal_;
+  util::HandlerSlot write_slot_;  // the one write in progress (writing_)
 
   uint64_t generation_ = 0;            // counts connections; part of every ack token
   std::deque<Inbound> inbound_;        // QoS 1/2 messages not yet acknowledged, in arrival order

@@ -20,9 +20,10 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <new>
 
-namespace seedance {
+#include "util/handler_slot.h"
+
+namespace seedance::util {
 
 class LoopSignal {
  public:
@@ -41,46 +42,13 @@ class LoopSignal {
     explicit State(std::function<void()> f) : fn(std::move(f)) {}
     std::function<void()> fn;
     std::atomic<bool> pending{false};
-    // One outstanding operation at a time (Notify coalesces), so one slot is enough; a larger
-    // or concurrent request falls back to the heap.
-    alignas(std::max_align_t) unsigned char slot[256];
-    std::atomic<bool> slot_used{false};
-
-    void* Allocate(std::size_t n) {
-      if (n <= sizeof slot && !slot_used.exchange(true, std::memory_order_acquire)) return slot;
-      return ::operator new(n);
-    }
-    void Deallocate(void* p) {
-      if (p == slot)
-        slot_used.store(false, std::memory_order_release);
-      else
-        ::operator delete(p);
-    }
-  };
-
-  template <typename T>
-  struct SlotAllocator {
-    using value_type = T;
-    State* state;
-    explicit SlotAllocator(State* s) : state(s) {}
-    template <typename U>
-    SlotAllocator(const SlotAllocator<U>& other) : state(other.state) {}  // NOLINT: rebinding
-    T* allocate(std::size_t n) { return static_cast<T*>(state->Allocate(sizeof(T) * n)); }
-    void deallocate(T* p, std::size_t) { state->Deallocate(p); }
-    template <typename U>
-    bool operator==(const SlotAllocator<U>& other) const {
-      return state == other.state;
-    }
-    template <typename U>
-    bool operator!=(const SlotAllocator<U>& other) const {
-      return state != other.state;
-    }
+    HandlerSlot slot;  // one pending post at a time (Notify coalesces)
   };
 
   struct Handler {
     std::shared_ptr<State> state;
     using allocator_type = SlotAllocator<Handler>;
-    allocator_type get_allocator() const { return allocator_type(state.get()); }
+    allocator_type get_allocator() const { return allocator_type(&state->slot); }
     void operator()() const {
       state->pending.store(false, std::memory_order_release);
       state->fn();
@@ -91,4 +59,4 @@ class LoopSignal {
   std::shared_ptr<State> state_;
 };
 
-}  // namespace seedance
+}  // namespace seedance::util
