@@ -118,7 +118,13 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
         p99_gauge_(ctx_.metrics->GetFloatGauge(
             "seedance_sink_latency_p99_seconds",
             "P99 request latency over the controller's window (adaptive concurrency).",
-            {{"component", ctx_.name}})) {
+            {{"component", ctx_.name}})),
+        pool_hits_(ctx_.metrics->GetCounter(
+            "seedance_pool_hits_total", "Objects taken from a pool instead of allocated.",
+            {{"pool", "http_request"}, {"component", ctx_.name}})),
+        pool_misses_(ctx_.metrics->GetCounter(
+            "seedance_pool_misses_total", "Objects allocated because their pool had none free.",
+            {{"pool", "http_request"}, {"component", ctx_.name}})) {
     limit_gauge_.Set(controller_.limit());
   }
 
@@ -191,6 +197,8 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   observe::Gauge& limit_gauge_;
   observe::Gauge& in_flight_gauge_;
   observe::FloatGauge& p99_gauge_;
+  observe::Counter& pool_hits_;
+  observe::Counter& pool_misses_;
   int in_flight_ = 0;
   bool stopped_ = false;
   bool failing_ = false;
@@ -284,7 +292,11 @@ awaitable<bool> HttpClient::Sleep(std::chrono::milliseconds d, const Batch* batc
 
 
 std::unique_ptr<OutgoingRequest> HttpClient::TakeRequest() {
-  if (free_requests_.empty()) return std::make_unique<OutgoingRequest>();
+  if (free_requests_.empty()) {
+    pool_misses_.Add();
+    return std::make_unique<OutgoingRequest>();
+  }
+  pool_hits_.Add();
   std::unique_ptr<OutgoingRequest> r = std::move(free_requests_.back());
   free_requests_.pop_back();
   return r;
