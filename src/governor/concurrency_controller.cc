@@ -1,6 +1,7 @@
 #include "governor/concurrency_controller.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace seedance::governor {
@@ -23,6 +24,10 @@ bool ConcurrencyController::Update(int64_t now_ns) {
   const int64_t from = now_ns - options_.window.count();
   while (!samples_.empty() && samples_.front().at_ns < from) samples_.pop_front();
   max_throughput_ *= 0.99;  // forget an old maximum slowly, so capacity changes are re-learned
+  const bool backpressure = std::exchange(backpressure_, false);
+  if (backpressure && options_.algorithm == ConcurrencyOptions::Algorithm::kHeadroom) {
+    limit_ = std::max(options_.min, limit_ / 2);
+  }
   if (samples_.empty()) {
     p99_s_ = 0;
     throughput_ = 0;
@@ -51,6 +56,7 @@ bool ConcurrencyController::Update(int64_t now_ns) {
     }
     return true;
   }
+  if (backpressure) return true;  // already halved
   if (p99 > target) {
     int reduced = static_cast<int>(limit_ * std::max(0.5, target / p99));
     limit_ = std::max(options_.min, std::min(reduced, limit_ - 1));

@@ -19,6 +19,10 @@
 // A server with c slots and service time s, against a target of 2s, settles at c + 1 in
 // flight: every slot busy, P99 ≤ target.
 //
+// Backpressure (headroom only): a request the server answered with 429 or 503, or that timed
+// out, halves the limit at the next update whatever the latencies — as Vector's adaptive
+// request concurrency does; fast refusals would otherwise look like spare capacity.
+//
 // With no completions in a window nothing changes. Fixed mode (`adaptive = false`) always
 // answers `initial`. Thread-compatible: call from one thread (the event loop).
 #pragma once
@@ -49,6 +53,8 @@ class ConcurrencyController {
   // A request completed at `now_ns` after `latency`; `in_flight` requests (itself included)
   // were outstanding when it was sent.
   void RecordLatency(std::chrono::nanoseconds latency, int64_t now_ns, int in_flight);
+  // The server asked to slow down (429, 503, or no answer in time).
+  void RecordBackpressure() { backpressure_ = options_.adaptive; }
   // Applies the rule if `interval` has passed since the last update. Returns true when it ran.
   bool Update(int64_t now_ns);
 
@@ -72,6 +78,7 @@ class ConcurrencyController {
   double p99_s_ = 0;
   double throughput_ = 0;
   double max_throughput_ = 0;
+  bool backpressure_ = false;
 };
 
 }  // namespace seedance::governor

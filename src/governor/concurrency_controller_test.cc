@@ -185,5 +185,43 @@ TEST(ConcurrencyControllerTest, ConvergesDownAfterACapacityDropAndBackUpAfterRec
   EXPECT_GE(c.limit(), 8) << "the limit must grow back after capacity returns";
 }
 
+TEST(ConcurrencyControllerTest, BackpressureHalvesTheLimitEvenWithFastAnswers) {
+  ConcurrencyOptions o;
+  o.adaptive = true;
+  o.initial = 16;
+  o.target_p99 = milliseconds(20);
+  ConcurrencyController c(o);
+  const int64_t ms = 1'000'000;
+  // Fast 503s with every slot in use: latency alone would say "add one".
+  for (int i = 0; i < 50; ++i) c.RecordLatency(milliseconds(1), 10 * ms + i, 16);
+  c.RecordBackpressure();
+  ASSERT_TRUE(c.Update(50 * ms));
+  EXPECT_EQ(c.limit(), 8);
+  c.RecordBackpressure();
+  ASSERT_TRUE(c.Update(100 * ms));
+  EXPECT_EQ(c.limit(), 4);
+  // Without backpressure the fast answers let it grow again.
+  for (int i = 0; i < 50; ++i) c.RecordLatency(milliseconds(1), 120 * ms + i, 4);
+  ASSERT_TRUE(c.Update(150 * ms));
+  EXPECT_EQ(c.limit(), 5);
+}
+
+TEST(ConcurrencyControllerTest, BackpressureNeverGoesUnderTheMinimumAndFixedIgnoresIt) {
+  ConcurrencyOptions o;
+  o.adaptive = true;
+  o.initial = 3;
+  o.min = 2;
+  ConcurrencyController c(o);
+  c.RecordBackpressure();
+  c.Update(1'000'000'000);
+  EXPECT_EQ(c.limit(), 2);
+  ConcurrencyOptions fixed;
+  fixed.initial = 8;
+  ConcurrencyController f(fixed);
+  f.RecordBackpressure();
+  EXPECT_FALSE(f.Update(1'000'000'000));
+  EXPECT_EQ(f.limit(), 8);
+}
+
 }  // namespace
 }  // namespace seedance::governor

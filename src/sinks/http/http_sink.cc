@@ -385,6 +385,10 @@ awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> sel
       if (!r && reused && !stopped_) {
         continue;  // the server closed an idle keep-alive connection; retry on a fresh one
       }
+      if ((!r && r.error().code() == StatusCode::kDeadlineExceeded) ||
+          (r && (r->code == 429 || r->code == 503))) {
+        controller_.RecordBackpressure();  // applied at the controller's next update
+      }
       if (!r) {
         failure = r.error();
       } else {
