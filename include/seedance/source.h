@@ -47,6 +47,9 @@ class SourceOutput {
   virtual void WhenWritable(std::function<void()> callback) = 0;
   // A new event id, unique in this process.
   virtual uint64_t NextEventId() = 0;
+  // An empty event whose strings may have storage from earlier events (a pool): fill it with
+  // assign() and no allocation is needed. REQUIRES: called on the event loop.
+  virtual Event TakeEvent() { return Event(); }
 };
 
 class Source {

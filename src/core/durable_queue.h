@@ -81,7 +81,7 @@ class SinkCursor {
   // Events a shorter read took off the end of a batch, kept (with their strings' storage) for
   // the next longer one; at most kSpareEvents.
   std::vector<Event> spare_;
-  static constexpr size_t kSpareEvents = 64;
+  static constexpr size_t kSpareEvents = 16;
   // Resizes `out` to `n`, moving a shrink's tail to spare_.
   void Truncate(std::vector<Event>* out, size_t n);
   std::chrono::steady_clock::time_point last_save_{};

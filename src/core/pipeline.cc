@@ -324,6 +324,37 @@ void Pipeline::WhenWritable(std::function<void()> callback) {
 
 uint64_t Pipeline::NextEventId() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
 
+namespace {
+constexpr size_t kEventPoolSize = 64;
+constexpr size_t kPooledPayloadMax = 16 * 1024;  // larger buffers are not kept
+}  // namespace
+
+Event Pipeline::TakeEvent() {
+  std::lock_guard<std::mutex> lock(event_pool_mu_);
+  if (event_pool_.empty()) return Event();
+  Event e = std::move(event_pool_.back());
+  event_pool_.pop_back();
+  return e;
+}
+
+void Pipeline::RecycleEvents(std::vector<IngestItem>& items) {
+  std::lock_guard<std::mutex> lock(event_pool_mu_);
+  if (event_pool_.capacity() < kEventPoolSize) event_pool_.reserve(kEventPoolSize);
+  for (IngestItem& item : items) {
+    Event& e = item.event;
+    if (event_pool_.size() >= kEventPoolSize) break;
+    if (e.payload.capacity() == 0 || e.payload.capacity() > kPooledPayloadMax) continue;
+    e.id = 0;
+    e.event_time_ns = e.ingest_time_ns = 0;
+    e.format = PayloadFormat::kJson;
+    e.headers.clear();
+    e.source.clear();
+    e.topic.clear();
+    e.payload.clear();
+    event_pool_.push_back(std::move(e));
+  }
+}
+
 void Pipeline::ProcessingLoop() {
   std::vector<IngestItem> items;
   items.reserve(kProcessBatch);
@@ -343,6 +374,7 @@ void Pipeline::ProcessingLoop() {
     if (checkpoint_ && !items.empty()) SaveCheckpoint();
     if (test_ack_delay_.count() > 0 && !items.empty()) std::this_thread::sleep_for(test_ack_delay_);
     for (IngestItem& item : items) item.ack.Ack();
+    if (queue_) RecycleEvents(items);  // memory mode: the events went on to the sinks
     if (queue_) queue_->Tick();
     auto now = std::chrono::steady_clock::now();
     if (now >= next_tick) {

@@ -87,6 +87,10 @@ class Pipeline : private SourceOutput {
   bool TryEmit(Event& event, AckHandle ack) override;
   void WhenWritable(std::function<void()> callback) override;
   uint64_t NextEventId() override;
+  Event TakeEvent() override;
+  // Processing thread: the batch's events are done with (in the durable queue); their storage
+  // goes back to the pool sources take events from.
+  void RecycleEvents(std::vector<IngestItem>& items);
 
   void ProcessingLoop();
   void ProcessOne(IngestItem& item);
@@ -121,6 +125,9 @@ class Pipeline : private SourceOutput {
   std::vector<observe::Counter*> side_counters_;  // by Output
   std::thread processing_;
   std::atomic<uint64_t> next_id_{1};
+  // Events with storage, from the processing thread back to the sources (bounded).
+  std::mutex event_pool_mu_;
+  std::vector<Event> event_pool_;
   std::atomic<bool> stopping_{false};
   // Steady-clock ns after which sink pushes stop waiting for room (set by Shutdown).
   std::atomic<int64_t> push_deadline_ns_{INT64_MAX};

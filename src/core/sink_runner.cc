@@ -38,7 +38,7 @@ std::shared_ptr<Batch> SinkRunner::TakeBatch() {
 
 void SinkRunner::TrimPool() {
   constexpr int kKeepBatches = 4;
-  constexpr size_t kKeepEvents = 64;
+  constexpr size_t kKeepEvents = 16;
   int kept = 0;
   for (const auto& b : batch_pool_) {
     if (b.use_count() != 1 || b->events.capacity() == 0) continue;

@@ -292,52 +292,78 @@ awaitable<Status> Client::ConnectOnce() {
   co_return Status::Ok();
 }
 
+Result<bool> Client::TakeBufferedPacket() {
+  std::string_view avail(rx_.data() + rx_pos_, rx_.size() - rx_pos_);
+  auto frame = PeekFrame(avail, opts_.max_packet_size);
+  if (!frame) return frame.error();
+  if (!frame->has_value()) return false;
+  const FrameInfo& f = **frame;
+  const std::string_view body = avail.substr(f.header_size, f.remaining);
+  Status decoded;
+  if (static_cast<PacketType>(f.first_byte >> 4) == PacketType::kPublish) {
+    // Into the Publish already there: its strings keep their storage from packet to packet.
+    if (!std::holds_alternative<Publish>(rx_packet_)) rx_packet_ = Publish{};
+    decoded = DecodePublishInto(f.first_byte, body, opts_.version, &std::get<Publish>(rx_packet_));
+  } else {
+    Result<Packet> p = Decode(f.first_byte, body, opts_.version);
+    if (p) rx_packet_ = std::move(*p);
+    else decoded = p.error();
+  }
+  rx_pos_ += f.total();
+  if (rx_pos_ == rx_.size()) {
+    rx_.clear();
+    rx_pos_ = 0;
+  } else if (rx_pos_ > 65536) {
+    rx_.erase(0, rx_pos_);
+    rx_pos_ = 0;
+  }
+  last_rx_ = std::chrono::steady_clock::now();
+  if (!decoded.ok()) return decoded;
+  return true;
+}
+
+Status Client::Received(error_code ec, size_t n) {
+  if (ec) {
+    return UnavailableError(ec == asio::error::eof ? std::string("broker closed the connection")
+                                                   : "connection lost: " + ec.message());
+  }
+  rx_.append(read_buffer_.data(), n);
+  return Status::Ok();
+}
+
 awaitable<Result<Packet>> Client::ReadPacket() {
   while (true) {
-    std::string_view avail(rx_.data() + rx_pos_, rx_.size() - rx_pos_);
-    auto frame = PeekFrame(avail, opts_.max_packet_size);
-    if (!frame) co_return frame.error();
-    if (frame->has_value()) {
-      const FrameInfo& f = **frame;
-      Result<Packet> p =
-          Decode(f.first_byte, avail.substr(f.header_size, f.remaining), opts_.version);
-      rx_pos_ += f.total();
-      if (rx_pos_ == rx_.size()) {
-        rx_.clear();
-        rx_pos_ = 0;
-      } else if (rx_pos_ > 65536) {
-        rx_.erase(0, rx_pos_);
-        rx_pos_ = 0;
-      }
-      last_rx_ = std::chrono::steady_clock::now();
-      co_return p;
-    }
+    Result<bool> taken = TakeBufferedPacket();
+    if (!taken) co_return taken.error();
+    if (*taken) co_return std::move(rx_packet_);
     if (!IsOpen()) co_return UnavailableError("connection closed");
     error_code ec;
-    size_t n = 0;
-    if (tls_) {
-      n = co_await tls_->async_read_some(asio::buffer(read_buffer_),
-                                         asio::redirect_error(use_awaitable, ec));
-    } else {
-      n = co_await socket_->async_read_some(asio::buffer(read_buffer_),
-                                            asio::redirect_error(use_awaitable, ec));
-    }
-    if (ec) {
-      co_return UnavailableError(ec == asio::error::eof
-                                     ? std::string("broker closed the connection")
-                                     : "connection lost: " + ec.message());
-    }
-    rx_.append(read_buffer_.data(), n);
+    const size_t n = tls_ ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
+                                                           asio::redirect_error(use_awaitable, ec))
+                          : co_await socket_->async_read_some(
+                                asio::buffer(read_buffer_), asio::redirect_error(use_awaitable, ec));
+    if (Status s = Received(ec, n); !s.ok()) co_return s;
   }
 }
 
 awaitable<Status> Client::ReadLoop() {
   asio::co_spawn(io_, KeepAlive(shared_from_this(), generation_), asio::detached);
   while (!stopped_) {
-    Result<Packet> p = co_await ReadPacket();
+    Result<bool> p = TakeBufferedPacket();
     if (!p) co_return p.error();
+    if (!*p) {  // read more, here: a call to ReadPacket() would cost a frame
+      if (!IsOpen()) co_return UnavailableError("connection closed");
+      error_code ec;
+      const size_t n =
+          tls_ ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
+                                                asio::redirect_error(use_awaitable, ec))
+               : co_await socket_->async_read_some(asio::buffer(read_buffer_),
+                                                   asio::redirect_error(use_awaitable, ec));
+      if (Status read = Received(ec, n); !read.ok()) co_return read;
+      continue;
+    }
     bool refused = false;
-    Status s = HandlePacket(*p, &refused);
+    Status s = HandlePacket(rx_packet_, &refused);
     if (!s.ok()) co_return s;
     while (refused_ && !stopped_) {
       paused_ = true;

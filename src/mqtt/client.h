@@ -110,6 +110,11 @@ class Client : public std::enable_shared_from_this<Client> {
   boost::asio::awaitable<void> Run(std::shared_ptr<Client> self);
   boost::asio::awaitable<Status> ConnectOnce();
   boost::asio::awaitable<Status> ReadLoop();
+  // Decodes the next whole packet from the bytes read so far into rx_packet_ (consumed);
+  // false when more bytes are needed.
+  Result<bool> TakeBufferedPacket();
+  // After a read of `n` bytes into read_buffer_: appends them to rx_, or says why it failed.
+  Status Received(boost::system::error_code ec, size_t n);
   boost::asio::awaitable<Result<Packet>> ReadPacket();
   boost::asio::awaitable<void> KeepAlive(std::shared_ptr<Client> self, uint64_t generation);
   Status HandlePacket(Packet& packet, bool* refused);
@@ -132,6 +137,7 @@ class Client : public std::enable_shared_from_this<Client> {
   std::array<char, 65536> read_buffer_;
   std::string rx_;
   size_t rx_pos_ = 0;
+  Packet rx_packet_;  // the packet just read (reused: see TakeBufferedPacket)
 
   std::string tx_pending_;  // encoded packets waiting for the current write to finish
   // The bytes being written; reused (with its storage) once no write holds it any more.

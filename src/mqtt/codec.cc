@@ -159,16 +159,19 @@ class Reader {
     ok_ = false;
     return 0;
   }
-  std::string Str() {
+  std::string Str() { return std::string(StrView()); }
+  std::string Rest() { return std::string(RestView()); }
+  // Views into the packet, for decoding into existing strings.
+  std::string_view StrView() {
     uint16_t n = U16();
     if (!Need(n)) return {};
-    std::string s(d_.substr(pos_, n));
+    std::string_view s = d_.substr(pos_, n);
     pos_ += n;
     return s;
   }
-  std::string Rest() {
+  std::string_view RestView() {
     if (!ok_) return {};
-    std::string s(d_.substr(pos_));
+    std::string_view s = d_.substr(pos_);
     pos_ = d_.size();
     return s;
   }
@@ -436,6 +439,33 @@ Result<std::optional<FrameInfo>> PeekFrame(std::string_view buffer, size_t max_p
   return InvalidArgumentError("malformed remaining length");
 }
 
+Status DecodePublishInto(uint8_t first_byte, std::string_view body, Version version,
+                         Publish* out) {
+  const bool v5 = version == Version::kV5;
+  const uint8_t flags = first_byte & 0x0F;
+  Reader r(body);
+  Publish& p = *out;
+  p.dup = (flags & 0x08) != 0;
+  p.qos = (flags >> 1) & 3;
+  p.retain = (flags & 1) != 0;
+  p.packet_id = 0;
+  p.props.clear();
+  if (p.qos == 3) return Malformed("PUBLISH (QoS 3)");
+  p.topic.assign(r.StrView());
+  if (p.qos > 0) {
+    p.packet_id = r.U16();
+    if (r.ok() && p.packet_id == 0) return Malformed("PUBLISH (packet id 0)");
+  }
+  if (v5) p.props = r.Props();
+  if (!r.ok()) return Malformed("PUBLISH");
+  if (HasWildcard(p.topic)) return Malformed("PUBLISH (wildcard in topic name)");
+  if (p.topic.empty() && (!v5 || FindProperty(p.props, prop::kTopicAlias) == nullptr)) {
+    return Malformed("PUBLISH (empty topic)");
+  }
+  p.payload.assign(r.RestView());
+  return Status::Ok();
+}
+
 Result<Packet> Decode(uint8_t first_byte, std::string_view body, Version version) {
   const bool v5 = version == Version::kV5;
   const auto type = static_cast<PacketType>(first_byte >> 4);
@@ -487,22 +517,8 @@ Result<Packet> Decode(uint8_t first_byte, std::string_view body, Version version
     }
     case PacketType::kPublish: {
       Publish p;
-      p.dup = (flags & 0x08) != 0;
-      p.qos = (flags >> 1) & 3;
-      p.retain = (flags & 1) != 0;
-      if (p.qos == 3) return Malformed("PUBLISH (QoS 3)");
-      p.topic = r.Str();
-      if (p.qos > 0) {
-        p.packet_id = r.U16();
-        if (r.ok() && p.packet_id == 0) return Malformed("PUBLISH (packet id 0)");
-      }
-      if (v5) p.props = r.Props();
-      if (!r.ok()) return Malformed("PUBLISH");
-      if (HasWildcard(p.topic)) return Malformed("PUBLISH (wildcard in topic name)");
-      if (p.topic.empty() && (!v5 || FindProperty(p.props, prop::kTopicAlias) == nullptr)) {
-        return Malformed("PUBLISH (empty topic)");
-      }
-      p.payload = r.Rest();
+      Status s = DecodePublishInto(first_byte, body, version, &p);
+      if (!s.ok()) return s;
       return Packet(std::move(p));
     }
     case PacketType::kPuback:

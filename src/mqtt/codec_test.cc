@@ -104,6 +104,41 @@ TEST_P(CodecTest, PingAndDisconnectRoundTrip) {
   }
 }
 
+TEST_P(CodecTest, DecodePublishIntoMatchesDecodeAndReusesTheStrings) {
+  const Version v = GetParam();
+  Publish into;
+  const char* kept_payload = nullptr;
+  for (int i = 0; i < 3; ++i) {
+    Publish p{.topic = "sensor/" + std::to_string(i) + "/temperature",
+              .payload = std::string(300 - i * 50, static_cast<char>('a' + i)),
+              .qos = static_cast<uint8_t>(i % 3),
+              .retain = i == 1,
+              .dup = i == 2,
+              .packet_id = static_cast<uint16_t>(i % 3 ? 40 + i : 0)};
+    std::string bytes = EncodeOrDie(p, v);
+    auto frame = PeekFrame(bytes, 1 << 20);
+    ASSERT_TRUE(frame.has_value() && frame->has_value());
+    const FrameInfo& f = **frame;
+    ASSERT_TRUE(DecodePublishInto(f.first_byte, std::string_view(bytes).substr(f.header_size), v,
+                                  &into)
+                    .ok());
+    Result<Packet> whole = DecodeWhole(bytes, v);
+    ASSERT_TRUE(whole.has_value());
+    EXPECT_EQ(into, std::get<Publish>(*whole));
+    EXPECT_EQ(into, p);
+    // Payloads get shorter: after the first, the same storage holds them.
+    if (i == 0) kept_payload = into.payload.data();
+    EXPECT_EQ(into.payload.data(), kept_payload);
+  }
+  // A malformed PUBLISH (wildcard topic) is refused like Decode refuses it.
+  std::string bad = EncodeOrDie(Publish{.topic = "a/+", .payload = "x"}, v);
+  auto frame = PeekFrame(bad, 1 << 20);
+  ASSERT_TRUE(frame.has_value() && frame->has_value());
+  EXPECT_FALSE(DecodePublishInto((**frame).first_byte,
+                                 std::string_view(bad).substr((**frame).header_size), v, &into)
+                   .ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(BothVersions, CodecTest, ::testing::Values(Version::kV311, Version::kV5),
                          [](const auto& info) {
                            return info.param == Version::kV5 ? "V5" : "V311";

@@ -305,7 +305,7 @@ std::unique_ptr<OutgoingRequest> HttpClient::TakeRequest() {
 void HttpClient::ReturnRequest(std::unique_ptr<OutgoingRequest> r) {
   r->Uncharge();
   // Pooled requests keep small bodies' storage only: memory nobody counts stays small.
-  constexpr size_t kKeepBody = 64 * 1024;
+  constexpr size_t kKeepBody = 16 * 1024;
   constexpr size_t kKeepRequests = 8;
   if (r->req && r->req->body().capacity() > kKeepBody) r->req->body() = std::string();
   if (free_requests_.size() < kKeepRequests) free_requests_.push_back(std::move(r));

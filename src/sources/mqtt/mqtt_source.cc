@@ -65,10 +65,11 @@ class MqttSource final : public Source, public Acknowledger {
       }
       return true;
     }
-    Event e;
-    e.source = ctx_.name;
-    e.topic = std::move(m.topic);
-    e.payload = std::move(m.payload);
+    // Copied into a pooled event: the client's packet keeps its storage for the next message.
+    Event e = output_->TakeEvent();
+    e.source.assign(ctx_.name);
+    e.topic.assign(m.topic);
+    e.payload.assign(m.payload);
     e.format = format_;
     e.ingest_time_ns = ctx_.now_ns();
     e.event_time_ns = e.ingest_time_ns;
@@ -78,8 +79,7 @@ class MqttSource final : public Source, public Acknowledger {
       ctx_.stats->events_out.Add();
       return true;
     }
-    m.topic = std::move(e.topic);  // refused: hand the message back for redelivery
-    m.payload = std::move(e.payload);
+    // Refused: `m` is still intact; the client keeps it for redelivery.
     paused_->Add();
     uint64_t suppressed = 0;
     if (limiter_.Allow("paused", &suppressed)) {
