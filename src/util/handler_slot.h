@@ -1,8 +1,10 @@
-// HandlerSlot: memory for one outstanding Asio operation at a time (Asio's custom handler
-// allocation). Operations started with a handler whose allocator is SlotAllocator take their
-// memory from the slot instead of the heap; a larger or concurrent request falls back to the
-// heap, so correctness never depends on the slot. Used where the code guarantees one
-// operation at a time: a LoopSignal's post, an MQTT client's write.
+// HandlerSlot: memory for the operations of one chain of Asio operations (Asio's custom handler
+// allocation): a few blocks, because a composed operation may keep state in one while its
+// socket operation takes another. Operations started with a handler whose allocator is
+// SlotAllocator take their memory from here instead of the heap; a larger request, or one when
+// every block is taken, falls back to the heap, so correctness never depends on the blocks.
+// Used where the code runs one chain at a time: a LoopSignal's post, an MQTT client's write,
+// an HTTP delivery.
 #pragma once
 
 #include <atomic>
@@ -15,19 +17,28 @@ namespace seedance::util {
 class HandlerSlot {
  public:
   void* Allocate(std::size_t n) {
-    if (n <= sizeof storage_ && !used_.exchange(true, std::memory_order_acquire)) return storage_;
+    if (n <= kBlockSize) {
+      for (int i = 0; i < kBlocks; ++i) {
+        if (!used_[i].exchange(true, std::memory_order_acquire)) return blocks_[i];
+      }
+    }
     return ::operator new(n);
   }
   void Deallocate(void* p) {
-    if (p == storage_)
-      used_.store(false, std::memory_order_release);
-    else
-      ::operator delete(p);
+    for (int i = 0; i < kBlocks; ++i) {
+      if (p == blocks_[i]) {
+        used_[i].store(false, std::memory_order_release);
+        return;
+      }
+    }
+    ::operator delete(p);
   }
 
  private:
-  alignas(std::max_align_t) unsigned char storage_[512];
-  std::atomic<bool> used_{false};
+  static constexpr int kBlocks = 4;
+  static constexpr std::size_t kBlockSize = 512;
+  alignas(std::max_align_t) unsigned char blocks_[kBlocks][kBlockSize];
+  std::atomic<bool> used_[kBlocks] = {};
 };
 
 // The allocator a handler names as its `allocator_type` (returned by get_allocator()).

@@ -3,16 +3,15 @@
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 
 #include <fmt/format.h>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <memory_resource>
@@ -25,6 +24,7 @@
 #include "governor/memory_budget.h"
 #include "sinks/common/event_encoding.h"
 #include "sinks/http/http_url.h"
+#include "util/handler_slot.h"
 #include "util/log.h"
 
 namespace seedance::sinks {
@@ -33,8 +33,6 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
-using asio::awaitable;
-using asio::use_awaitable;
 using boost::system::error_code;
 
 struct HttpSinkOptions {
@@ -54,41 +52,70 @@ struct HttpSinkOptions {
   bool tls_verify = true;
 };
 
-struct Connection {
-  std::unique_ptr<beast::tcp_stream> plain;
-  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;
-  beast::flat_buffer buffer;
-  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
-  void Close() {
-    error_code ec;
-    lowest().socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-    lowest().socket().close(ec);
-  }
-};
-
 // Header fields live in arenas (a request's, a response parse's), not one heap block each.
 using FieldsAllocator = std::pmr::polymorphic_allocator<char>;
 using Fields = http::basic_fields<FieldsAllocator>;
 using Request = http::request<http::string_body, Fields>;
+using ResponseParser = http::response_parser<http::string_body, FieldsAllocator>;
+using tcp = asio::ip::tcp;
 
-// What Run needs of a response; the parsed message and its arena stay inside Exchange.
-struct Reply {
-  unsigned code = 0;
-  bool keep_alive = false;
-  std::chrono::seconds retry_after{0};
-  std::string what;  // "HTTP 503 Service Unavailable: body…", built only when not 2xx
+// A connection: a socket, or TLS over one, and its read buffer. Timeouts are the client's
+// watchdog's (see HttpClient), not per-operation timers: those would allocate per request.
+struct Connection {
+  std::unique_ptr<tcp::socket> plain;
+  std::unique_ptr<asio::ssl::stream<tcp::socket>> tls;
+  beast::flat_buffer buffer;
+  tcp::socket& socket() { return tls ? tls->next_layer() : *plain; }
+  void Close() {
+    error_code ec;
+    socket().shutdown(tcp::socket::shutdown_both, ec);
+    socket().close(ec);
+  }
+  // Runs `op(stream)` on the TLS stream or the plain socket.
+  template <typename Op>
+  void With(Op&& op) {
+    if (tls)
+      op(*tls);
+    else
+      op(*plain);
+  }
 };
 
-// A request, the arena of its header fields, and its body's charge to the memory budget.
-// Pooled by the client: the fields are rebuilt in the arena for each batch, and a small body
-// keeps its storage.
-struct OutgoingRequest {
-  alignas(std::max_align_t) std::byte arena_buffer[2048];
-  std::pmr::monotonic_buffer_resource arena{arena_buffer, sizeof arena_buffer,
-                                            std::pmr::new_delete_resource()};
+// One batch on its way: its request (header fields in an arena, body charged to the memory
+// budget), its attempts, the connection it uses, the response parser. Pooled by the client;
+// the steps in HttpClient are completion handlers whose operations take their memory from
+// `slots`, so a delivery on a kept-alive connection makes no heap allocation.
+struct Delivery {
+  explicit Delivery(asio::io_context& io) : timer(io) {}
+
+  std::shared_ptr<const Batch> batch;
+  DeliveryCallback done;
+  alignas(std::max_align_t) std::byte request_arena_buffer[2048];
+  std::pmr::monotonic_buffer_resource request_arena{
+      request_arena_buffer, sizeof request_arena_buffer, std::pmr::new_delete_resource()};
   std::optional<Request> req;
   governor::MemoryBudget* budget = nullptr;
   uint64_t charged = 0;
+
+  std::unique_ptr<Connection> conn;
+  bool reused = false;  // conn came from the idle pool
+  int64_t attempt = 0;
+  std::chrono::milliseconds backoff{0};
+  std::chrono::steady_clock::time_point sent;
+  std::chrono::steady_clock::time_point deadline;  // of the current connect or exchange
+  bool active = false;                             // watched by the watchdog
+  bool timed_out = false;
+  bool waiting = false;  // between attempts
+  bool evicted = false;
+  int in_flight_at_send = 0;
+
+  alignas(std::max_align_t) std::byte response_arena_buffer[1024];
+  std::pmr::monotonic_buffer_resource response_arena{
+      response_arena_buffer, sizeof response_arena_buffer, std::pmr::new_delete_resource()};
+  std::optional<ResponseParser> parser;
+
+  asio::steady_timer timer;  // backoff
+  util::HandlerSlot slots;
 
   void Charge(governor::MemoryBudget* b) {
     budget = b;
@@ -102,12 +129,14 @@ struct OutgoingRequest {
   }
 };
 
-// Shared state of the sink, kept alive by the coroutines that use it.
+// Shared state of the sink, kept alive by the handlers that use it.
 class HttpClient : public std::enable_shared_from_this<HttpClient> {
  public:
   HttpClient(HttpSinkOptions o, PluginContext ctx)
       : o_(std::move(o)),
         ctx_(std::move(ctx)),
+        resolver_(ctx_.loop->io()),
+        watchdog_(ctx_.loop->io()),
         controller_(o_.concurrency),
         limit_gauge_(ctx_.metrics->GetGauge("seedance_sink_concurrency_limit",
                                             "Requests the sink may have in flight.",
@@ -144,55 +173,78 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   }
 
   // Builds the request now (its body is charged to the memory budget before the runner
-  // decides on its next batch) and sends it on a coroutine.
+  // decides on its next batch) and starts the first attempt.
   void Deliver(std::shared_ptr<const Batch> batch, DeliveryCallback done) {
-    std::unique_ptr<OutgoingRequest> req = TakeRequest();
-    BuildRequest(*batch, *req);
-    req->Charge(ctx_.memory);
-    asio::co_spawn(ctx_.loop->io(),
-                   Run(shared_from_this(), std::move(batch), std::move(req), std::move(done)),
-                   asio::detached);
+    Delivery* d = TakeDelivery();
+    d->batch = std::move(batch);
+    d->done = std::move(done);
+    d->attempt = 0;
+    d->backoff = o_.retry_initial;
+    d->evicted = false;
+    BuildRequest(*d->batch, *d);
+    d->Charge(ctx_.memory);
+    Attempt(d);
   }
 
   // Gives `batch` back if it is waiting between attempts (memory budget).
   bool Evict(const Batch& batch) {
     auto it = waiting_.find(&batch);
     if (it == waiting_.end() || stopped_) return false;
-    evicted_.insert(&batch);
-    it->second->cancel();
+    it->second->evicted = true;
+    it->second->timer.cancel();
     return true;
   }
 
   void Stop() {
     stopped_ = true;
-    for (auto* t : timers_) t->cancel();
-    for (auto* c : active_) c->Close();
+    watchdog_.cancel();
+    for (auto& [batch, d] : waiting_) d->timer.cancel();
+    for (Delivery* d : busy_) {
+      if (d->conn) d->conn->Close();
+    }
     for (auto& c : idle_) c->Close();
     idle_.clear();
+    resolver_.cancel();
   }
 
   const HttpSinkOptions& options() const { return o_; }
 
  private:
-  std::unique_ptr<OutgoingRequest> TakeRequest();
-  void ReturnRequest(std::unique_ptr<OutgoingRequest> req);
-  void BuildRequest(const Batch& batch, OutgoingRequest& out) const;
-  awaitable<void> Run(std::shared_ptr<HttpClient> self, std::shared_ptr<const Batch> batch,
-                      std::unique_ptr<OutgoingRequest> request, DeliveryCallback done);
-  awaitable<Result<std::unique_ptr<Connection>>> Connect();
-  awaitable<Result<Reply>> Exchange(Connection& c, const Request& req);
-  // Waits `d` between attempts of `batch`; false when the sink stopped or evicted the batch.
-  awaitable<bool> Sleep(std::chrono::milliseconds d, const Batch* batch);
+  // A completion handler for a step of `d`: keeps the client alive, allocates from d->slots.
+  template <typename Fn>
+  util::SlotHandler<Fn> Step(Delivery* d, Fn fn) {
+    return util::SlotHandler<Fn>{&d->slots, std::move(fn)};
+  }
+
+  Delivery* TakeDelivery();
+  void BuildRequest(const Batch& batch, Delivery& d) const;
+  // Takes an idle connection or opens one, then sends.
+  void Attempt(Delivery* d);
+  void Connect(Delivery* d);
+  void Send(Delivery* d);
+  void Received(Delivery* d, error_code ec);
+  // The attempt failed with `failure`: retries after a backoff, or gives up.
+  void Retry(Delivery* d, const Status& failure, std::chrono::milliseconds retry_after);
+  // Reports `status` for the batch and puts the delivery back in the pool.
+  void Finish(Delivery* d, Status status);
+  // Marks `d` watched until `timeout` from now; the watchdog closes its connection after that.
+  void Watch(Delivery* d);
+  void Unwatch(Delivery* d);
+  void ArmWatchdog();
 
   HttpSinkOptions o_;
   PluginContext ctx_;
   std::unique_ptr<asio::ssl::context> ssl_;
+  tcp::resolver resolver_;
+  asio::steady_timer watchdog_;
+  bool watchdog_armed_ = false;
+  util::HandlerSlot watchdog_slot_;
   std::vector<std::unique_ptr<Connection>> idle_;
-  std::set<Connection*> active_;
-  std::set<asio::steady_timer*> timers_;
-  std::map<const Batch*, asio::steady_timer*> waiting_;  // batches between attempts
-  std::set<const Batch*> evicted_;
-  std::vector<std::unique_ptr<OutgoingRequest>> free_requests_;
+  std::vector<std::unique_ptr<Delivery>> deliveries_;  // every delivery ever made (the pool)
+  std::vector<Delivery*> free_;                         // of those, the unused ones
+  std::set<Delivery*> busy_;                            // the rest
+  std::map<const Batch*, Delivery*> waiting_;           // between attempts
+  int watched_ = 0;
   governor::ConcurrencyController controller_;
   observe::Gauge& limit_gauge_;
   observe::Gauge& in_flight_gauge_;
@@ -206,121 +258,31 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   std::mt19937 rng_{std::random_device{}()};
 };
 
-awaitable<Result<std::unique_ptr<Connection>>> HttpClient::Connect() {
-  error_code ec;
-  asio::ip::tcp::resolver resolver(ctx_.loop->io());
-  auto endpoints = co_await resolver.async_resolve(o_.url.host, std::to_string(o_.url.port),
-                                                   asio::redirect_error(use_awaitable, ec));
-  if (ec)
-    co_return UnavailableError(fmt::format("cannot resolve {}: {}", o_.url.host, ec.message()));
-  auto c = std::make_unique<Connection>();
-  if (o_.url.tls)
-    c->tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(ctx_.loop->io(), *ssl_);
-  else
-    c->plain = std::make_unique<beast::tcp_stream>(ctx_.loop->io());
-  c->lowest().expires_after(o_.timeout);
-  co_await c->lowest().async_connect(endpoints, asio::redirect_error(use_awaitable, ec));
-  if (ec) {
-    co_return UnavailableError(
-        fmt::format("cannot connect to {}:{}: {}", o_.url.host, o_.url.port, ec.message()));
-  }
-  c->lowest().socket().set_option(asio::ip::tcp::no_delay(true), ec);
-  if (c->tls) {
-    SSL_set_tlsext_host_name(c->tls->native_handle(), o_.url.host.c_str());
-    if (o_.tls_verify) c->tls->set_verify_callback(asio::ssl::host_name_verification(o_.url.host));
-    co_await c->tls->async_handshake(asio::ssl::stream_base::client,
-                                     asio::redirect_error(use_awaitable, ec));
-    if (ec) co_return UnavailableError("TLS handshake: " + ec.message());
-  }
-  co_return c;
-}
-
-awaitable<Result<Reply>> HttpClient::Exchange(Connection& c, const Request& req) {
-  error_code ec;
-  c.lowest().expires_after(o_.timeout);
-  if (c.tls)
-    co_await http::async_write(*c.tls, req, asio::redirect_error(use_awaitable, ec));
-  else
-    co_await http::async_write(*c.plain, req, asio::redirect_error(use_awaitable, ec));
-  if (ec) co_return UnavailableError("sending request: " + ec.message());
-  // The response's fields go to an arena in this coroutine's frame.
-  alignas(std::max_align_t) std::byte arena_buffer[1024];
-  std::pmr::monotonic_buffer_resource arena(arena_buffer, sizeof arena_buffer,
-                                            std::pmr::new_delete_resource());
-  http::response_parser<http::string_body, FieldsAllocator> parser(
-      std::piecewise_construct, std::make_tuple(), std::make_tuple(FieldsAllocator(&arena)));
-  parser.body_limit(1 << 20);
-  if (c.tls)
-    co_await http::async_read(*c.tls, c.buffer, parser, asio::redirect_error(use_awaitable, ec));
-  else
-    co_await http::async_read(*c.plain, c.buffer, parser, asio::redirect_error(use_awaitable, ec));
-  if (ec == beast::error::timeout)
-    co_return DeadlineExceededError("no response within the timeout");
-  if (ec) co_return UnavailableError("reading response: " + ec.message());
-  const auto& r = parser.get();
-  Reply reply;
-  reply.code = r.result_int();
-  reply.keep_alive = r.keep_alive();
-  if (reply.code >= 200 && reply.code < 300) co_return reply;
-  std::string snippet = r.body().substr(0, 200);
-  for (char& ch : snippet) {
-    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';  // one log line per failure
-  }
-  while (!snippet.empty() && snippet.back() == ' ') snippet.pop_back();
-  reply.what = fmt::format("HTTP {} {}{}{}", reply.code, std::string(r.reason()),
-                           snippet.empty() ? "" : ": ", snippet);
-  auto ra = r.find(http::field::retry_after);
-  if (ra != r.end()) {
-    char* end = nullptr;
-    std::string v(ra->value());
-    long secs = std::strtol(v.c_str(), &end, 10);
-    if (*end == '\0' && secs >= 0) reply.retry_after = std::chrono::seconds(std::min(secs, 3600L));
-  }
-  co_return reply;
-}
-
-awaitable<bool> HttpClient::Sleep(std::chrono::milliseconds d, const Batch* batch) {
-  asio::steady_timer timer(ctx_.loop->io(), d);
-  timers_.insert(&timer);
-  waiting_.emplace(batch, &timer);
-  error_code ec;
-  co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
-  timers_.erase(&timer);
-  waiting_.erase(batch);
-  co_return !stopped_ && !evicted_.count(batch);
-}
-
-
-std::unique_ptr<OutgoingRequest> HttpClient::TakeRequest() {
-  if (free_requests_.empty()) {
+Delivery* HttpClient::TakeDelivery() {
+  Delivery* d;
+  if (free_.empty()) {
     pool_misses_.Add();
-    return std::make_unique<OutgoingRequest>();
+    deliveries_.push_back(std::make_unique<Delivery>(ctx_.loop->io()));
+    d = deliveries_.back().get();
+  } else {
+    pool_hits_.Add();
+    d = free_.back();
+    free_.pop_back();
   }
-  pool_hits_.Add();
-  std::unique_ptr<OutgoingRequest> r = std::move(free_requests_.back());
-  free_requests_.pop_back();
-  return r;
+  busy_.insert(d);
+  return d;
 }
 
-void HttpClient::ReturnRequest(std::unique_ptr<OutgoingRequest> r) {
-  r->Uncharge();
-  // Pooled requests keep small bodies' storage only: memory nobody counts stays small.
-  constexpr size_t kKeepBody = 16 * 1024;
-  constexpr size_t kKeepRequests = 8;
-  if (r->req && r->req->body().capacity() > kKeepBody) r->req->body() = std::string();
-  if (free_requests_.size() < kKeepRequests) free_requests_.push_back(std::move(r));
-}
-
-void HttpClient::BuildRequest(const Batch& batch, OutgoingRequest& out) const {
+void HttpClient::BuildRequest(const Batch& batch, Delivery& d) const {
   std::string body;
-  if (out.req) body = std::move(out.req->body());  // keeps its storage
-  out.req.reset();
-  out.arena.release();
+  if (d.req) body = std::move(d.req->body());  // keeps its storage
+  d.req.reset();
+  d.request_arena.release();
   body.clear();
   AppendBatch(batch.events, o_.encoding, o_.format, body);
-  out.req.emplace(std::piecewise_construct, std::forward_as_tuple(std::move(body)),
-                  std::make_tuple(FieldsAllocator(&out.arena)));
-  Request& req = *out.req;
+  d.req.emplace(std::piecewise_construct, std::forward_as_tuple(std::move(body)),
+                std::make_tuple(FieldsAllocator(&d.request_arena)));
+  Request& req = *d.req;
   req.method(o_.method);
   req.target(o_.url.target);
   req.version(11);
@@ -333,121 +295,240 @@ void HttpClient::BuildRequest(const Batch& batch, OutgoingRequest& out) const {
   req.prepare_payload();
 }
 
-awaitable<void> HttpClient::Run([[maybe_unused]] std::shared_ptr<HttpClient> self,
-                                std::shared_ptr<const Batch> batch,
-                                std::unique_ptr<OutgoingRequest> request, DeliveryCallback done) {
-  // Back to the pool on every way out (`self` outlives this: parameters go last).
-  struct Recycle {
-    HttpClient* client;
-    std::unique_ptr<OutgoingRequest>& request;
-    ~Recycle() { client->ReturnRequest(std::move(request)); }
-  } recycle{this, request};
-  const Request& req = *request->req;
-
-  auto backoff = o_.retry_initial;
-  int64_t attempt = 0;
-  while (true) {
-    if (stopped_) {
-      done(CancelledError("sink stopped"));
-      co_return;
-    }
-    std::unique_ptr<Connection> conn;
-    bool reused = false;
-    if (!idle_.empty()) {
-      conn = std::move(idle_.back());
-      idle_.pop_back();
-      reused = true;
-    }
-    Status failure;
-    std::chrono::milliseconds retry_after{0};
-    if (!conn) {
-      auto made = co_await Connect();
-      if (made)
-        conn = std::move(made).value();
-      else
-        failure = made.error();
-    }
-    if (conn) {
-      active_.insert(conn.get());
-      const int in_flight = ++in_flight_;
-      in_flight_gauge_.Set(in_flight_);
-      auto sent = std::chrono::steady_clock::now();
-      Result<Reply> r = co_await Exchange(*conn, req);
-      active_.erase(conn.get());
-      --in_flight_;
-      in_flight_gauge_.Set(in_flight_);
-      const int64_t now_ns = ctx_.now_ns();
-      controller_.RecordLatency(std::chrono::steady_clock::now() - sent, now_ns, in_flight);
-      if (controller_.Update(now_ns)) {
-        limit_gauge_.Set(controller_.limit());
-        p99_gauge_.Set(controller_.p99_seconds());
-      }
-      if (!r && reused && !stopped_) {
-        continue;  // the server closed an idle keep-alive connection; retry on a fresh one
-      }
-      if ((!r && r.error().code() == StatusCode::kDeadlineExceeded) ||
-          (r && (r->code == 429 || r->code == 503))) {
-        controller_.RecordBackpressure();  // applied at the controller's next update
-      }
-      if (!r) {
-        failure = r.error();
-      } else {
-        const unsigned code = r->code;
-        if (r->keep_alive && idle_.size() < static_cast<size_t>(o_.concurrency.max)) {
-          idle_.push_back(std::move(conn));
-        }
-        if (code >= 200 && code < 300) {
-          if (failing_) {
-            failing_ = false;
-            SEEDANCE_LOG_INFO(ctx_.name, "delivery to {} recovered", o_.url_text);
-          }
-          done(Status::Ok());
-          co_return;
-        }
-        if (code == 408 || code == 429 || code >= 500) {
-          failure = UnavailableError(r->what);
-          retry_after = r->retry_after;
-        } else {
-          ctx_.stats->errors.Add();
-          done(InvalidArgumentError(r->what));
-          co_return;
-        }
-      }
-    }
-    if (stopped_) {
-      done(CancelledError("sink stopped"));
-      co_return;
-    }
-    ++attempt;
-    ctx_.stats->retries.Add();
-    if (o_.retry_limit > 0 && attempt > o_.retry_limit) {
-      ctx_.stats->errors.Add();
-      done(UnavailableError(
-          fmt::format("gave up after {} attempts: {}", attempt, failure.message())));
-      co_return;
-    }
-    auto ms = backoff.count();
-    std::uniform_int_distribution<long long> jitter(ms / 2, std::max<long long>(ms, 1));
-    auto delay = std::max(retry_after, std::chrono::milliseconds(jitter(rng_)));
-    uint64_t suppressed = 0;
-    if (!failing_ || limiter_.Allow("retry", &suppressed)) {
-      failing_ = true;
-      SEEDANCE_LOG_WARN(
-          ctx_.name, "{} {} failed: {}; retrying in {} ms{}",
-          std::string(http::to_string(o_.method)), o_.url_text, failure.message(), delay.count(),
-          suppressed ? fmt::format(" ({} similar failures not logged)", suppressed) : "");
-    }
-    if (!co_await Sleep(delay, batch.get())) {
-      if (evicted_.erase(batch.get()) > 0 && !stopped_) {
-        done(ResourceExhaustedError("evicted by the memory budget"));
-      } else {
-        evicted_.erase(batch.get());
-        done(CancelledError("sink stopped"));
-      }
-      co_return;
-    }
-    backoff = std::min(o_.retry_max, backoff * 2);
+void HttpClient::Finish(Delivery* d, Status status) {
+  Unwatch(d);
+  d->conn.reset();
+  d->Uncharge();
+  // Pooled deliveries keep small bodies' storage only: memory nobody counts stays small.
+  constexpr size_t kKeepBody = 16 * 1024;
+  constexpr size_t kKeepDeliveries = 8;
+  if (d->req && d->req->body().capacity() > kKeepBody) d->req->body() = std::string();
+  DeliveryCallback done = std::move(d->done);
+  d->done = nullptr;
+  d->batch.reset();
+  busy_.erase(d);
+  if (free_.size() < kKeepDeliveries) {
+    free_.push_back(d);
+  } else {
+    auto it = std::find_if(deliveries_.begin(), deliveries_.end(),
+                           [d](const auto& p) { return p.get() == d; });
+    // Not freed here: a completion handler of `d` may still be on the stack.
+    asio::post(ctx_.loop->io(), [owned = std::shared_ptr<Delivery>(std::move(*it))] {});
+    deliveries_.erase(it);
   }
+  done(std::move(status));
+}
+
+void HttpClient::Watch(Delivery* d) {
+  d->deadline = std::chrono::steady_clock::now() + o_.timeout;
+  d->timed_out = false;
+  if (!d->active) {
+    d->active = true;
+    ++watched_;
+  }
+  ArmWatchdog();
+}
+
+void HttpClient::Unwatch(Delivery* d) {
+  if (d->active) {
+    d->active = false;
+    --watched_;
+  }
+}
+
+void HttpClient::ArmWatchdog() {
+  if (watchdog_armed_ || stopped_ || watched_ == 0) return;
+  watchdog_armed_ = true;
+  // A tenth of the timeout, at least 10 ms: a request times out at most 10% late.
+  auto tick = std::max(std::chrono::milliseconds(10), o_.timeout / 10);
+  watchdog_.expires_after(tick);
+  auto on_tick = [self = shared_from_this()](error_code ec) {
+    self->watchdog_armed_ = false;
+    if (ec || self->stopped_) return;
+    const auto now = std::chrono::steady_clock::now();
+    for (Delivery* d : self->busy_) {
+      if (d->active && !d->timed_out && now >= d->deadline && d->conn) {
+        d->timed_out = true;
+        d->conn->Close();  // its operation completes with an error: a timeout
+      }
+    }
+    self->ArmWatchdog();
+  };
+  watchdog_.async_wait(util::SlotHandler<decltype(on_tick)>{&watchdog_slot_, std::move(on_tick)});
+}
+
+void HttpClient::Attempt(Delivery* d) {
+  if (stopped_) return Finish(d, CancelledError("sink stopped"));
+  if (!idle_.empty()) {
+    d->conn = std::move(idle_.back());
+    idle_.pop_back();
+    d->reused = true;
+    return Send(d);
+  }
+  d->reused = false;
+  Connect(d);
+}
+
+void HttpClient::Connect(Delivery* d) {
+  d->conn = std::make_unique<Connection>();
+  if (o_.url.tls)
+    d->conn->tls = std::make_unique<asio::ssl::stream<tcp::socket>>(ctx_.loop->io(), *ssl_);
+  else
+    d->conn->plain = std::make_unique<tcp::socket>(ctx_.loop->io());
+  Watch(d);
+  auto self = shared_from_this();
+  resolver_.async_resolve(
+      o_.url.host, std::to_string(o_.url.port),
+      [self, d](error_code ec, tcp::resolver::results_type endpoints) {
+        if (ec) {
+          return self->Retry(d,
+                             UnavailableError(fmt::format("cannot resolve {}: {}",
+                                                          self->o_.url.host, ec.message())),
+                             {});
+        }
+        asio::async_connect(
+            d->conn->socket(), endpoints, [self, d](error_code ec, const tcp::endpoint&) {
+              if (ec) {
+                return self->Retry(
+                    d,
+                    d->timed_out ? DeadlineExceededError("connect timed out")
+                                 : UnavailableError(fmt::format("cannot connect to {}:{}: {}",
+                                                                self->o_.url.host,
+                                                                self->o_.url.port, ec.message())),
+                    {});
+              }
+              error_code ignored;
+              d->conn->socket().set_option(tcp::no_delay(true), ignored);
+              if (!d->conn->tls) return self->Send(d);
+              auto& tls = *d->conn->tls;
+              SSL_set_tlsext_host_name(tls.native_handle(), self->o_.url.host.c_str());
+              if (self->o_.tls_verify) {
+                tls.set_verify_callback(asio::ssl::host_name_verification(self->o_.url.host));
+              }
+              tls.async_handshake(asio::ssl::stream_base::client, [self, d](error_code ec) {
+                if (ec) return self->Retry(d, UnavailableError("TLS handshake: " + ec.message()), {});
+                self->Send(d);
+              });
+            });
+      });
+}
+
+void HttpClient::Send(Delivery* d) {
+  Watch(d);
+  d->sent = std::chrono::steady_clock::now();
+  d->in_flight_at_send = ++in_flight_;
+  in_flight_gauge_.Set(in_flight_);
+  d->conn->With([this, d](auto& stream) {
+    http::async_write(stream, *d->req,
+                      Step(d, [self = shared_from_this(), d](error_code ec, size_t) {
+                        if (ec) return self->Received(d, ec);
+                        d->response_arena.release();
+                        d->parser.reset();
+                        d->parser.emplace(std::piecewise_construct, std::make_tuple(),
+                                          std::make_tuple(FieldsAllocator(&d->response_arena)));
+                        d->parser->body_limit(1 << 20);
+                        d->conn->With([&self, d](auto& s) {
+                          http::async_read(s, d->conn->buffer, *d->parser,
+                                           self->Step(d, [self, d](error_code ec, size_t) {
+                                             self->Received(d, ec);
+                                           }));
+                        });
+                      }));
+  });
+}
+
+void HttpClient::Received(Delivery* d, error_code ec) {
+  --in_flight_;
+  in_flight_gauge_.Set(in_flight_);
+  const int64_t now_ns = ctx_.now_ns();
+  controller_.RecordLatency(std::chrono::steady_clock::now() - d->sent, now_ns,
+                            d->in_flight_at_send);
+  if (controller_.Update(now_ns)) {
+    limit_gauge_.Set(controller_.limit());
+    p99_gauge_.Set(controller_.p99_seconds());
+  }
+  if (ec) {
+    const bool timed_out = d->timed_out;
+    d->conn.reset();
+    if (timed_out) {
+      controller_.RecordBackpressure();
+      return Retry(d, DeadlineExceededError("no response within the timeout"), {});
+    }
+    if (d->reused && !stopped_) return Attempt(d);  // the server closed an idle connection
+    return Retry(d, UnavailableError("HTTP exchange: " + ec.message()), {});
+  }
+  const auto& r = d->parser->get();
+  const unsigned code = r.result_int();
+  if (code == 429 || code == 503) controller_.RecordBackpressure();
+  if (r.keep_alive() && idle_.size() < static_cast<size_t>(o_.concurrency.max)) {
+    idle_.push_back(std::move(d->conn));
+  } else {
+    d->conn.reset();
+  }
+  if (code >= 200 && code < 300) {
+    if (failing_) {
+      failing_ = false;
+      SEEDANCE_LOG_INFO(ctx_.name, "delivery to {} recovered", o_.url_text);
+    }
+    return Finish(d, Status::Ok());
+  }
+  std::string snippet = r.body().substr(0, 200);
+  for (char& ch : snippet) {
+    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';  // one log line per failure
+  }
+  while (!snippet.empty() && snippet.back() == ' ') snippet.pop_back();
+  std::string what = fmt::format("HTTP {} {}{}{}", code, std::string(r.reason()),
+                                 snippet.empty() ? "" : ": ", snippet);
+  if (code != 408 && code != 429 && code < 500) {
+    ctx_.stats->errors.Add();
+    return Finish(d, InvalidArgumentError(what));
+  }
+  std::chrono::milliseconds retry_after{0};
+  auto ra = r.find(http::field::retry_after);
+  if (ra != r.end()) {
+    char* end = nullptr;
+    std::string v(ra->value());
+    long secs = std::strtol(v.c_str(), &end, 10);
+    if (*end == '\0' && secs >= 0) retry_after = std::chrono::seconds(std::min(secs, 3600L));
+  }
+  Retry(d, UnavailableError(what), retry_after);
+}
+
+void HttpClient::Retry(Delivery* d, const Status& failure, std::chrono::milliseconds retry_after) {
+  Unwatch(d);
+  d->conn.reset();
+  if (stopped_) return Finish(d, CancelledError("sink stopped"));
+  ++d->attempt;
+  ctx_.stats->retries.Add();
+  if (o_.retry_limit > 0 && d->attempt > o_.retry_limit) {
+    ctx_.stats->errors.Add();
+    return Finish(d, UnavailableError(fmt::format("gave up after {} attempts: {}", d->attempt,
+                                                  failure.message())));
+  }
+  auto ms = d->backoff.count();
+  std::uniform_int_distribution<long long> jitter(ms / 2, std::max<long long>(ms, 1));
+  auto delay = std::max(retry_after, std::chrono::milliseconds(jitter(rng_)));
+  uint64_t suppressed = 0;
+  if (!failing_ || limiter_.Allow("retry", &suppressed)) {
+    failing_ = true;
+    SEEDANCE_LOG_WARN(
+        ctx_.name, "{} {} failed: {}; retrying in {} ms{}", std::string(http::to_string(o_.method)),
+        o_.url_text, failure.message(), delay.count(),
+        suppressed ? fmt::format(" ({} similar failures not logged)", suppressed) : "");
+  }
+  d->backoff = std::min(o_.retry_max, d->backoff * 2);
+  d->waiting = true;
+  waiting_[d->batch.get()] = d;
+  d->timer.expires_after(delay);
+  d->timer.async_wait(Step(d, [self = shared_from_this(), d](error_code) {
+    d->waiting = false;
+    self->waiting_.erase(d->batch.get());
+    if (d->evicted && !self->stopped_) {
+      return self->Finish(d, ResourceExhaustedError("evicted by the memory budget"));
+    }
+    if (self->stopped_) return self->Finish(d, CancelledError("sink stopped"));
+    self->Attempt(d);
+  }));
 }
 
 class HttpSink final : public Sink {
