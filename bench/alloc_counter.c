@@ -4,6 +4,7 @@
  * Bench only: never linked into seedance. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -50,11 +51,14 @@ static void* writer(void* arg) {
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   for (;;) {
-    FILE* f = fopen(tmp, "w"); /* fopen allocates: a few counted per write, subtracted below */
-    if (f) {
-      fprintf(f, "%llu\n", (unsigned long long)atomic_load(&g_allocs));
-      fclose(f);
-      rename(tmp, path);
+    /* open/write, not fopen/fprintf: the counter itself must not allocate. */
+    char line[32];
+    int len = snprintf(line, sizeof line, "%llu\n", (unsigned long long)atomic_load(&g_allocs));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ssize_t w = write(fd, line, (size_t)len);
+      close(fd);
+      if (w == len) rename(tmp, path);
     }
     struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);

@@ -86,6 +86,8 @@ class SinkCursor {
   void Truncate(std::vector<Event>* out, size_t n);
   std::chrono::steady_clock::time_point last_save_{};
   uint64_t saved_ = 0;
+  const std::string path_;      // <data_dir>/cursors/<name>
+  const std::string tmp_path_;  // written, then renamed to path_
 };
 
 class DurableQueue {

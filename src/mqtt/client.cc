@@ -492,7 +492,8 @@ void Client::FlushWrites() {
   buffer->swap(tx_pending_);  // both keep their storage
   tx_pending_.clear();
   auto done = [self = shared_from_this(), buffer, socket = socket_, tls = tls_,
-               generation = generation_](error_code ec, size_t) {
+               generation = generation_](error_code ec, size_t) mutable {
+    buffer.reset();  // written: the next FlushWrites may reuse it
     if (socket != self->socket_) return;  // a write on an earlier connection
     self->writing_ = false;
     if (ec) {

@@ -40,6 +40,7 @@
 #include "seedance/result.h"
 #include "util/handler_slot.h"
 #include "util/loop_signal.h"
+#include "util/ring_queue.h"
 
 namespace seedance::mqtt {
 
@@ -152,7 +153,7 @@ class Client : public std::enable_shared_from_this<Client> {
   util::HandlerSlot write_slot_;  // the one write in progress (writing_)
 
   uint64_t generation_ = 0;            // counts connections; part of every ack token
-  std::deque<Inbound> inbound_;        // QoS 1/2 messages not yet acknowledged, in arrival order
+  util::RingQueue<Inbound> inbound_;   // QoS 1/2 messages not yet acknowledged, in arrival order
   std::vector<uint8_t> acked_;         // by packet id: acknowledged but not yet sent (order)
   std::vector<uint8_t> awaiting_rel_;  // QoS 2: PUBREC sent, waiting for PUBREL
   std::optional<Publish> refused_;     // message the handler refused, redelivered on Resume

@@ -17,7 +17,6 @@
 #include <memory_resource>
 #include <optional>
 #include <random>
-#include <set>
 
 #include "core/plugin_context.h"
 #include "governor/concurrency_controller.h"
@@ -242,7 +241,7 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   std::vector<std::unique_ptr<Connection>> idle_;
   std::vector<std::unique_ptr<Delivery>> deliveries_;  // every delivery ever made (the pool)
   std::vector<Delivery*> free_;                         // of those, the unused ones
-  std::set<Delivery*> busy_;                            // the rest
+  std::vector<Delivery*> busy_;  // the rest (a vector: no node to allocate per delivery)
   std::map<const Batch*, Delivery*> waiting_;           // between attempts
   int watched_ = 0;
   governor::ConcurrencyController controller_;
@@ -269,7 +268,7 @@ Delivery* HttpClient::TakeDelivery() {
     d = free_.back();
     free_.pop_back();
   }
-  busy_.insert(d);
+  busy_.push_back(d);
   return d;
 }
 
@@ -306,7 +305,7 @@ void HttpClient::Finish(Delivery* d, Status status) {
   DeliveryCallback done = std::move(d->done);
   d->done = nullptr;
   d->batch.reset();
-  busy_.erase(d);
+  busy_.erase(std::find(busy_.begin(), busy_.end(), d));
   if (free_.size() < kKeepDeliveries) {
     free_.push_back(d);
   } else {
