@@ -300,13 +300,14 @@ void HttpClient::Finish(Delivery* d, Status status) {
   d->Uncharge();
   // Pooled deliveries keep small bodies' storage only: memory nobody counts stays small.
   constexpr size_t kKeepBody = 16 * 1024;
-  constexpr size_t kKeepDeliveries = 8;
   if (d->req && d->req->body().capacity() > kKeepBody) d->req->body() = std::string();
   DeliveryCallback done = std::move(d->done);
   d->done = nullptr;
   d->batch.reset();
   busy_.erase(std::find(busy_.begin(), busy_.end(), d));
-  if (free_.size() < kKeepDeliveries) {
+  // As many as the sink may have in flight now: a steady load reuses them, a burst above the
+  // limit does not leave more behind.
+  if (free_.size() + busy_.size() < static_cast<size_t>(controller_.limit())) {
     free_.push_back(d);
   } else {
     auto it = std::find_if(deliveries_.begin(), deliveries_.end(),
