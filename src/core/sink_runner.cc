@@ -93,7 +93,7 @@ void SinkRunner::PushNoWait(Event&& event) {
 void SinkRunner::ScheduleKick() { kick_signal_.Notify(); }
 
 bool SinkRunner::BudgetAllowsMore() const {
-  if (budget_ == nullptr || in_flight_batches_ == 0) return true;  // always make progress
+  if (budget_ == nullptr || in_flight_.empty()) return true;  // always make progress
   if (probing_) return false;
   // Room for a full batch and the request body a sink builds from it.
   const size_t max_events = std::max<size_t>(1, sink_->MaxBatchEvents());
@@ -109,7 +109,7 @@ void SinkRunner::Kick() {
     uint64_t id = 0, bytes = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stopped_ || in_flight_batches_ >= max_in_flight || !BudgetAllowsMore()) return;
+      if (stopped_ || static_cast<int>(in_flight_.size()) >= max_in_flight || !BudgetAllowsMore()) return;
       if (!cursor_ && queue_.empty()) return;
       batch = TakeBatch();
       if (cursor_) {
@@ -142,7 +142,6 @@ void SinkRunner::Kick() {
         stats_.queue_depth.Set(static_cast<int64_t>(queue_.size()));
       }
       in_flight_events_ += batch->events.size();
-      ++in_flight_batches_;
       id = next_id_++;
       in_flight_.push_back(InFlight{.id = id,
                                     .batch = batch,
@@ -162,10 +161,7 @@ void SinkRunner::Finish(uint64_t id, Status status) {
   InFlight f;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = FindInFlight(id);
-    f = std::move(*it);
-    *it = std::move(in_flight_.back());
-    in_flight_.pop_back();
+    f = *FindInFlight(id);  // stays in flight (for WaitIdle) until the outcome is recorded
   }
   const auto started = f.started;
   const Batch& batch = *f.batch;
@@ -199,7 +195,9 @@ void SinkRunner::Finish(uint64_t id, Status status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     in_flight_events_ -= n;
-    --in_flight_batches_;
+    auto it = FindInFlight(id);
+    *it = std::move(in_flight_.back());
+    in_flight_.pop_back();
     if (budget_) budget_->Credit(f.bytes);
     if (evicted) {
       cursor_->Return(f.first, f.last);
@@ -252,7 +250,7 @@ uint64_t SinkRunner::Evict(uint64_t id) {
 bool SinkRunner::WaitIdle(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   auto idle = [this] {
-    return queue_.empty() && in_flight_batches_ == 0 && (!cursor_ || cursor_->Backlog() == 0);
+    return queue_.empty() && in_flight_.empty() && (!cursor_ || cursor_->Backlog() == 0);
   };
   while (!idle()) {
     if (std::chrono::steady_clock::now() >= deadline) return false;

@@ -112,7 +112,6 @@ class SinkRunner final : public governor::BatchHolder {
   std::condition_variable idle_cv_;
   std::deque<Event> queue_;
   size_t in_flight_events_ = 0;
-  int in_flight_batches_ = 0;
   std::vector<InFlight> in_flight_;  // a handful: searched, never reallocated once grown
   // Batches are reused once the sink and the runner have let go of them (use_count 1): the
   // pool holds the shared_ptr, so neither the Batch, its control block nor its vector of

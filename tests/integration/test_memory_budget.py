@@ -8,19 +8,12 @@ import time
 
 from testing.broker import Broker, free_port
 from testing.http_receiver import Receiver
+from testing.process_stats import status_kb
 from testing.seedance_process import BIN, Seedance, metric, scrape
 from testing.waiting import wait_until
 
 MQTT_LOAD = os.path.join(os.path.dirname(BIN), "mqtt_load")
 MiB = 1024 * 1024
-
-
-def status_kb(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise KeyError(field)
 
 
 def config(broker, port, metrics_port, limits):

@@ -3,15 +3,20 @@ import threading
 import time
 
 
-def rss_kb(pid):
+def status_kb(pid, field):
+    """A kB figure of /proc/PID/status, e.g. VmRSS or VmHWM (the peak); 0 once it is gone."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
     except FileNotFoundError:
         pass
     return 0
+
+
+def rss_kb(pid):
+    return status_kb(pid, "VmRSS")
 
 
 class RssSampler:

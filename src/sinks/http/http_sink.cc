@@ -104,7 +104,6 @@ struct Delivery {
   std::chrono::steady_clock::time_point deadline;  // of the current connect or exchange
   bool active = false;                             // watched by the watchdog
   bool timed_out = false;
-  bool waiting = false;  // between attempts
   bool evicted = false;
   int in_flight_at_send = 0;
 
@@ -517,11 +516,9 @@ void HttpClient::Retry(Delivery* d, const Status& failure, std::chrono::millisec
         suppressed ? fmt::format(" ({} similar failures not logged)", suppressed) : "");
   }
   d->backoff = std::min(o_.retry_max, d->backoff * 2);
-  d->waiting = true;
   waiting_[d->batch.get()] = d;
   d->timer.expires_after(delay);
   d->timer.async_wait(Step(d, [self = shared_from_this(), d](error_code) {
-    d->waiting = false;
     self->waiting_.erase(d->batch.get());
     if (d->evicted && !self->stopped_) {
       return self->Finish(d, ResourceExhaustedError("evicted by the memory budget"));
