@@ -1,4 +1,8 @@
 """seedance::trim on a synthetic dual workload (host tier): peak/mean memory, step overhead, trim latency, copy bandwidth; writes bench/results/trim.svg."""
+# The headline run reads its buffers only (AcquireRead, like inference weights) with
+# synchronous copies, the library's default; the other access and copy modes follow under
+# "variants" with their overhead and bytes copied.
+import json
 import os
 import subprocess
 import sys
@@ -7,6 +11,23 @@ from common import ROOT
 
 binary = os.path.join(ROOT, "build-release", "seedance_trim_bench")
 svg = os.path.join(ROOT, "bench", "results", "trim.svg")
-out = subprocess.run([binary, "2000", svg], check=True, capture_output=True, text=True)
-print(out.stdout.strip().splitlines()[-1])
+
+
+def run(*flags):
+    out = subprocess.run([binary, "--steps", "2000", *flags], check=True, capture_output=True,
+                         text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+result = run("--svg", svg)
+result["variants"] = {}
+for access in ("read", "write"):
+    for copies in ("sync", "async"):
+        if (access, copies) == ("read", "sync"):
+            continue
+        v = run("--access", access, "--copies", copies)
+        result["variants"][f"{access}_{copies}"] = {
+            k: v[k] for k in ("step_overhead", "step_overhead_blocks", "stalls", "bytes_copied",
+                              "copy_gbps", "peak_bytes_on", "trim_latency_us")}
+print(json.dumps(result))
 sys.exit(0)

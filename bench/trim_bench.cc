@@ -1,8 +1,18 @@
 // trim_bench: the seedance::trim library on a synthetic dual workload, trimming off and on.
 //
-//   trim_bench [STEPS] [SVG_PATH] [host|cuda] [sync|async]   (async: PolicyOptions::
-//                                                            async_copies; default off, as in
-//                                                            the library)
+//   trim_bench [--steps N] [--svg PATH] [--tier host|cuda] [--copies sync|async]
+//              [--access read|write] [--copy-threads N]
+//
+//   --copies async   PolicyOptions::async_copies (default off, as in the library)
+//   --access read    the compute only reads its buffers (inference weights): AcquireRead(), so
+//                    a buffer that came back moves down again to its kept copy (the default)
+//   --access write   every use may write: Acquire(), every move down copies
+//   --copy-threads N host tier: threads per waited copy of 8 MiB or more (default: the cores,
+//                    up to 4; copies in the background use one)
+//
+// The two runs alternate in blocks of one workload cycle (400 steps), each pair of blocks in
+// turn off-on and on-off, and step_overhead is the total step time on over off, minus one;
+// step_overhead_blocks lists it per pair of blocks.
 //
 // Three groups of buffers, 10,000 in all, sizes like a small and a large model's tensors
 // (many small ones, a few of 32 MiB):
@@ -22,6 +32,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/svg_plot.h"
@@ -37,6 +48,7 @@ namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
 constexpr int kWarmupSteps = 100;
+constexpr int kBlockSteps = 100;
 
 struct Group {
   std::vector<uint64_t> sizes;
@@ -64,18 +76,10 @@ uint64_t Touch(const void* p, uint64_t n) {
   return sum;
 }
 
-struct RunResult {
-  uint64_t peak = 0;
-  double mean = 0;
-  double step_ms_mean = 0;
-  double idle_share_mean = 0;
-  double idle_share_at_peak = 0;
-  trim::TrimStats stats;
-  std::vector<double> fast_mib;  // per step
-};
-
 bool g_cuda = false;
 bool g_async = false;
+bool g_write = false;
+int g_copy_threads = 0;  // 0: the default for the copy mode
 
 // The step's "compute": on the host, read every cache line; on the GPU, a kernel per buffer
 // reading every 64th byte, all launched before one wait at the end of the step.
@@ -101,74 +105,100 @@ void Fill(void* p, uint64_t n, int value) {
   std::memset(p, value, n);
 }
 
-RunResult Run(bool trimming, int steps, std::vector<Group>& groups) {
-  uint64_t total = 0;
-  for (auto& g : groups) total += g.bytes;
-  trim::PolicyOptions o;
-  if (!trimming) o.occupancy_trigger = o.idle_share_trigger = o.fragmentation_trigger = 2;
-  o.async_copies = g_async;
-  std::vector<std::unique_ptr<trim::Tier>> tiers;
-  if (g_cuda) {
-    auto cuda = trim::MakeCudaTiers({.device = 0,
-                                     .device_budget = total + 256 * kMiB,
-                                     .small_arena = 128 * kMiB,
-                                     .pinned_capacity = total + 256 * kMiB});
-    if (!cuda) {
-      std::fprintf(stderr, "trim_bench: %s\n", cuda.error().message().c_str());
-      std::exit(1);
+// One manager (trimming off or on) over its own copy of the groups. Steps run in blocks, so
+// the two runs can alternate: on a shared machine the speed drifts by several percent within
+// seconds, and alternating blocks of one workload cycle lets the drift hit both runs alike.
+class Run {
+ public:
+  Run(bool trimming, const std::vector<Group>& groups) : groups_(groups) {
+    uint64_t total = 0;
+    for (auto& g : groups_) total += g.bytes;
+    trim::PolicyOptions o;
+    if (!trimming) o.occupancy_trigger = o.idle_share_trigger = o.fragmentation_trigger = 2;
+    o.async_copies = g_async;
+    std::vector<std::unique_ptr<trim::Tier>> tiers;
+    if (g_cuda) {
+      auto cuda = trim::MakeCudaTiers({.device = 0,
+                                       .device_budget = total + 256 * kMiB,
+                                       .small_arena = 128 * kMiB,
+                                       .pinned_capacity = total + 256 * kMiB});
+      if (!cuda) {
+        std::fprintf(stderr, "trim_bench: %s\n", cuda.error().message().c_str());
+        std::exit(1);
+      }
+      tiers = std::move(cuda).value();
+    } else {
+      tiers.push_back(trim::MakeHostTier("fast", total + 64 * kMiB, g_copy_threads));
+      tiers.push_back(trim::MakeHostTier("slow", total + 64 * kMiB, g_copy_threads));
     }
-    tiers = std::move(cuda).value();
-  } else {
-    tiers.push_back(trim::MakeHostTier("fast", total + 64 * kMiB));
-    tiers.push_back(trim::MakeHostTier("slow", total + 64 * kMiB));
-  }
-  auto m = trim::TierManager::Create(std::move(tiers), o).value();
-  for (auto& g : groups) {
-    g.ids.clear();
-    for (uint64_t s : g.sizes) {
-      auto id = m->Register(s).value();
-      void* p = m->Acquire(id).value();
-      Fill(p, s, static_cast<int>(id));
-      (void)m->Release(id);
-      g.ids.push_back(id);
-    }
-  }
-  RunResult r;
-  double step_total = 0, idle_total = 0, used_total = 0;
-  for (int step = 0; step < steps; ++step) {
-    const auto t0 = Clock::now();
-    std::vector<const Group*> working{&groups[0]};
-    if (step % 200 < 10) working.push_back(&groups[1]);
-    if (step % 400 == 100) working.push_back(&groups[2]);  // between two bursts
-    uint64_t sum = 0;
-    for (const Group* g : working) {
-      for (size_t i = 0; i < g->ids.size(); ++i) {
-        void* p = m->Acquire(g->ids[i]).value();
-        sum += Compute(p, g->sizes[i]);
-        (void)m->Release(g->ids[i]);
+    m_ = trim::TierManager::Create(std::move(tiers), o).value();
+    for (auto& g : groups_) {
+      g.ids.clear();
+      for (uint64_t size : g.sizes) {
+        auto id = m_->Register(size).value();
+        void* p = m_->Acquire(id).value();
+        Fill(p, size, static_cast<int>(id));
+        (void)m_->Release(id);
+        g.ids.push_back(id);
       }
     }
-    EndOfStep();
-    g_sink = sum;
-    m->Step();
-    step_total += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    auto s = m->Stats();
-    // Steady state: every buffer starts on the fast tier and can only become idle after
-    // idle_steps, so the first 100 steps are warm-up for the peak.
-    if (step >= kWarmupSteps && s.tiers[0].used > r.peak) {
-      r.peak = s.tiers[0].used;
-      r.idle_share_at_peak = s.idle_share;
-    }
-    used_total += static_cast<double>(s.tiers[0].used);
-    idle_total += s.idle_share;
-    r.fast_mib.push_back(static_cast<double>(s.tiers[0].used) / kMiB);
   }
-  r.mean = used_total / steps;
-  r.step_ms_mean = step_total / steps;
-  r.idle_share_mean = idle_total / steps;
-  r.stats = m->Stats();
-  return r;
-}
+
+  // Runs steps [first, first + count); returns their time in milliseconds. Moves still in
+  // flight at the end are waited for and counted, so none runs into the other run's block.
+  double Block(int first, int count) {
+    double block_ms = 0;
+    for (int step = first; step < first + count; ++step) {
+      const auto t0 = Clock::now();
+      std::vector<const Group*> working{&groups_[0]};
+      if (step % 200 < 10) working.push_back(&groups_[1]);
+      if (step % 400 == 100) working.push_back(&groups_[2]);  // between two bursts
+      uint64_t sum = 0;
+      for (const Group* g : working) {
+        for (size_t i = 0; i < g->ids.size(); ++i) {
+          const void* p =
+              g_write ? m_->Acquire(g->ids[i]).value() : m_->AcquireRead(g->ids[i]).value();
+          sum += Compute(p, g->sizes[i]);
+          (void)m_->Release(g->ids[i]);
+        }
+      }
+      EndOfStep();
+      g_sink = sum;
+      m_->Step();
+      if (step == first + count - 1) (void)m_->TierOf(groups_[0].ids[0]);  // waits for moves
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      block_ms += ms;
+      const trim::TrimStats st = m_->Stats();
+      // Steady state: every buffer starts on the fast tier and can only become idle after
+      // idle_steps, so the first 100 steps are warm-up for the peak.
+      if (step >= kWarmupSteps && st.tiers[0].used > peak) {
+        peak = st.tiers[0].used;
+        idle_share_at_peak = st.idle_share;
+      }
+      used_total_ += static_cast<double>(st.tiers[0].used);
+      idle_total_ += st.idle_share;
+      fast_mib.push_back(static_cast<double>(st.tiers[0].used) / kMiB);
+    }
+    step_ms_total += block_ms;
+    return block_ms;
+  }
+
+  trim::TrimStats Stats() const { return m_->Stats(); }
+  double MeanBytes() const { return used_total_ / static_cast<double>(fast_mib.size()); }
+  double IdleShareMean() const { return idle_total_ / static_cast<double>(fast_mib.size()); }
+  double StepMs() const { return step_ms_total / static_cast<double>(fast_mib.size()); }
+
+  uint64_t peak = 0;
+  double idle_share_at_peak = 0;
+  double step_ms_total = 0;
+  std::vector<double> fast_mib;  // per step
+
+ private:
+  std::vector<Group> groups_;
+  std::unique_ptr<trim::TierManager> m_;
+  double used_total_ = 0;
+  double idle_total_ = 0;
+};
 
 // memcpy bandwidth between two 256 MiB buffers: the host "link" the host tier moves over.
 double MemcpyGbps() {
@@ -184,12 +214,43 @@ double MemcpyGbps() {
   return best;
 }
 
+[[noreturn]] void Usage(const char* why) {
+  std::fprintf(stderr,
+               "trim_bench: %s\nusage: trim_bench [--steps N] [--svg PATH] [--tier host|cuda] "
+               "[--copies sync|async] [--access read|write] [--copy-threads N]\n",
+               why);
+  std::exit(2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int steps = argc > 1 ? std::atoi(argv[1]) : 800;
-  g_cuda = argc > 3 && std::string(argv[3]) == "cuda";
-  g_async = argc > 4 && std::string(argv[4]) == "async";
+  int steps = 800;
+  std::string svg;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) Usage(("missing value for " + flag).c_str());
+    const std::string value = argv[++i];
+    if (flag == "--steps") {
+      steps = std::atoi(value.c_str());
+    } else if (flag == "--svg") {
+      svg = value;
+    } else if (flag == "--tier" && (value == "host" || value == "cuda")) {
+      g_cuda = value == "cuda";
+    } else if (flag == "--copies" && (value == "sync" || value == "async")) {
+      g_async = value == "async";
+    } else if (flag == "--access" && (value == "read" || value == "write")) {
+      g_write = value == "write";
+    } else if (flag == "--copy-threads") {
+      g_copy_threads = std::atoi(value.c_str());
+    } else {
+      Usage(("unknown flag or value: " + flag + " " + value).c_str());
+    }
+  }
+  if (steps <= kWarmupSteps) Usage("--steps must be over 100");
+  if (g_copy_threads <= 0) {
+    g_copy_threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+  }
 #ifndef SEEDANCE_WITH_CUDA
   if (g_cuda) {
     std::fprintf(stderr, "trim_bench: built without CUDA\n");
@@ -205,14 +266,29 @@ int main(int argc, char** argv) {
 #ifdef SEEDANCE_WITH_CUDA
   if (g_cuda) pinned = gpu_testing::PinnedBandwidthGbps(256 * kMiB);
 #endif
-  RunResult off = Run(false, steps, groups);
-  RunResult on = Run(true, steps, groups);
-  const uint64_t moved = on.stats.bytes_moved_down + on.stats.bytes_moved_up;
-  const double copy_gbps = on.stats.copy_seconds > 0 ? moved / on.stats.copy_seconds / 1e9 : 0;
-  if (argc > 2) {
+  Run off(false, groups);
+  Run on(true, groups);
+  std::string overhead_list;
+  for (int first = 0, pair = 0; first < steps; first += kBlockSteps, ++pair) {
+    const int count = std::min(kBlockSteps, steps - first);
+    double off_ms, on_ms;
+    if (pair % 2 == 0) {
+      off_ms = off.Block(first, count);
+      on_ms = on.Block(first, count);
+    } else {
+      on_ms = on.Block(first, count);
+      off_ms = off.Block(first, count);
+    }
+    overhead_list += fmt::format("{}{:.4f}", overhead_list.empty() ? "" : ", ", on_ms / off_ms - 1);
+  }
+  const trim::TrimStats stats = on.Stats();
+  const uint64_t moved = stats.bytes_moved_down + stats.bytes_moved_up;
+  const uint64_t copied = moved - stats.bytes_down_without_copy;
+  const double copy_gbps = stats.copy_seconds > 0 ? copied / stats.copy_seconds / 1e9 : 0;
+  if (!svg.empty()) {
     std::vector<double> x;
     for (int i = 0; i < steps; ++i) x.push_back(i);
-    std::ofstream(argv[2]) << bench::LineChartSvg(
+    std::ofstream(svg) << bench::LineChartSvg(
         g_cuda ? "seedance::trim, CUDA tiers: GPU bytes per step"
                : "seedance::trim, host tier: fast-tier bytes per step",
         "step", x,
@@ -220,22 +296,26 @@ int main(int argc, char** argv) {
           {{"trimming off", "#d62728", off.fast_mib}, {"trimming on", "#1f77b4", on.fast_mib}}}});
   }
   std::printf(
-      "{\"benchmark\": \"trim\", \"tier\": \"%s\", \"copies\": \"%s\", \"buffers\": %llu, \"steps\": %d, "
+      "{\"benchmark\": \"trim\", \"tier\": \"%s\", \"copies\": \"%s\", \"access\": \"%s\", \"copy_threads\": %d, "
+      "\"buffers\": %llu, \"steps\": %d, "
       "\"registered_bytes\": %llu, \"peak_bytes_off\": %llu, \"peak_bytes_on\": %llu, "
       "\"mean_bytes_off\": %.0f, \"mean_bytes_on\": %.0f, \"peak_reduction\": %.3f, "
-      "\"idle_share\": %.3f, \"idle_share_mean\": %.3f, \"step_ms_off\": %.3f, \"step_ms_on\": %.3f, \"step_overhead\": %.4f, "
+      "\"idle_share\": %.3f, \"idle_share_mean\": %.3f, \"step_ms_off\": %.3f, \"step_ms_on\": %.3f, "
+      "\"step_overhead\": %.4f, \"step_overhead_blocks\": [%s], "
       "\"trims\": %llu, \"stalls\": %llu, \"prefetches\": %llu, \"bytes_moved\": %llu, "
+      "\"bytes_copied\": %llu, "
       "\"trim_latency_us\": {\"p50\": %.2f, \"p99\": %.2f}, \"copy_gbps\": %.2f, "
       "\"pinned_gbps\": %.2f}\n",
-      g_cuda ? "cuda" : "host", g_async ? "async" : "sync",
-      static_cast<unsigned long long>(on.stats.buffers), steps,
-      static_cast<unsigned long long>(on.stats.registered_bytes),
-      static_cast<unsigned long long>(off.peak), static_cast<unsigned long long>(on.peak), off.mean,
-      on.mean, 1.0 - static_cast<double>(on.peak) / static_cast<double>(off.peak),
-      on.idle_share_at_peak, on.idle_share_mean, off.step_ms_mean, on.step_ms_mean,
-      on.step_ms_mean / off.step_ms_mean - 1.0, static_cast<unsigned long long>(on.stats.trims),
-      static_cast<unsigned long long>(on.stats.stalls),
-      static_cast<unsigned long long>(on.stats.prefetches), static_cast<unsigned long long>(moved),
-      on.stats.trim_latency_p50_us, on.stats.trim_latency_p99_us, copy_gbps, pinned);
+      g_cuda ? "cuda" : "host", g_async ? "async" : "sync", g_write ? "write" : "read", g_copy_threads,
+      static_cast<unsigned long long>(stats.buffers), steps,
+      static_cast<unsigned long long>(stats.registered_bytes),
+      static_cast<unsigned long long>(off.peak), static_cast<unsigned long long>(on.peak),
+      off.MeanBytes(), on.MeanBytes(), 1.0 - static_cast<double>(on.peak) / static_cast<double>(off.peak),
+      on.idle_share_at_peak, on.IdleShareMean(), off.StepMs(), on.StepMs(),
+      on.step_ms_total / off.step_ms_total - 1.0, overhead_list.c_str(),
+      static_cast<unsigned long long>(stats.trims), static_cast<unsigned long long>(stats.stalls),
+      static_cast<unsigned long long>(stats.prefetches), static_cast<unsigned long long>(moved),
+      static_cast<unsigned long long>(copied), stats.trim_latency_p50_us,
+      stats.trim_latency_p99_us, copy_gbps, pinned);
   return 0;
 }

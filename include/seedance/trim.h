@@ -40,6 +40,10 @@ struct PolicyOptions {
   bool async_copies = false;
 };
 
+// Whether the program waits for a copy (a stall, a synchronous move) or computes while it runs
+// (a move started by Step() with async_copies). A tier may put more into a waited one.
+enum class CopyUrgency { kWaited, kBackground };
+
 // A place buffers can live.
 class Tier {
  public:
@@ -54,7 +58,8 @@ class Tier {
   // REQUIRES: `p` came from Allocate() of this tier and is not freed yet.
   virtual void Free(void* p) = 0;
   // Copies `size` bytes from `src` (in `from`) to `dst` (in this tier).
-  virtual Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier& from) = 0;
+  virtual Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier& from,
+                          CopyUrgency urgency) = 0;
 
   // Address-keeping blocks (CUDA virtual memory management): when a block's contents move to
   // a slower tier, the manager Evict()s it — its memory is released but its address stays
@@ -88,9 +93,12 @@ struct TrimStats {
   uint64_t trims = 0;  // trims that moved at least one buffer
   uint64_t bytes_moved_down = 0;
   uint64_t bytes_moved_up = 0;
+  uint64_t bytes_down_without_copy = 0;  // of bytes_moved_down: to a kept copy (AcquireRead)
+  uint64_t retained_bytes = 0;           // kept copies on slower tiers now
   uint64_t stalls = 0;             // Acquire() calls that had to bring a buffer back first
   uint64_t prefetches = 0;         // buffers brought back ahead of a learned periodic use
-  double copy_seconds = 0;         // time spent copying between tiers (both directions)
+  double copy_seconds = 0;  // time spent copying between tiers (both directions); the bytes
+                            // copied are bytes_moved_down - bytes_down_without_copy + bytes_moved_up
   double trim_latency_p50_us = 0;  // trim decision time (choosing victims), recent trims
   double trim_latency_p99_us = 0;
 };
@@ -111,6 +119,12 @@ class TierManager {
   // Pointer to the buffer on the fastest tier, valid until Release(); brings it back first
   // if it was moved (a stall). kResourceExhausted when the fastest tier cannot make room.
   virtual Result<void*> Acquire(BufferId id) = 0;
+  // Acquire() for a caller that only reads the buffer until Release() (weights during
+  // inference). A buffer brought back keeps its copy on the slower tier while it is only read
+  // (like the Linux swap cache keeps clean pages), so moving it down again needs no copy; an
+  // Acquire() drops that copy. The copies are dropped first when the slower tier needs room.
+  // REQUIRES: nothing writes through the pointer (a write would be lost on the next move).
+  virtual Result<const void*> AcquireRead(BufferId id) = 0;
   virtual Status Release(BufferId id) = 0;
   // Advances the step clock, samples the triggers and trims when one fires.
   virtual void Step() = 0;
@@ -124,8 +138,10 @@ class TierManager {
 };
 
 // A RAM tier with a fixed capacity: an arena placed by a best-fit sub-allocator (256 B
-// alignment), for machines without a GPU and for tests.
-std::unique_ptr<Tier> MakeHostTier(std::string name, uint64_t capacity);
+// alignment), for machines without a GPU and for tests. A waited copy into it of 8 MiB or more
+// uses up to `copy_threads` threads (one core copies at about half the memory bandwidth);
+// background copies use one.
+std::unique_ptr<Tier> MakeHostTier(std::string name, uint64_t capacity, int copy_threads = 1);
 
 struct CudaTierOptions {
   int device = 0;

@@ -50,6 +50,8 @@ typedef struct {
   uint64_t stalls;
   double trim_latency_p50_us;
   double trim_latency_p99_us;
+  uint64_t bytes_down_without_copy; /* of bytes_moved_down: to a kept copy (acquire_read) */
+  uint64_t retained_bytes;          /* copies kept on the slow tier now */
 } sd_trim_stats;
 
 /* The article's defaults. */
@@ -66,6 +68,9 @@ int sd_trim_register(sd_trim_manager* manager, uint64_t size, const char* name,
 int sd_trim_unregister(sd_trim_manager* manager, sd_trim_buffer id);
 /* *ptr is valid on the fast tier until sd_trim_release(). */
 int sd_trim_acquire(sd_trim_manager* manager, sd_trim_buffer id, void** ptr);
+/* For a caller that only reads the buffer until sd_trim_release(): its copy on the slow tier
+ * stays valid, so moving it down again needs no copy. Never write through *ptr. */
+int sd_trim_acquire_read(sd_trim_manager* manager, sd_trim_buffer id, const void** ptr);
 int sd_trim_release(sd_trim_manager* manager, sd_trim_buffer id);
 void sd_trim_step(sd_trim_manager* manager);
 int sd_trim_prefetch(sd_trim_manager* manager, sd_trim_buffer id);

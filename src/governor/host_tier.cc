@@ -3,12 +3,12 @@
 // then copies at memory bandwidth instead of paying a page fault per 4 KiB on the trim path.
 #include <sys/mman.h>
 
-#include <cstring>
 #include <algorithm>
 #include <memory>
 #include <new>
 #include <unordered_map>
 
+#include "governor/parallel_copy.h"
 #include "governor/sub_allocator.h"
 #include "seedance/trim.h"
 
@@ -17,7 +17,8 @@ namespace {
 
 class HostTier final : public Tier {
  public:
-  HostTier(std::string name, uint64_t capacity) : name_(std::move(name)), alloc_(capacity) {
+  HostTier(std::string name, uint64_t capacity, int copy_threads)
+      : name_(std::move(name)), copy_threads_(copy_threads), alloc_(capacity) {
     void* p = ::mmap(nullptr, std::max<uint64_t>(capacity, 1), PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
@@ -41,13 +42,17 @@ class HostTier final : public Tier {
   void Free(void* p) override {
     alloc_.Free(static_cast<uint64_t>(static_cast<char*>(p) - arena_));
   }
-  Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier&) override {
-    std::memcpy(dst, src, size);  // both sides are host memory
+  Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier&,
+                  CopyUrgency urgency) override {
+    // Both sides are host memory. A background copy keeps to one thread: the program computes.
+    governor::ParallelCopy(dst, src, size,
+                           urgency == CopyUrgency::kWaited ? copy_threads_ : 1);
     return Status::Ok();
   }
 
  private:
   std::string name_;
+  int copy_threads_;
   char* arena_ = nullptr;
   uint64_t mapped_ = 0;
   governor::SubAllocator alloc_;
@@ -55,8 +60,8 @@ class HostTier final : public Tier {
 
 }  // namespace
 
-std::unique_ptr<Tier> MakeHostTier(std::string name, uint64_t capacity) {
-  return std::make_unique<HostTier>(std::move(name), capacity);
+std::unique_ptr<Tier> MakeHostTier(std::string name, uint64_t capacity, int copy_threads) {
+  return std::make_unique<HostTier>(std::move(name), capacity, copy_threads);
 }
 
 }  // namespace seedance::trim

@@ -67,7 +67,8 @@ class CopyWorker {
       queue_.pop_front();
       lock.unlock();
       auto t0 = std::chrono::steady_clock::now();
-      job->result = job->to->CopyFrom(job->dst, job->src, job->size, *job->from);
+      job->result =
+          job->to->CopyFrom(job->dst, job->src, job->size, *job->from, CopyUrgency::kBackground);
       job->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       lock.lock();
       job->done = true;
@@ -92,6 +93,10 @@ struct Buffer {
   bool acquired = false;
   bool counted_idle = false;  // its bytes are in idle_bytes_
   void* home = nullptr;       // its fast-tier address, kept while moved (Tier::KeepsAddress)
+  // A copy of its contents on tier `copy_tier`, still valid: kept from the move that brought
+  // the buffer back, while it is only read (AcquireRead). Moving it down again needs no copy.
+  void* copy = nullptr;
+  int copy_tier = 0;
   std::shared_ptr<CopyWorker::Job> job;  // a move in flight (async_copies)
   std::string name;
   std::string group;
@@ -136,6 +141,7 @@ class TierManagerImpl final : public TierManager {
     if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
     if (it->second.acquired) return FailedPreconditionError("buffer is acquired");
     CallOff(it->second);
+    DropCopy(id, it->second);
     tiers_[it->second.tier]->Free(it->second.ptr);
     if (it->second.home != nullptr) tiers_[0]->Free(it->second.home);  // its reserved address
     if (it->second.counted_idle) idle_bytes_ -= it->second.size;
@@ -145,7 +151,15 @@ class TierManagerImpl final : public TierManager {
     return Status::Ok();
   }
 
-  Result<void*> Acquire(BufferId id) override {
+  Result<void*> Acquire(BufferId id) override { return AcquireFor(id, /*write=*/true); }
+
+  Result<const void*> AcquireRead(BufferId id) override {
+    auto p = AcquireFor(id, /*write=*/false);
+    if (!p) return p.error();
+    return static_cast<const void*>(*p);
+  }
+
+  Result<void*> AcquireFor(BufferId id, bool write) {
     auto it = buffers_.find(id);
     if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
     Buffer& b = it->second;
@@ -169,6 +183,7 @@ class TierManagerImpl final : public TierManager {
       b.counted_idle = false;
       idle_bytes_ -= b.size;
     }
+    if (write) DropCopy(id, b);  // the copy on the slower tier goes stale
     return b.ptr;
   }
 
@@ -235,6 +250,8 @@ class TierManagerImpl final : public TierManager {
     s.trims = trims_;
     s.bytes_moved_down = moved_down_;
     s.bytes_moved_up = moved_up_;
+    s.bytes_down_without_copy = down_without_copy_;
+    s.retained_bytes = retained_bytes_;
     s.stalls = stalls_;
     s.prefetches = prefetches_;
     s.copy_seconds = copy_seconds_;
@@ -328,19 +345,14 @@ class TierManagerImpl final : public TierManager {
       return;
     }
     if (job->down) {
-      if (tiers_[0]->KeepsAddress(b.ptr)) {
-        if (!tiers_[0]->Evict(b.ptr).ok()) {
-          tiers_[1]->Free(job->dst);
-          return;
-        }
-        b.home = b.ptr;
-      } else {
-        tiers_[0]->Free(b.ptr);
+      if (!LeaveFastTier(b)) {
+        tiers_[1]->Free(job->dst);
+        return;
       }
       b.tier = 1;
       moved_down_ += b.size;
     } else {
-      tiers_[b.tier]->Free(b.ptr);
+      KeepCopy(id, b, b.ptr, b.tier);
       b.home = nullptr;
       b.tier = 0;
       moved_up_ += b.size;
@@ -390,7 +402,7 @@ class TierManagerImpl final : public TierManager {
   // Steps a copy of `size` bytes takes, from the measured copy bandwidth and step time (one
   // step until both are known).
   uint64_t LeadSteps(uint64_t size) const {
-    const uint64_t moved = moved_down_ + moved_up_;
+    const uint64_t moved = moved_down_ - down_without_copy_ + moved_up_;  // bytes copied
     if (moved == 0 || copy_seconds_ <= 0 || step_seconds_ <= 0) return 1;
     const double copy_s = static_cast<double>(size) * copy_seconds_ / static_cast<double>(moved);
     return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(copy_s / step_seconds_)) + 1);
@@ -457,8 +469,13 @@ class TierManagerImpl final : public TierManager {
   }
 
   // Allocates on tier `t`, trimming idle buffers off it (never `keep`) when it is tier 0.
+  // On a slower tier, copies kept there are dropped to make room.
   Result<void*> AllocateOn(int t, uint64_t size, BufferId keep) {
-    if (t != 0) return tiers_[t]->Allocate(size);
+    if (t != 0) {
+      auto p = tiers_[t]->Allocate(size);
+      while (!p && DropACopyOn(t)) p = tiers_[t]->Allocate(size);
+      return p;
+    }
     return WithRoom(size, keep, [&] { return tiers_[0]->Allocate(size); });
   }
 
@@ -503,7 +520,8 @@ class TierManagerImpl final : public TierManager {
     auto p = RoomOnFastTier(id, b);
     if (!p) return p.error();
     auto copy_start = std::chrono::steady_clock::now();
-    Status copied = tiers_[0]->CopyFrom(*p, b.ptr, b.size, *tiers_[b.tier]);
+    Status copied =
+        tiers_[0]->CopyFrom(*p, b.ptr, b.size, *tiers_[b.tier], CopyUrgency::kWaited);
     copy_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
     if (!copied.ok()) {
       if (home != nullptr) {
@@ -513,13 +531,63 @@ class TierManagerImpl final : public TierManager {
       }
       return copied;
     }
-    tiers_[b.tier]->Free(b.ptr);
+    KeepCopy(id, b, b.ptr, b.tier);
     b.ptr = *p;
     b.home = nullptr;
     b.tier = 0;
     UpdateEligible(id, b);
     moved_up_ += b.size;
     return Status::Ok();
+  }
+
+  // ---- copies kept on a slower tier (see Buffer::copy) ----
+  void KeepCopy(BufferId id, Buffer& b, void* p, int tier) {
+    b.copy = p;
+    b.copy_tier = tier;
+    retained_.insert(id);
+    retained_bytes_ += b.size;
+  }
+  void DropCopy(BufferId id, Buffer& b) {
+    if (b.copy == nullptr) return;
+    tiers_[b.copy_tier]->Free(b.copy);
+    b.copy = nullptr;
+    retained_.erase(id);
+    retained_bytes_ -= b.size;
+  }
+  // Frees one kept copy on tier `t`; false when there is none.
+  bool DropACopyOn(int t) {
+    for (BufferId id : retained_) {
+      Buffer& b = buffers_.at(id);
+      if (b.copy_tier != t) continue;
+      DropCopy(id, b);
+      return true;
+    }
+    return false;
+  }
+  // Moves a buffer down to its kept copy: no bytes to copy, only its fast memory to give up.
+  bool MoveDownToCopy(BufferId id, Buffer& b) {
+    if (!LeaveFastTier(b)) return false;
+    b.ptr = b.copy;
+    b.tier = b.copy_tier;
+    b.copy = nullptr;
+    retained_.erase(id);
+    retained_bytes_ -= b.size;
+    UpdateEligible(id, b);
+    moved_down_ += b.size;
+    down_without_copy_ += b.size;
+    return true;
+  }
+
+  // Gives up the buffer's tier-0 memory once its contents are elsewhere: frees the block, or
+  // evicts it and remembers its address (Tier::KeepsAddress). False when that fails.
+  bool LeaveFastTier(Buffer& b) {
+    if (tiers_[0]->KeepsAddress(b.ptr)) {
+      if (!tiers_[0]->Evict(b.ptr).ok()) return false;
+      b.home = b.ptr;
+    } else {
+      tiers_[0]->Free(b.ptr);
+    }
+    return true;
   }
 
   size_t TrimFor(TrimReason reason, BufferId keep, bool async) {
@@ -553,7 +621,11 @@ class TierManagerImpl final : public TierManager {
     size_t moved = 0;
     for (uint64_t id : victims) {
       Buffer& b = buffers_[id];
-      auto p = tiers_[1]->Allocate(b.size);
+      if (b.copy != nullptr) {
+        if (MoveDownToCopy(id, b)) ++moved;
+        continue;
+      }
+      auto p = AllocateOn(1, b.size, 0);
       if (!p) continue;  // the slower tier is full too
       if (async) {
         Start(id, b, *p, b.ptr, tiers_[1].get(), tiers_[0].get(), /*down=*/true);
@@ -561,21 +633,17 @@ class TierManagerImpl final : public TierManager {
         continue;
       }
       auto copy_start = std::chrono::steady_clock::now();
-      Status copied = tiers_[1]->CopyFrom(*p, b.ptr, b.size, *tiers_[0]);
+      Status copied =
+          tiers_[1]->CopyFrom(*p, b.ptr, b.size, *tiers_[0], CopyUrgency::kWaited);
       copy_seconds_ +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
       if (!copied.ok()) {
         tiers_[1]->Free(*p);
         continue;
       }
-      if (tiers_[0]->KeepsAddress(b.ptr)) {
-        if (!tiers_[0]->Evict(b.ptr).ok()) {  // cannot release it: leave it where it is
-          tiers_[1]->Free(*p);
-          continue;
-        }
-        b.home = b.ptr;
-      } else {
-        tiers_[0]->Free(b.ptr);
+      if (!LeaveFastTier(b)) {  // cannot release it: leave it where it is
+        tiers_[1]->Free(*p);
+        continue;
       }
       b.ptr = *p;
       b.tier = 1;
@@ -604,6 +672,9 @@ class TierManagerImpl final : public TierManager {
   uint64_t trims_ = 0;
   uint64_t moved_down_ = 0;
   uint64_t moved_up_ = 0;
+  uint64_t down_without_copy_ = 0;
+  std::unordered_set<BufferId> retained_;  // buffers with a kept copy (Buffer::copy)
+  uint64_t retained_bytes_ = 0;
   uint64_t stalls_ = 0;
   uint64_t prefetches_ = 0;
   std::unordered_map<uint64_t, std::vector<BufferId>> prefetch_at_;  // step → buffers due next

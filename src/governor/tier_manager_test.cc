@@ -35,12 +35,13 @@ TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
   for (uint32_t seed : {1u, 2u, 3u, 101u, 102u, 103u}) {
     PolicyOptions o = SmallBuffers();
     o.async_copies = seed > 100;  // the same sequences with moves copied in the background
-    auto m = Make(256 * kKiB, 4096 * kKiB, o);
+    // Seeds 2 and 102: a slow tier that fills up with kept copies (room made by dropping them).
+    auto m = Make(256 * kKiB, seed % 100 == 2 ? 2304 * kKiB : 4096 * kKiB, o);
     std::mt19937 rng(seed);
     std::map<BufferId, std::pair<uint64_t, uint64_t>> live;  // id → (size, checksum)
     std::vector<BufferId> acquired;
     for (int op = 0; op < 4000; ++op) {
-      switch (rng() % 6) {
+      switch (rng() % 7) {
         case 0: {  // register and fill
           uint64_t size = 256 + rng() % (16 * kKiB);
           if (m->Stats().registered_bytes + size > 2048 * kKiB) break;  // half the slow tier
@@ -54,7 +55,6 @@ TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
           ASSERT_TRUE(m->Release(*id).ok());
           break;
         }
-        case 1:
         case 2: {  // acquire, verify, maybe rewrite, release
           if (live.empty()) break;
           auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
@@ -82,6 +82,17 @@ TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
           live.erase(it);
           break;
         }
+        case 1:
+        case 6: {  // acquire to read only, verify, release
+          if (live.empty()) break;
+          auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
+          auto p = m->AcquireRead(it->first);
+          ASSERT_TRUE(p.has_value()) << p.error().ToString();
+          ASSERT_EQ(Checksum(*p, it->second.first), it->second.second)
+              << "seed " << seed << " op " << op;
+          ASSERT_TRUE(m->Release(it->first).ok());
+          break;
+        }
       }
     }
     for (auto& [id, v] : live) {
@@ -93,7 +104,78 @@ TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
     auto st = m->Stats();
     EXPECT_GT(st.bytes_moved_down, 0u) << "the test must exercise moves";
     EXPECT_GT(st.bytes_moved_up, 0u);
+    EXPECT_GT(st.bytes_down_without_copy, 0u) << "and moves to a kept copy, seed " << seed;
   }
+}
+
+TEST(TierManagerTest, ABufferOnlyReadSinceItCameBackMovesDownWithoutACopy) {
+  auto m = Make(36 * kKiB, 1024 * kKiB, SmallBuffers());
+  auto a = *m->Register(32 * kKiB);
+  std::memset(*m->Acquire(a), 7, 32 * kKiB);
+  ASSERT_TRUE(m->Release(a).ok());
+  m->Step();
+  ASSERT_EQ(m->Trim(), 1u);
+  EXPECT_EQ(m->Stats().bytes_down_without_copy, 0u) << "written: the first move copies";
+  auto r = m->AcquireRead(a);  // back up; the slow tier keeps its copy
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(static_cast<const unsigned char*>(*r)[100], 7);
+  ASSERT_TRUE(m->Release(a).ok());
+  EXPECT_EQ(m->Stats().retained_bytes, 32 * kKiB);
+  EXPECT_EQ(m->Stats().tiers[1].used, 32 * kKiB);
+  m->Step();
+  ASSERT_EQ(m->Trim(), 1u);
+  TrimStats s = m->Stats();
+  EXPECT_EQ(*m->TierOf(a), 1);
+  EXPECT_EQ(s.bytes_moved_down, 64 * kKiB);
+  EXPECT_EQ(s.bytes_down_without_copy, 32 * kKiB) << "only read: it went down to its copy";
+  EXPECT_EQ(s.retained_bytes, 0u);
+  EXPECT_EQ(s.tiers[0].used, 0u);
+  // Written after coming back: the kept copy is stale, dropped, and the next move copies.
+  auto w = m->Acquire(a);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(m->Stats().retained_bytes, 0u);
+  EXPECT_EQ(m->Stats().tiers[1].used, 0u);
+  std::memset(*w, 9, 32 * kKiB);
+  ASSERT_TRUE(m->Release(a).ok());
+  m->Step();
+  ASSERT_EQ(m->Trim(), 1u);
+  EXPECT_EQ(m->Stats().bytes_down_without_copy, 32 * kKiB);
+  EXPECT_EQ(m->Stats().bytes_moved_down, 96 * kKiB);
+  r = m->AcquireRead(a);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(static_cast<const unsigned char*>(*r)[100], 9);
+  EXPECT_EQ(static_cast<const unsigned char*>(*r)[32 * kKiB - 1], 9);
+  ASSERT_TRUE(m->Release(a).ok());
+}
+
+TEST(TierManagerTest, KeptCopiesAreDroppedWhenTheSlowTierNeedsRoom) {
+  PolicyOptions o = SmallBuffers();
+  o.low_watermark = 0.1;  // Trim() moves every buffer it can
+  auto m = Make(100 * kKiB, 64 * kKiB, o);
+  auto a = *m->Register(40 * kKiB);
+  std::memset(*m->Acquire(a), 1, 40 * kKiB);
+  ASSERT_TRUE(m->Release(a).ok());
+  m->Step();
+  ASSERT_EQ(m->Trim(), 1u);
+  ASSERT_TRUE(m->AcquireRead(a).has_value());  // held: `a` cannot be the victim below
+  EXPECT_EQ(m->Stats().retained_bytes, 40 * kKiB);
+  auto b = *m->Register(50 * kKiB);  // 90% of the fast tier
+  std::memset(*m->Acquire(b), 2, 50 * kKiB);
+  ASSERT_TRUE(m->Release(b).ok());
+  m->Step();
+  // `b` needs 50 KiB of a 64 KiB slow tier that holds a's 40 KiB copy: the copy goes.
+  ASSERT_EQ(m->Trim(), 1u);
+  EXPECT_EQ(*m->TierOf(b), 1);
+  EXPECT_EQ(m->Stats().retained_bytes, 0u);
+  ASSERT_TRUE(m->Release(a).ok());
+  EXPECT_EQ(*m->TierOf(a), 0);
+  auto pa = m->AcquireRead(a);
+  EXPECT_EQ(static_cast<const unsigned char*>(*pa)[39 * kKiB], 1);
+  ASSERT_TRUE(m->Release(a).ok());
+  auto pb = m->AcquireRead(b);
+  ASSERT_TRUE(pb.has_value()) << pb.error().ToString();
+  EXPECT_EQ(static_cast<const unsigned char*>(*pb)[49 * kKiB], 2);
+  ASSERT_TRUE(m->Release(b).ok());
 }
 
 TEST(TierManagerTest, AnAcquiredBufferIsNeverMoved) {
@@ -278,7 +360,7 @@ class AddressKeepingTier final : public Tier {
     reserve_->Free(p);
     blocks_.erase(p);
   }
-  Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier&) override {
+  Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier&, CopyUrgency) override {
     EXPECT_TRUE(!blocks_.count(dst) || blocks_[dst].backed) << "copy into an evicted block";
     std::memcpy(dst, src, size);
     return Status::Ok();
@@ -337,15 +419,25 @@ TEST(TierManagerTest, AddressKeepingTierReturnsTheSamePointerWithTheSameContent)
       ASSERT_TRUE(m->Release(id).ok());
     } else {
       auto it = std::next(first.begin(), static_cast<long>(rng() % first.size()));
-      auto p = m->Acquire(it->first);
-      ASSERT_TRUE(p.has_value()) << p.error().ToString();
-      EXPECT_EQ(*p, it->second.first) << "the address must not change across moves";
-      EXPECT_EQ(Checksum(*p, 96 * kKiB), it->second.second);
+      // Read-only uses too: those move down to their kept copy (evicted, no copy).
+      const void* p = nullptr;
+      if (rng() % 2) {
+        auto w = m->Acquire(it->first);
+        ASSERT_TRUE(w.has_value()) << w.error().ToString();
+        p = *w;
+      } else {
+        auto r = m->AcquireRead(it->first);
+        ASSERT_TRUE(r.has_value()) << r.error().ToString();
+        p = *r;
+      }
+      EXPECT_EQ(p, it->second.first) << "the address must not change across moves";
+      EXPECT_EQ(Checksum(p, 96 * kKiB), it->second.second);
       ASSERT_TRUE(m->Release(it->first).ok());
     }
     m->Step();
   }
   EXPECT_GT(fast->evictions, 10);
+  EXPECT_GT(m->Stats().bytes_down_without_copy, 0u);
   EXPECT_LE(fast->used(), 512 * kKiB);
   for (const auto& [id, v] : first) EXPECT_TRUE(m->Unregister(id).ok());
   EXPECT_EQ(fast->used(), 0u);

@@ -97,6 +97,14 @@ int sd_trim_acquire(sd_trim_manager* m, sd_trim_buffer id, void** ptr) {
   return SD_TRIM_OK;
 }
 
+int sd_trim_acquire_read(sd_trim_manager* m, sd_trim_buffer id, const void** ptr) {
+  if (m == nullptr || ptr == nullptr) return SD_TRIM_EINVAL;
+  auto r = m->manager->AcquireRead(id);
+  if (!r) return Code(m, r.error());
+  *ptr = *r;
+  return SD_TRIM_OK;
+}
+
 int sd_trim_release(sd_trim_manager* m, sd_trim_buffer id) {
   if (m == nullptr) return SD_TRIM_EINVAL;
   return Code(m, m->manager->Release(id));
@@ -138,6 +146,8 @@ void sd_trim_get_stats(const sd_trim_manager* m, sd_trim_stats* out) {
   out->bytes_moved_down = s.bytes_moved_down;
   out->bytes_moved_up = s.bytes_moved_up;
   out->stalls = s.stalls;
+  out->bytes_down_without_copy = s.bytes_down_without_copy;
+  out->retained_bytes = s.retained_bytes;
   out->trim_latency_p50_us = s.trim_latency_p50_us;
   out->trim_latency_p99_us = s.trim_latency_p99_us;
 }

@@ -155,7 +155,7 @@ class CudaDeviceTier final : public Tier {
     blocks_.erase(it);
   }
 
-  Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier&) override {
+  Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier&, CopyUrgency) override {
     return engine_->Copy(dst, src, size);
   }
 
@@ -258,7 +258,7 @@ class CudaPinnedTier final : public Tier {
   void Free(void* p) override {
     alloc_.Free(static_cast<uint64_t>(static_cast<char*>(p) - static_cast<char*>(arena_)));
   }
-  Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier&) override {
+  Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier&, CopyUrgency) override {
     return engine_->Copy(dst, src, size);
   }
 

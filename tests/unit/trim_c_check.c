@@ -46,6 +46,28 @@ int main(void) {
   sd_trim_stats stats;
   sd_trim_get_stats(m, &stats);
   CHECK(stats.buffers == 8 && stats.stalls > 0 && stats.bytes_moved_up > 0);
+  /* A buffer only read since it came back moves down again to its kept copy, without a copy. */
+  int k = -1;
+  for (int i = 0; i < 8 && k < 0; ++i) {
+    int tier = -1;
+    CHECK(sd_trim_tier_of(m, ids[i], &tier) == SD_TRIM_OK);
+    if (tier == 1) k = i;
+  }
+  CHECK(k >= 0);
+  const void* r = NULL;
+  CHECK(sd_trim_acquire_read(m, ids[k], &r) == SD_TRIM_OK);
+  CHECK(((const char*)r)[777] == 'a' + k);
+  CHECK(sd_trim_release(m, ids[k]) == SD_TRIM_OK);
+  sd_trim_get_stats(m, &stats);
+  CHECK(stats.retained_bytes >= (200 << 10) && stats.bytes_down_without_copy == 0);
+  for (int i = 0; i < 60; ++i) sd_trim_step(m); /* everything idle for 50+ steps: trimmed */
+  int tier = -1;
+  CHECK(sd_trim_tier_of(m, ids[k], &tier) == SD_TRIM_OK && tier == 1);
+  sd_trim_get_stats(m, &stats);
+  CHECK(stats.bytes_down_without_copy >= (200 << 10));
+  CHECK(sd_trim_acquire_read(m, ids[k], &r) == SD_TRIM_OK);
+  CHECK(((const char*)r)[777] == 'a' + k);
+  CHECK(sd_trim_release(m, ids[k]) == SD_TRIM_OK);
   /* Errors carry a code and a reason. */
   void* p = NULL;
   CHECK(sd_trim_acquire(m, 999, &p) == SD_TRIM_ENOTFOUND);

@@ -1,0 +1,27 @@
+#include "governor/parallel_copy.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace seedance::governor {
+namespace {
+
+TEST(ParallelCopyTest, EveryByteArrivesWhateverTheSplit) {
+  std::mt19937 rng(7);
+  for (uint64_t size : {0ull, 1ull, 4095ull, 4096ull, 65537ull, (1ull << 20) + 123}) {
+    std::vector<unsigned char> src(size), dst(size + 1, 0xEE);
+    for (auto& b : src) b = static_cast<unsigned char>(rng());
+    for (int threads : {1, 2, 3, 8}) {
+      std::fill(dst.begin(), dst.end(), 0xEE);
+      ParallelCopy(dst.data(), src.data(), size, threads, /*min_chunk=*/4096);
+      ASSERT_EQ(std::memcmp(dst.data(), src.data(), size), 0) << size << " bytes, " << threads;
+      EXPECT_EQ(dst[size], 0xEE) << "nothing written past the end";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace seedance::governor
