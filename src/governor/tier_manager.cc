@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "governor/trim_policy.h"
 #include "seedance/trim.h"
@@ -547,12 +548,17 @@ class TierManagerImpl final : public TierManager {
     retained_.insert(id);
     retained_bytes_ += b.size;
   }
+  // Detaches the kept copy (nullptr when none) from the buffer and the index.
+  void* TakeCopy(BufferId id, Buffer& b) {
+    void* p = std::exchange(b.copy, nullptr);
+    if (p != nullptr) {
+      retained_.erase(id);
+      retained_bytes_ -= b.size;
+    }
+    return p;
+  }
   void DropCopy(BufferId id, Buffer& b) {
-    if (b.copy == nullptr) return;
-    tiers_[b.copy_tier]->Free(b.copy);
-    b.copy = nullptr;
-    retained_.erase(id);
-    retained_bytes_ -= b.size;
+    if (void* p = TakeCopy(id, b)) tiers_[b.copy_tier]->Free(p);
   }
   // Frees one kept copy on tier `t`; false when there is none.
   bool DropACopyOn(int t) {
@@ -567,11 +573,8 @@ class TierManagerImpl final : public TierManager {
   // Moves a buffer down to its kept copy: no bytes to copy, only its fast memory to give up.
   bool MoveDownToCopy(BufferId id, Buffer& b) {
     if (!LeaveFastTier(b)) return false;
-    b.ptr = b.copy;
     b.tier = b.copy_tier;
-    b.copy = nullptr;
-    retained_.erase(id);
-    retained_bytes_ -= b.size;
+    b.ptr = TakeCopy(id, b);
     UpdateEligible(id, b);
     moved_down_ += b.size;
     down_without_copy_ += b.size;
