@@ -1,12 +1,14 @@
 // trim_bench: the seedance::trim library on a synthetic dual workload, trimming off and on.
 //
 //   trim_bench [--steps N] [--svg PATH] [--tier host|cuda] [--copies sync|async]
-//              [--access read|write] [--copy-threads N]
+//              [--access read|write] [--groups on|off] [--copy-threads N]
 //
 //   --copies async   PolicyOptions::async_copies (default off, as in the library)
 //   --access read    the compute only reads its buffers (inference weights): AcquireRead(), so
 //                    a buffer that came back moves down again to its kept copy (the default)
 //   --access write   every use may write: Acquire(), every move down copies
+//   --groups off     register the buffers in no group (default: each model is a group, so
+//                    with async copies a stall brings the rest of its group back)
 //   --copy-threads N host tier: threads per waited copy of 8 MiB or more (default: the cores,
 //                    up to 4; copies in the background use one)
 //
@@ -51,13 +53,15 @@ constexpr int kWarmupSteps = 100;
 constexpr int kBlockSteps = 100;
 
 struct Group {
+  std::string name;  // registered as the buffers' group (a model)
   std::vector<uint64_t> sizes;
   std::vector<trim::BufferId> ids;
   uint64_t bytes = 0;
 };
 
-Group MakeGroup(std::mt19937_64& rng, int small, int large) {
+Group MakeGroup(std::mt19937_64& rng, std::string name, int small, int large) {
   Group g;
+  g.name = std::move(name);
   for (int i = 0; i < small; ++i) {  // 1–16 KiB, log-uniform: biases, norms, small layers
     double kib = std::exp(std::uniform_real_distribution<double>(0, std::log(16.0))(rng));
     g.sizes.push_back(static_cast<uint64_t>(kib * 1024));
@@ -79,6 +83,7 @@ uint64_t Touch(const void* p, uint64_t n) {
 bool g_cuda = false;
 bool g_async = false;
 bool g_write = false;
+bool g_groups = true;
 int g_copy_threads = 0;  // 0: the default for the copy mode
 
 // The step's "compute": on the host, read every cache line; on the GPU, a kernel per buffer
@@ -135,7 +140,7 @@ class Run {
     for (auto& g : groups_) {
       g.ids.clear();
       for (uint64_t size : g.sizes) {
-        auto id = m_->Register(size).value();
+        auto id = m_->Register(size, {}, g_groups ? g.name : std::string()).value();
         void* p = m_->Acquire(id).value();
         Fill(p, size, static_cast<int>(id));
         (void)m_->Release(id);
@@ -217,7 +222,7 @@ double MemcpyGbps() {
 [[noreturn]] void Usage(const char* why) {
   std::fprintf(stderr,
                "trim_bench: %s\nusage: trim_bench [--steps N] [--svg PATH] [--tier host|cuda] "
-               "[--copies sync|async] [--access read|write] [--copy-threads N]\n",
+               "[--copies sync|async] [--access read|write] [--groups on|off] [--copy-threads N]\n",
                why);
   std::exit(2);
 }
@@ -241,6 +246,8 @@ int main(int argc, char** argv) {
       g_async = value == "async";
     } else if (flag == "--access" && (value == "read" || value == "write")) {
       g_write = value == "write";
+    } else if (flag == "--groups" && (value == "on" || value == "off")) {
+      g_groups = value == "on";
     } else if (flag == "--copy-threads") {
       g_copy_threads = std::atoi(value.c_str());
     } else {
@@ -259,9 +266,9 @@ int main(int argc, char** argv) {
 #endif
   std::mt19937_64 rng(2026);
   std::vector<Group> groups;
-  groups.push_back(MakeGroup(rng, 1999, 1));  // small model
-  groups.push_back(MakeGroup(rng, 3995, 5));  // large model, bursts
-  groups.push_back(MakeGroup(rng, 3995, 5));  // large, cold
+  groups.push_back(MakeGroup(rng, "small", 1999, 1));  // small model
+  groups.push_back(MakeGroup(rng, "large", 3995, 5));  // large model, bursts
+  groups.push_back(MakeGroup(rng, "cold", 3995, 5));   // large, cold
   double pinned = MemcpyGbps();
 #ifdef SEEDANCE_WITH_CUDA
   if (g_cuda) pinned = gpu_testing::PinnedBandwidthGbps(256 * kMiB);

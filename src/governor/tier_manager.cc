@@ -128,6 +128,7 @@ class TierManagerImpl final : public TierManager {
       b.last_used_step = step_;
       b.name = std::move(name);
       b.group = std::move(group);
+      if (!b.group.empty()) groups_[b.group].insert(id);
       buffers_[id] = std::move(b);
       registered_bytes_ += size;
       ScheduleIdle(id, buffers_[id]);
@@ -146,6 +147,10 @@ class TierManagerImpl final : public TierManager {
     tiers_[it->second.tier]->Free(it->second.ptr);
     if (it->second.home != nullptr) tiers_[0]->Free(it->second.home);  // its reserved address
     if (it->second.counted_idle) idle_bytes_ -= it->second.size;
+    if (auto g = groups_.find(it->second.group); g != groups_.end()) {
+      g->second.erase(id);
+      if (g->second.empty()) groups_.erase(g);
+    }
     registered_bytes_ -= it->second.size;
     eligible_.erase(id);
     buffers_.erase(it);
@@ -172,7 +177,8 @@ class TierManagerImpl final : public TierManager {
         Finish(id, b);  // prefetched: arrived, or arrives now
       }
     }
-    if (b.tier != 0) {
+    const bool stalled = b.tier != 0;
+    if (stalled) {
       SEEDANCE_RETURN_IF_ERROR(MoveUp(id, b));
       ++stalls_;
     }
@@ -185,6 +191,8 @@ class TierManagerImpl final : public TierManager {
       idle_bytes_ -= b.size;
     }
     if (write) DropCopy(id, b);  // the copy on the slower tier goes stale
+    // Acquired by now, so making room for the group cannot move this one.
+    if (stalled && worker_ != nullptr) BringGroupBack(id, b.group);
     return b.ptr;
   }
 
@@ -432,6 +440,22 @@ class TierManagerImpl final : public TierManager {
     }
   }
 
+  // A stall on one buffer of a group: the group is used together, so its other moved buffers
+  // start coming back in the background while the program computes on this one — as far as
+  // they fit under the low watermark (a guess must not push other buffers out).
+  void BringGroupBack(BufferId stalled, const std::string& group) {
+    auto g = groups_.find(group);
+    if (g == groups_.end()) return;
+    const auto room = static_cast<uint64_t>(policy_.options().low_watermark *
+                                            static_cast<double>(tiers_[0]->capacity()));
+    for (BufferId id : g->second) {
+      Buffer& b = buffers_.at(id);
+      if (id == stalled || b.tier == 0 || b.job) continue;
+      if (tiers_[0]->used() + b.size > room) break;
+      if (StartMoveUp(id, b).ok()) MarkTouched(id, b);
+    }
+  }
+
   // A buffer brought back for an imminent use counts as used now, so the same step's trim
   // does not send it straight back down.
   void MarkTouched(BufferId id, Buffer& b) {
@@ -667,6 +691,7 @@ class TierManagerImpl final : public TierManager {
   TrimPolicy policy_;
   std::unordered_map<BufferId, Buffer> buffers_;
   std::unordered_set<BufferId> eligible_;  // see Candidates()
+  std::unordered_map<std::string, std::unordered_set<BufferId>> groups_;  // named groups only
   std::deque<std::pair<uint64_t, BufferId>> becoming_idle_;  // (step, id), in step order
   uint64_t idle_bytes_ = 0;
   uint64_t registered_bytes_ = 0;

@@ -35,6 +35,7 @@ TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
   for (uint32_t seed : {1u, 2u, 3u, 101u, 102u, 103u}) {
     PolicyOptions o = SmallBuffers();
     o.async_copies = seed > 100;  // the same sequences with moves copied in the background
+    o.idle_steps = 5;              // idle trims often, whatever the sequence
     // Seeds 2 and 102: a slow tier that fills up with kept copies (room made by dropping them).
     auto m = Make(256 * kKiB, seed % 100 == 2 ? 2304 * kKiB : 4096 * kKiB, o);
     std::mt19937 rng(seed);
@@ -45,7 +46,9 @@ TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
         case 0: {  // register and fill
           uint64_t size = 256 + rng() % (16 * kKiB);
           if (m->Stats().registered_bytes + size > 2048 * kKiB) break;  // half the slow tier
-          auto id = m->Register(size);
+          // Half in one of three groups: with async copies, a stall brings a group back.
+          const uint32_t group = rng() % 6;
+          auto id = m->Register(size, {}, group < 3 ? "g" + std::to_string(group) : "");
           if (!id) break;
           auto p = m->Acquire(*id);
           ASSERT_TRUE(p.has_value()) << p.error().ToString();
@@ -146,6 +149,38 @@ TEST(TierManagerTest, ABufferOnlyReadSinceItCameBackMovesDownWithoutACopy) {
   EXPECT_EQ(static_cast<const unsigned char*>(*r)[100], 9);
   EXPECT_EQ(static_cast<const unsigned char*>(*r)[32 * kKiB - 1], 9);
   ASSERT_TRUE(m->Release(a).ok());
+}
+
+TEST(TierManagerTest, AStallOnAGroupBringsItsOtherBuffersBackInTheBackground) {
+  PolicyOptions o = SmallBuffers();
+  o.async_copies = true;
+  o.idle_steps = 2;
+  o.idle_share_trigger = 0.1;  // trims whatever has been idle for 2 steps
+  auto m = Make(1024 * kKiB, 4096 * kKiB, o);
+  std::vector<BufferId> layers;
+  for (int i = 0; i < 4; ++i) {
+    auto id = *m->Register(64 * kKiB, "layer", "model");
+    std::memset(*m->Acquire(id), i + 1, 64 * kKiB);
+    ASSERT_TRUE(m->Release(id).ok());
+    layers.push_back(id);
+  }
+  auto loner = *m->Register(64 * kKiB, "loner");  // in no group
+  for (int i = 0; i < 3; ++i) m->Step();
+  for (BufferId id : layers) ASSERT_EQ(*m->TierOf(id), 1);
+  ASSERT_EQ(*m->TierOf(loner), 1);
+  ASSERT_TRUE(m->AcquireRead(layers[0]).has_value());  // the stall
+  EXPECT_EQ(m->Stats().stalls, 1u);
+  ASSERT_TRUE(m->Release(layers[0]).ok());
+  for (int i = 1; i < 4; ++i) {
+    EXPECT_EQ(*m->TierOf(layers[i]), 0) << "brought back with its group";
+    auto p = m->AcquireRead(layers[i]);
+    ASSERT_TRUE(p.has_value());
+    EXPECT_EQ(static_cast<const unsigned char*>(*p)[1000], i + 1);
+    ASSERT_TRUE(m->Release(layers[i]).ok());
+  }
+  EXPECT_EQ(*m->TierOf(loner), 1);
+  EXPECT_EQ(m->Stats().stalls, 1u);
+  EXPECT_EQ(m->Stats().prefetches, 3u);
 }
 
 TEST(TierManagerTest, KeptCopiesAreDroppedWhenTheSlowTierNeedsRoom) {
