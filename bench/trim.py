@@ -33,6 +33,8 @@ for access in ("read", "write"):
             result["variants"][f"{access}_{copies}{suffix}"] = {
                 k: v[k] for k in ("step_overhead", "step_overhead_blocks", "stalls",
                                   "prefetches", "bytes_copied", "copy_gbps", "peak_bytes_on",
-                                  "trim_latency_us")}
+                                  "trim_latency_us", "trim_latency_us_workload")}
+# The A/A control: both runs with trimming off; its step_overhead is the measurement's error.
+result["control_step_overhead"] = run("--control", "on")["step_overhead"]
 print(json.dumps(result))
 sys.exit(0)

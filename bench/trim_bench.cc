@@ -1,20 +1,23 @@
 // trim_bench: the seedance::trim library on a synthetic dual workload, trimming off and on.
 //
 //   trim_bench [--steps N] [--svg PATH] [--tier host|cuda] [--copies sync|async]
-//              [--access read|write] [--groups on|off] [--copy-threads N]
+//              [--access read|write] [--groups on|off] [--copy-threads N] [--control on]
 //
 //   --copies async   PolicyOptions::async_copies (default off, as in the library)
 //   --access read    the compute only reads its buffers (inference weights): AcquireRead(), so
 //                    a buffer that came back moves down again to its kept copy (the default)
 //   --access write   every use may write: Acquire(), every move down copies
+//   --control on     both runs with trimming off (an A/A test): the step_overhead it reports
+//                    is the measurement's own error, which should be near 0
 //   --groups off     register the buffers in no group (default: each model is a group, so
 //                    with async copies a stall brings the rest of its group back)
 //   --copy-threads N host tier: threads per waited copy of 8 MiB or more (default: the cores,
 //                    up to 4; copies in the background use one)
 //
-// The two runs alternate in blocks of one workload cycle (400 steps), each pair of blocks in
-// turn off-on and on-off, and step_overhead is the total step time on over off, minus one;
-// step_overhead_blocks lists it per pair of blocks.
+// The two runs alternate in blocks of 100 steps, each pair of blocks in turn off-on and
+// on-off, and step_overhead is the total step time on over off, minus one;
+// step_overhead_blocks lists it per pair of blocks. trim_latency_us comes from a separate
+// probe with many decisions (ProbeDecisions); trim_latency_us_workload from this workload.
 //
 // Three groups of buffers, 10,000 in all, sizes like a small and a large model's tensors
 // (many small ones, a few of 32 MiB):
@@ -84,6 +87,7 @@ bool g_cuda = false;
 bool g_async = false;
 bool g_write = false;
 bool g_groups = true;
+bool g_control = false;
 int g_copy_threads = 0;  // 0: the default for the copy mode
 
 // The step's "compute": on the host, read every cache line; on the GPU, a kernel per buffer
@@ -110,6 +114,25 @@ void Fill(void* p, uint64_t n, int value) {
   std::memset(p, value, n);
 }
 
+// The fast and the slow tier: host RAM, or GPU memory and pinned host memory.
+std::vector<std::unique_ptr<trim::Tier>> MakeTiers(uint64_t fast, uint64_t slow) {
+  std::vector<std::unique_ptr<trim::Tier>> tiers;
+  if (g_cuda) {
+    auto cuda = trim::MakeCudaTiers({.device = 0,
+                                     .device_budget = fast + 192 * kMiB,
+                                     .small_arena = 128 * kMiB,
+                                     .pinned_capacity = slow + 192 * kMiB});
+    if (!cuda) {
+      std::fprintf(stderr, "trim_bench: %s\n", cuda.error().message().c_str());
+      std::exit(1);
+    }
+    return std::move(cuda).value();
+  }
+  tiers.push_back(trim::MakeHostTier("fast", fast, g_copy_threads));
+  tiers.push_back(trim::MakeHostTier("slow", slow, g_copy_threads));
+  return tiers;
+}
+
 // One manager (trimming off or on) over its own copy of the groups. Steps run in blocks, so
 // the two runs can alternate: on a shared machine the speed drifts by several percent within
 // seconds, and alternating blocks of one workload cycle lets the drift hit both runs alike.
@@ -121,22 +144,7 @@ class Run {
     trim::PolicyOptions o;
     if (!trimming) o.occupancy_trigger = o.idle_share_trigger = o.fragmentation_trigger = 2;
     o.async_copies = g_async;
-    std::vector<std::unique_ptr<trim::Tier>> tiers;
-    if (g_cuda) {
-      auto cuda = trim::MakeCudaTiers({.device = 0,
-                                       .device_budget = total + 256 * kMiB,
-                                       .small_arena = 128 * kMiB,
-                                       .pinned_capacity = total + 256 * kMiB});
-      if (!cuda) {
-        std::fprintf(stderr, "trim_bench: %s\n", cuda.error().message().c_str());
-        std::exit(1);
-      }
-      tiers = std::move(cuda).value();
-    } else {
-      tiers.push_back(trim::MakeHostTier("fast", total + 64 * kMiB, g_copy_threads));
-      tiers.push_back(trim::MakeHostTier("slow", total + 64 * kMiB, g_copy_threads));
-    }
-    m_ = trim::TierManager::Create(std::move(tiers), o).value();
+    m_ = trim::TierManager::Create(MakeTiers(total + 64 * kMiB, total + 64 * kMiB), o).value();
     for (auto& g : groups_) {
       g.ids.clear();
       for (uint64_t size : g.sizes) {
@@ -205,6 +213,44 @@ class Run {
   double idle_total_ = 0;
 };
 
+// Trim decision latency over many decisions: the dual workload trims a few times per cycle
+// (16 decisions in 2,000 steps), too few for a P99. Here 10,000 buffers are registered (the
+// workload's small ones and 64 of 16 MiB) on a fast tier with room for 48 of the large ones;
+// each step reads the next large one in turn, which stalls and makes room by trimming others.
+struct Latency {
+  trim::TrimStats stats;
+  int steps = 0;
+};
+Latency ProbeDecisions(const std::vector<Group>& groups, int steps) {
+  constexpr int kLarge = 64;
+  constexpr uint64_t kLargeBytes = 16 * kMiB;
+  std::vector<uint64_t> small;
+  for (const Group& g : groups) {
+    for (uint64_t size : g.sizes) {
+      if (size < kLargeBytes && small.size() < 10000 - kLarge) small.push_back(size);
+    }
+  }
+  uint64_t small_bytes = 0;
+  for (uint64_t size : small) small_bytes += size;
+  trim::PolicyOptions o;
+  o.async_copies = g_async;
+  auto m = trim::TierManager::Create(MakeTiers(small_bytes + 48 * kLargeBytes + 4 * kMiB,
+                                               small_bytes + 2 * kLarge * kLargeBytes),
+                                     o)
+               .value();
+  for (uint64_t size : small) (void)m->Register(size).value();
+  std::vector<trim::BufferId> large;
+  for (int i = 0; i < kLarge; ++i) large.push_back(m->Register(kLargeBytes).value());
+  for (int step = 0; step < steps; ++step) {
+    const trim::BufferId id = large[static_cast<size_t>(step) % large.size()];
+    g_sink = Compute(m->AcquireRead(id).value(), 4096);
+    (void)m->Release(id);
+    EndOfStep();
+    m->Step();
+  }
+  return Latency{m->Stats(), steps};
+}
+
 // memcpy bandwidth between two 256 MiB buffers: the host "link" the host tier moves over.
 double MemcpyGbps() {
   std::vector<char> a(256 * kMiB, 1), b(256 * kMiB, 2);
@@ -222,7 +268,8 @@ double MemcpyGbps() {
 [[noreturn]] void Usage(const char* why) {
   std::fprintf(stderr,
                "trim_bench: %s\nusage: trim_bench [--steps N] [--svg PATH] [--tier host|cuda] "
-               "[--copies sync|async] [--access read|write] [--groups on|off] [--copy-threads N]\n",
+               "[--copies sync|async] [--access read|write] [--groups on|off] [--copy-threads N] "
+               "[--control on|off]\n",
                why);
   std::exit(2);
 }
@@ -246,6 +293,8 @@ int main(int argc, char** argv) {
       g_async = value == "async";
     } else if (flag == "--access" && (value == "read" || value == "write")) {
       g_write = value == "write";
+    } else if (flag == "--control" && (value == "on" || value == "off")) {
+      g_control = value == "on";
     } else if (flag == "--groups" && (value == "on" || value == "off")) {
       g_groups = value == "on";
     } else if (flag == "--copy-threads") {
@@ -274,7 +323,7 @@ int main(int argc, char** argv) {
   if (g_cuda) pinned = gpu_testing::PinnedBandwidthGbps(256 * kMiB);
 #endif
   Run off(false, groups);
-  Run on(true, groups);
+  Run on(!g_control, groups);
   std::string overhead_list;
   for (int first = 0, pair = 0; first < steps; first += kBlockSteps, ++pair) {
     const int count = std::min(kBlockSteps, steps - first);
@@ -289,6 +338,7 @@ int main(int argc, char** argv) {
     overhead_list += fmt::format("{}{:.4f}", overhead_list.empty() ? "" : ", ", on_ms / off_ms - 1);
   }
   const trim::TrimStats stats = on.Stats();
+  const Latency latency = ProbeDecisions(groups, 3000);
   const uint64_t moved = stats.bytes_moved_down + stats.bytes_moved_up;
   const uint64_t copied = moved - stats.bytes_down_without_copy;
   const double copy_gbps = stats.copy_seconds > 0 ? copied / stats.copy_seconds / 1e9 : 0;
@@ -303,7 +353,7 @@ int main(int argc, char** argv) {
           {{"trimming off", "#d62728", off.fast_mib}, {"trimming on", "#1f77b4", on.fast_mib}}}});
   }
   std::printf(
-      "{\"benchmark\": \"trim\", \"tier\": \"%s\", \"copies\": \"%s\", \"access\": \"%s\", \"copy_threads\": %d, "
+      "{\"benchmark\": \"trim\", \"tier\": \"%s\", \"copies\": \"%s\", \"access\": \"%s\", \"copy_threads\": %d, \"control\": %s, "
       "\"buffers\": %llu, \"steps\": %d, "
       "\"registered_bytes\": %llu, \"peak_bytes_off\": %llu, \"peak_bytes_on\": %llu, "
       "\"mean_bytes_off\": %.0f, \"mean_bytes_on\": %.0f, \"peak_reduction\": %.3f, "
@@ -311,9 +361,11 @@ int main(int argc, char** argv) {
       "\"step_overhead\": %.4f, \"step_overhead_blocks\": [%s], "
       "\"trims\": %llu, \"stalls\": %llu, \"prefetches\": %llu, \"bytes_moved\": %llu, "
       "\"bytes_copied\": %llu, "
-      "\"trim_latency_us\": {\"p50\": %.2f, \"p99\": %.2f}, \"copy_gbps\": %.2f, "
+      "\"trim_latency_us\": {\"p50\": %.2f, \"p99\": %.2f, \"decisions\": %llu, \"candidates\": \"up to 48 of 10,000 buffers\"}, "
+      "\"trim_latency_us_workload\": {\"p50\": %.2f, \"p99\": %.2f, \"decisions\": %llu}, \"copy_gbps\": %.2f, "
       "\"pinned_gbps\": %.2f}\n",
       g_cuda ? "cuda" : "host", g_async ? "async" : "sync", g_write ? "write" : "read", g_copy_threads,
+      g_control ? "true" : "false",
       static_cast<unsigned long long>(stats.buffers), steps,
       static_cast<unsigned long long>(stats.registered_bytes),
       static_cast<unsigned long long>(off.peak), static_cast<unsigned long long>(on.peak),
@@ -322,7 +374,10 @@ int main(int argc, char** argv) {
       on.step_ms_total / off.step_ms_total - 1.0, overhead_list.c_str(),
       static_cast<unsigned long long>(stats.trims), static_cast<unsigned long long>(stats.stalls),
       static_cast<unsigned long long>(stats.prefetches), static_cast<unsigned long long>(moved),
-      static_cast<unsigned long long>(copied), stats.trim_latency_p50_us,
-      stats.trim_latency_p99_us, copy_gbps, pinned);
+      static_cast<unsigned long long>(copied), latency.stats.trim_latency_p50_us,
+      latency.stats.trim_latency_p99_us,
+      static_cast<unsigned long long>(latency.stats.trim_decisions), stats.trim_latency_p50_us,
+      stats.trim_latency_p99_us, static_cast<unsigned long long>(stats.trim_decisions), copy_gbps,
+      pinned);
   return 0;
 }

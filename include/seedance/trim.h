@@ -99,7 +99,8 @@ struct TrimStats {
   uint64_t prefetches = 0;         // buffers brought back ahead of a learned periodic use
   double copy_seconds = 0;  // time spent copying between tiers (both directions); the bytes
                             // copied are bytes_moved_down - bytes_down_without_copy + bytes_moved_up
-  double trim_latency_p50_us = 0;  // trim decision time (choosing victims), recent trims
+  uint64_t trim_decisions = 0;     // times victims were chosen (each trim, each room-making)
+  double trim_latency_p50_us = 0;  // trim decision time (choosing victims), last 4,096
   double trim_latency_p99_us = 0;
 };
 

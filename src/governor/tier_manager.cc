@@ -264,6 +264,7 @@ class TierManagerImpl final : public TierManager {
     s.stalls = stalls_;
     s.prefetches = prefetches_;
     s.copy_seconds = copy_seconds_;
+    s.trim_decisions = decisions_;
     if (!decision_us_.empty()) {
       std::vector<double> v(decision_us_.begin(), decision_us_.end());
       std::sort(v.begin(), v.end());
@@ -683,6 +684,7 @@ class TierManagerImpl final : public TierManager {
   }
 
   void RecordDecision(double us) {
+    ++decisions_;
     decision_us_.push_back(us);
     if (decision_us_.size() > 4096) decision_us_.pop_front();
   }
@@ -710,6 +712,7 @@ class TierManagerImpl final : public TierManager {
   double step_seconds_ = 0;
   std::chrono::steady_clock::time_point last_step_at_{};
   std::deque<double> decision_us_;
+  uint64_t decisions_ = 0;
   std::vector<BufferId> in_flight_;       // buffers with a move in flight
   std::unique_ptr<CopyWorker> worker_;    // last: joined before the tiers go
 };
