@@ -119,9 +119,9 @@ std::vector<std::unique_ptr<trim::Tier>> MakeTiers(uint64_t fast, uint64_t slow)
   std::vector<std::unique_ptr<trim::Tier>> tiers;
   if (g_cuda) {
     auto cuda = trim::MakeCudaTiers({.device = 0,
-                                     .device_budget = fast + 192 * kMiB,
+                                     .device_budget = fast,
                                      .small_arena = 128 * kMiB,
-                                     .pinned_capacity = slow + 192 * kMiB});
+                                     .pinned_capacity = slow});
     if (!cuda) {
       std::fprintf(stderr, "trim_bench: %s\n", cuda.error().message().c_str());
       std::exit(1);
@@ -144,7 +144,8 @@ class Run {
     trim::PolicyOptions o;
     if (!trimming) o.occupancy_trigger = o.idle_share_trigger = o.fragmentation_trigger = 2;
     o.async_copies = g_async;
-    m_ = trim::TierManager::Create(MakeTiers(total + 64 * kMiB, total + 64 * kMiB), o).value();
+    const uint64_t room = total + (g_cuda ? 256 : 64) * kMiB;
+    m_ = trim::TierManager::Create(MakeTiers(room, room), o).value();
     for (auto& g : groups_) {
       g.ids.clear();
       for (uint64_t size : g.sizes) {
