@@ -218,11 +218,7 @@ class Run {
 // (16 decisions in 2,000 steps), too few for a P99. Here 10,000 buffers are registered (the
 // workload's small ones and 64 of 16 MiB) on a fast tier with room for 48 of the large ones;
 // each step reads the next large one in turn, which stalls and makes room by trimming others.
-struct Latency {
-  trim::TrimStats stats;
-  int steps = 0;
-};
-Latency ProbeDecisions(const std::vector<Group>& groups, int steps) {
+trim::TrimStats ProbeDecisions(const std::vector<Group>& groups, int steps) {
   constexpr int kLarge = 64;
   constexpr uint64_t kLargeBytes = 16 * kMiB;
   std::vector<uint64_t> small;
@@ -249,7 +245,7 @@ Latency ProbeDecisions(const std::vector<Group>& groups, int steps) {
     EndOfStep();
     m->Step();
   }
-  return Latency{m->Stats(), steps};
+  return m->Stats();
 }
 
 // The host "link": the best of five bulk copies of 256 MiB between two arenas of the host
@@ -350,7 +346,7 @@ int main(int argc, char** argv) {
     overhead_list += fmt::format("{}{:.4f}", overhead_list.empty() ? "" : ", ", on_ms / off_ms - 1);
   }
   const trim::TrimStats stats = on.Stats();
-  const Latency latency = ProbeDecisions(groups, 3000);
+  const trim::TrimStats probe = ProbeDecisions(groups, 3000);
   const uint64_t moved = stats.bytes_moved_down + stats.bytes_moved_up;
   const uint64_t copied = moved - stats.bytes_down_without_copy;
   const double copy_gbps = stats.copy_seconds > 0 ? copied / stats.copy_seconds / 1e9 : 0;
@@ -386,9 +382,9 @@ int main(int argc, char** argv) {
       on.step_ms_total / off.step_ms_total - 1.0, overhead_list.c_str(),
       static_cast<unsigned long long>(stats.trims), static_cast<unsigned long long>(stats.stalls),
       static_cast<unsigned long long>(stats.prefetches), static_cast<unsigned long long>(moved),
-      static_cast<unsigned long long>(copied), latency.stats.trim_latency_p50_us,
-      latency.stats.trim_latency_p99_us,
-      static_cast<unsigned long long>(latency.stats.trim_decisions), stats.trim_latency_p50_us,
+      static_cast<unsigned long long>(copied), probe.trim_latency_p50_us,
+      probe.trim_latency_p99_us,
+      static_cast<unsigned long long>(probe.trim_decisions), stats.trim_latency_p50_us,
       stats.trim_latency_p99_us, static_cast<unsigned long long>(stats.trim_decisions), copy_gbps,
       pinned, memcpy_gbps);
   return 0;

@@ -46,6 +46,16 @@ MemoryBudgetOptions Options(uint64_t capacity) {
   return o;
 }
 
+// A budget with one FakeHolder registered.
+struct BudgetWithHolder {
+  explicit BudgetWithHolder(const MemoryBudgetOptions& o) : budget(o, metrics), h(budget) {
+    budget.AddHolder(&h);
+  }
+  observe::MetricsRegistry metrics;
+  MemoryBudget budget;
+  FakeHolder h;
+};
+
 TEST(MemoryBudgetTest, QueuedCapacityLeavesTheReserve) {
   observe::MetricsRegistry metrics;
   MemoryBudgetOptions o;
@@ -61,10 +71,8 @@ TEST(MemoryBudgetTest, QueuedCapacityLeavesTheReserve) {
 }
 
 TEST(MemoryBudgetTest, OccupancyTrimEvictsInScoreOrderUnderTheWatermarkSkippingBusyOnes) {
-  observe::MetricsRegistry metrics;
-  MemoryBudget budget(Options(1000), metrics);
-  FakeHolder h(budget);
-  budget.AddHolder(&h);
+  BudgetWithHolder t(Options(1000));
+  auto& [metrics, budget, h] = t;
   // 950 of 1000: over 92%. Scores at step 3: id 1 = 100 × 3, id 2 = 300 × 3 (busy),
   // id 3 = 200 × 2, id 4 = 350 × 1.
   h.Add(1, 100, 0);
@@ -87,22 +95,18 @@ TEST(MemoryBudgetTest, OccupancyTrimEvictsInScoreOrderUnderTheWatermarkSkippingB
 }
 
 TEST(MemoryBudgetTest, OccupancyJustUnderTheTriggerNeverTrims) {
-  observe::MetricsRegistry metrics;
-  MemoryBudget budget(Options(1000), metrics);
-  FakeHolder h(budget);
-  budget.AddHolder(&h);
+  BudgetWithHolder t(Options(1000));
+  auto& [metrics, budget, h] = t;
   h.Add(1, 919, 0);
   for (int i = 0; i < 20; ++i) EXPECT_EQ(budget.Step(), TrimReason::kNone);
   EXPECT_TRUE(h.evicted.empty());
 }
 
 TEST(MemoryBudgetTest, IdleShareTrimTakesEveryLongIdleBatchEvenUnderTheWatermark) {
-  observe::MetricsRegistry metrics;
   MemoryBudgetOptions o = Options(1000);
   o.policy.idle_steps = 5;
-  MemoryBudget budget(o, metrics);
-  FakeHolder h(budget);
-  budget.AddHolder(&h);
+  BudgetWithHolder t(o);
+  auto& [metrics, budget, h] = t;
   h.Add(1, 100, 0);  // idle from step 0
   h.Add(2, 50, 0);
   h.Add(3, 100, 4);  // handed over later

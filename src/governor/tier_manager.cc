@@ -165,37 +165,6 @@ class TierManagerImpl final : public TierManager {
     return static_cast<const void*>(*p);
   }
 
-  Result<void*> AcquireFor(BufferId id, bool write) {
-    auto it = buffers_.find(id);
-    if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
-    Buffer& b = it->second;
-    if (b.job) {
-      worker_->Wait(*b.job);
-      if (b.job->down) {
-        CallOff(b);  // trimmed while in use again: keep it where it is
-      } else {
-        Finish(id, b);  // prefetched: arrived, or arrives now
-      }
-    }
-    const bool stalled = b.tier != 0;
-    if (stalled) {
-      SEEDANCE_RETURN_IF_ERROR(MoveUp(id, b));
-      ++stalls_;
-    }
-    b.acquired = true;
-    b.last_used_step = step_;
-    ++b.uses;
-    LearnPeriod(id, b);
-    if (b.counted_idle) {
-      b.counted_idle = false;
-      idle_bytes_ -= b.size;
-    }
-    if (write) DropCopy(id, b);  // the copy on the slower tier goes stale
-    // Acquired by now, so making room for the group cannot move this one.
-    if (stalled && worker_ != nullptr) BringGroupBack(id, b.group);
-    return b.ptr;
-  }
-
   Status Release(BufferId id) override {
     auto it = buffers_.find(id);
     if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
@@ -275,6 +244,38 @@ class TierManagerImpl final : public TierManager {
   }
 
  private:
+  // Acquire() and AcquireRead(): only a writer makes a kept copy stale.
+  Result<void*> AcquireFor(BufferId id, bool write) {
+    auto it = buffers_.find(id);
+    if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
+    Buffer& b = it->second;
+    if (b.job) {
+      worker_->Wait(*b.job);
+      if (b.job->down) {
+        CallOff(b);  // trimmed while in use again: keep it where it is
+      } else {
+        Finish(id, b);  // prefetched: arrived, or arrives now
+      }
+    }
+    const bool stalled = b.tier != 0;
+    if (stalled) {
+      SEEDANCE_RETURN_IF_ERROR(MoveUp(id, b));
+      ++stalls_;
+    }
+    b.acquired = true;
+    b.last_used_step = step_;
+    ++b.uses;
+    LearnPeriod(id, b);
+    if (b.counted_idle) {
+      b.counted_idle = false;
+      idle_bytes_ -= b.size;
+    }
+    if (write) DropCopy(id, b);  // the copy on the slower tier goes stale
+    // Acquired by now, so making room for the group cannot move this one.
+    if (stalled && worker_ != nullptr) BringGroupBack(id, b.group);
+    return b.ptr;
+  }
+
   TierSample Sample(int t) const {
     return TierSample{tiers_[t]->capacity(), tiers_[t]->used(), tiers_[t]->fragmentation()};
   }

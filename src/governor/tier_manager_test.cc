@@ -40,7 +40,7 @@ TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
     auto m = Make(256 * kKiB, seed % 100 == 2 ? 2304 * kKiB : 4096 * kKiB, o);
     std::mt19937 rng(seed);
     std::map<BufferId, std::pair<uint64_t, uint64_t>> live;  // id → (size, checksum)
-    std::vector<BufferId> acquired;
+    auto pick = [&] { return std::next(live.begin(), static_cast<long>(rng() % live.size())); };
     for (int op = 0; op < 4000; ++op) {
       switch (rng() % 7) {
         case 0: {  // register and fill
@@ -60,7 +60,7 @@ TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
         }
         case 2: {  // acquire, verify, maybe rewrite, release
           if (live.empty()) break;
-          auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
+          auto it = pick();
           auto p = m->Acquire(it->first);
           ASSERT_TRUE(p.has_value()) << p.error().ToString();
           ASSERT_EQ(Checksum(*p, it->second.first), it->second.second)
@@ -80,7 +80,7 @@ TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
           break;
         case 5: {
           if (live.empty()) break;
-          auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
+          auto it = pick();
           ASSERT_TRUE(m->Unregister(it->first).ok());
           live.erase(it);
           break;
@@ -88,7 +88,7 @@ TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
         case 1:
         case 6: {  // acquire to read only, verify, release
           if (live.empty()) break;
-          auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
+          auto it = pick();
           auto p = m->AcquireRead(it->first);
           ASSERT_TRUE(p.has_value()) << p.error().ToString();
           ASSERT_EQ(Checksum(*p, it->second.first), it->second.second)
