@@ -9,7 +9,15 @@
 // buffer is brought back ahead of its use: one step, or as many as its copy takes. No CUDA
 // types appear here: the CUDA tiers implement Tier in src/gpu.
 //
-// Thread-compatible: one thread (or external locking) per TierManager.
+// Thread-compatible: one thread (or external locking) per TierManager. The C API
+// (seedance/trim_c.h) locks for you.
+//
+// The release contract (what makes a move safe while the program computes): Release(id)
+// promises that every piece of work that uses the buffer has been issued — a CPU write is
+// done; a GPU kernel or copy may still be queued or running. A tier orders each move after
+// that work: the CUDA tiers wait for every stream of the device to drain before they copy a
+// buffer out or unmap its memory (a moved buffer's contents are never a half-written state).
+// After Release nothing new may use the pointer until the next Acquire.
 #pragma once
 
 #include <cstdint>
@@ -44,16 +52,26 @@ struct PolicyOptions {
 // (a move started by Step() with async_copies). A tier may put more into a waited one.
 enum class CopyUrgency { kWaited, kBackground };
 
+// Where a tier's bytes live: host memory (a CPU can read it: RAM, pinned memory) or device
+// memory (only the device and its copy engines can).
+enum class MemoryKind { kHost, kDevice };
+
 // A place buffers can live.
 class Tier {
  public:
   virtual ~Tier() = default;
+  virtual MemoryKind memory() const { return MemoryKind::kHost; }
+  // Whether CopyFrom() can copy out of `from` into this tier. Default: host memory only.
+  // TierManager::Create refuses a stack in which neighbours cannot copy both ways.
+  virtual bool CanCopyFrom(const Tier& from) const { return from.memory() == MemoryKind::kHost; }
   virtual const std::string& name() const = 0;
   virtual uint64_t capacity() const = 0;
   virtual uint64_t used() const = 0;
   // 1 − largest free block / total free bytes (0 when nothing is free).
   virtual double fragmentation() const = 0;
-  // A block of at least `size` bytes; kResourceExhausted when none fits.
+  // A block of at least `size` bytes. kResourceExhausted when none fits (the manager then
+  // moves idle buffers off the tier and tries again); any other code is a failure that no
+  // trim can cure and is returned to the caller as it is.
   virtual Result<void*> Allocate(uint64_t size) = 0;
   // REQUIRES: `p` came from Allocate() of this tier and is not freed yet.
   virtual void Free(void* p) = 0;
@@ -80,6 +98,7 @@ struct TierStats {
   std::string name;
   uint64_t capacity = 0;
   uint64_t used = 0;
+  uint64_t peak_used = 0;  // the most used() seen after any placement on the tier (tier 0 only)
   double occupancy = 0;
   double fragmentation = 0;
 };
@@ -135,8 +154,20 @@ class TierManager {
   virtual size_t Trim() = 0;
   // Tier index the buffer is on (0 = fastest); kNotFound for an unknown id.
   virtual Result<int> TierOf(BufferId id) const = 0;
+  // The buffer whose memory holds address `p`: its fast-tier block (or the address it keeps
+  // while moved, Tier::KeepsAddress), or its block on the slower tier when it has no kept
+  // address. kNotFound when no buffer holds it.
+  virtual Result<BufferId> Lookup(const void* p) const = 0;
   virtual TrimStats Stats() const = 0;
 };
+
+// A RAM tier whose blocks keep their address across moves, like the CUDA device tier's: each
+// block is its own mapping; Evict gives its pages back to the system (MADV_DONTNEED) and makes
+// them inaccessible (PROT_NONE: a stray access while moved faults instead of reading stale
+// data), Restore makes them accessible again. `capacity` bounds the bytes backed (pages).
+// For programs whose pointers are held elsewhere (tensors wrapping the memory) and for running
+// the CUDA tiers' tests on a machine without a GPU.
+std::unique_ptr<Tier> MakeAddressKeepingHostTier(std::string name, uint64_t capacity);
 
 // A RAM tier with a fixed capacity: an arena placed by a best-fit sub-allocator (256 B
 // alignment), for machines without a GPU and for tests. A waited copy into it of 8 MiB or more
@@ -146,17 +177,35 @@ std::unique_ptr<Tier> MakeHostTier(std::string name, uint64_t capacity, int copy
 
 struct CudaTierOptions {
   int device = 0;
-  uint64_t device_budget = 0;      // bytes of GPU memory the manager may back (its occupancy)
-  uint64_t small_arena = 256 << 20;  // GPU slab for blocks below the mapping granularity
-  uint64_t pinned_capacity = 0;    // pinned host memory, allocated up front
+  uint64_t device_budget = 0;  // bytes of GPU memory the manager may back (its occupancy)
+  // Address range for blocks below the mapping granularity (2 MiB): reserved up front, backed
+  // granule by granule as blocks land in it (counted in the budget as backed). When it is full,
+  // a small block gets a whole granule of its own. Default: 256 MiB of addresses.
+  uint64_t small_arena = 256ull << 20;
+  uint64_t pinned_capacity = 0;  // pinned host memory, allocated up front
+  // Devices that may access the blocks too (peer access granted on every mapping, and again
+  // after each Restore). Default: none.
+  std::vector<int> peer_devices;
+  // Ask for physical memory exportable as a POSIX file descriptor (cuMemExportToShareableHandle,
+  // for CUDA IPC between processes). Each Restore backs a block with new memory: an importer
+  // must import again after a move. Default: off.
+  bool posix_fd_handles = false;
 };
 
-// The CUDA tiers, fastest first: GPU memory (blocks of at least the mapping granularity keep
-// their device address across moves; smaller ones are packed into a slab by the
-// sub-allocator) and pinned host memory (one allocation up front, placed in exact sizes;
-// nothing is pinned on the trim path). Copies run on a dedicated non-blocking stream, so a
-// trim never waits behind the compute stream. kUnavailable when built without CUDA or when
-// no device/driver is usable (the message says which).
+// The CUDA tiers, fastest first: GPU memory (a block of at least the mapping granularity, or a
+// small one that got a granule of its own, keeps its device address across moves; blocks
+// packed into the small-block range get a new one when they come back) and
+// pinned host memory (one allocation up front, placed in exact sizes; nothing is pinned on the
+// trim path). Copies run on the tiers' own non-blocking streams, one per direction and urgency,
+// so a stall never queues behind a background copy; waits block (no spinning core). Every call
+// selects the tier's device and restores the caller's; tier calls run in relaxed stream-capture
+// mode, so a trim on one thread does not break a graph capture on another (a move that the
+// driver refuses during a capture fails cleanly and the buffer stays where it was). Calling
+// the manager from inside a capture on the same thread is not supported.
+// Returns kUnavailable when built without CUDA, when no device or driver is usable, or when the
+// driver is older than the toolkit the library was built with (the message names both
+// versions); kFailedPrecondition when the device lacks virtual memory management;
+// kInvalidArgument for bad options.
 Result<std::vector<std::unique_ptr<Tier>>> MakeCudaTiers(const CudaTierOptions& options);
 
 }  // namespace seedance::trim

@@ -2,7 +2,16 @@
  * cgo, Rust FFI). Same semantics as seedance/trim.h; see there for the policy.
  *
  * Every function returning int returns SD_TRIM_OK (0) or a negative SD_TRIM_E* code; then
- * sd_trim_last_error() says why. A manager is not thread-safe: one thread, or your own lock. */
+ * sd_trim_last_error() says why (per thread).
+ *
+ * Thread-safe: every call on a manager takes the manager's lock, so threads may share one
+ * (each call waits for the one in progress; a stall copies while holding it). Pointers from
+ * sd_trim_acquire() stay valid until the matching sd_trim_release(), whichever thread calls.
+ * The release contract of seedance/trim.h applies: release a buffer once the work that uses it
+ * has been issued; the CUDA tiers wait for the device before moving it.
+ *
+ * Shipped as libseedance_trim.so (symbols versioned SEEDANCE_TRIM_1) and in the static
+ * library seedance_trim. */
 #ifndef SEEDANCE_TRIM_C_H_
 #define SEEDANCE_TRIM_C_H_
 
@@ -22,7 +31,8 @@ enum {
   SD_TRIM_ENOTFOUND = -2,  /* unknown buffer */
   SD_TRIM_ENOSPACE = -3,   /* no tier can hold it / the fast tier cannot make room */
   SD_TRIM_EBUSY = -4,      /* the buffer is acquired */
-  SD_TRIM_EINTERNAL = -5
+  SD_TRIM_EINTERNAL = -5,
+  SD_TRIM_EUNAVAILABLE = -6 /* no usable device or driver, or built without CUDA */
 };
 
 typedef struct {
@@ -52,7 +62,22 @@ typedef struct {
   double trim_latency_p99_us;
   uint64_t bytes_down_without_copy; /* of bytes_moved_down: to a kept copy (acquire_read) */
   uint64_t retained_bytes;          /* copies kept on the slow tier now */
+  uint64_t fast_peak_used;          /* the most fast_used seen after a placement */
+  uint64_t prefetches;              /* buffers brought back ahead of a learned periodic use */
+  double copy_seconds;              /* time spent copying between tiers */
 } sd_trim_stats;
+
+/* The CUDA tiers (seedance/trim.h, CudaTierOptions): GPU memory under `device_budget`, then
+ * `pinned_capacity` bytes of pinned host memory. */
+typedef struct {
+  int device;
+  uint64_t device_budget;
+  uint64_t pinned_capacity;
+  uint64_t small_arena;       /* 0: the default (256 MiB of addresses) */
+  const int* peer_devices;    /* devices granted access too; may be NULL */
+  int peer_device_count;
+  int posix_fd_handles;       /* 1: exportable memory (CUDA IPC) */
+} sd_trim_cuda_options;
 
 /* The article's defaults. */
 void sd_trim_policy_defaults(sd_trim_policy* policy);
@@ -61,6 +86,15 @@ void sd_trim_policy_defaults(sd_trim_policy* policy);
  * (defaults). NULL when the arenas cannot be mapped. */
 sd_trim_manager* sd_trim_create_host(uint64_t fast_capacity, uint64_t slow_capacity,
                                      const sd_trim_policy* policy);
+/* A manager over a host fast tier whose blocks keep their address across moves (evicted pages
+ * are given back and made inaccessible), then a plain host tier: for memory wrapped by objects
+ * that hold its address (tensors). SD_TRIM_OK and *out set, or an error. */
+int sd_trim_create_host_keeping(uint64_t fast_capacity, uint64_t slow_capacity,
+                                const sd_trim_policy* policy, sd_trim_manager** out);
+/* A manager over the CUDA tiers. SD_TRIM_EUNAVAILABLE without a usable device, driver or CUDA
+ * build (sd_trim_last_error(NULL) says which); SD_TRIM_EINVAL for bad options. */
+int sd_trim_create_cuda(const sd_trim_cuda_options* options, const sd_trim_policy* policy,
+                        sd_trim_manager** out);
 void sd_trim_destroy(sd_trim_manager* manager);
 
 int sd_trim_register(sd_trim_manager* manager, uint64_t size, const char* name,
@@ -78,8 +112,11 @@ int sd_trim_prefetch(sd_trim_manager* manager, sd_trim_buffer id);
 size_t sd_trim_trim(sd_trim_manager* manager);
 /* 0 = fast tier. */
 int sd_trim_tier_of(sd_trim_manager* manager, sd_trim_buffer id, int* tier);
+/* The buffer holding address `p` (its fast-tier or kept address, or its slow-tier block). */
+int sd_trim_lookup(sd_trim_manager* manager, const void* p, sd_trim_buffer* id);
 void sd_trim_get_stats(const sd_trim_manager* manager, sd_trim_stats* stats);
-/* The reason for the last error on this manager ("" when none). */
+/* The reason for the calling thread's last error ("" when none); valid until that thread's
+ * next call. `manager` is not needed (may be NULL: errors of the create functions). */
 const char* sd_trim_last_error(const sd_trim_manager* manager);
 
 #ifdef __cplusplus

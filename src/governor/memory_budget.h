@@ -31,10 +31,18 @@
 #include <functional>
 #include <vector>
 
-#include "governor/trim_policy.h"
 #include "observe/metrics.h"
+#include "trim/trim_policy.h"
 
 namespace seedance::governor {
+
+// The memory budget is the runtime's deployment of the trim library's policy core.
+using trim::BufferState;
+using trim::TierSample;
+using trim::TrimPolicy;
+using trim::TrimPolicyOptions;
+using trim::TrimReason;
+using trim::TrimReasonName;
 
 // Something that holds batches the budget may ask back (a sink runner). Event loop only.
 class BatchHolder {

@@ -1,130 +1,91 @@
 // The trim library on the CUDA tiers. Label `gpu`; without a usable device every test skips
-// and says why (scripts/gpu-check runs them on a GPU machine).
+// and says why (scripts/gpu-check runs them on a GPU machine). The shared bodies
+// (device_tier_cases.h) also run on the CPU in every CI run (src/trim/device_tier_cases_test.cc).
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
-#include <map>
-#include <random>
-#include <vector>
-
+#include "gpu/device_tier_cases.h"
 #include "gpu/kernels.h"
-#include "seedance/trim.h"
 
 namespace seedance::trim {
 namespace {
 
-constexpr uint64_t kMiB = 1 << 20;
+using testing::kMiB;
 
-std::unique_ptr<TierManager> MakeOrSkip(uint64_t device_budget, uint64_t pinned,
-                                        PolicyOptions o, std::string* skip) {
-  auto tiers = MakeCudaTiers({.device = 0,
-                              .device_budget = device_budget,
-                              .small_arena = 64 * kMiB,
-                              .pinned_capacity = pinned});
-  if (!tiers) {
-    *skip = tiers.error().message();
-    return nullptr;
+class CudaDevice final : public testing::DeviceHarness {
+ public:
+  Result<std::vector<std::unique_ptr<Tier>>> MakeTiers(uint64_t budget, uint64_t slow,
+                                                       uint64_t small_arena) override {
+    return MakeCudaTiers({.device = 0,
+                          .device_budget = budget,
+                          .small_arena = small_arena,
+                          .pinned_capacity = slow});
   }
-  return TierManager::Create(std::move(tiers).value(), o).value();
-}
-
-#define MAKE_OR_SKIP(m, ...)                                   \
-  std::string skip_reason;                                     \
-  auto m = MakeOrSkip(__VA_ARGS__, &skip_reason);              \
-  if (!m) GTEST_SKIP() << "no usable CUDA device: " << skip_reason
-
-TEST(CudaTiersTest, ContentSurvivesRandomMovesAndAddressesStay) {
-  PolicyOptions o;
-  o.min_victim_bytes = 2 * kMiB;
-  MAKE_OR_SKIP(m, 256 * kMiB, 1024 * kMiB, o);
-  std::mt19937_64 rng(7);
-  struct Live {
-    uint64_t size;
-    void* address;
-    uint64_t sum;
-  };
-  std::map<BufferId, Live> live;
-  std::vector<unsigned char> host;
-  for (int op = 0; op < 600; ++op) {
-    if (live.size() < 24 && rng() % 3 == 0) {
-      uint64_t size = (rng() % 2 ? 4 : 32) * kMiB + (rng() % 4096);
-      auto id = m->Register(size);
-      ASSERT_TRUE(id.has_value()) << id.error().ToString();
-      void* p = m->Acquire(*id).value();
-      host.resize(size);
-      for (auto& c : host) c = static_cast<unsigned char>(rng());
-      ASSERT_TRUE(gpu_testing::Copy(p, host.data(), size));
-      uint64_t sum = 0;
-      for (auto c : host) sum += c;
-      live[*id] = {size, p, sum};
-      ASSERT_TRUE(m->Release(*id).ok());
-    } else if (!live.empty()) {
-      auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
-      // Half the uses only read: those buffers move down to their kept pinned copy.
-      const void* p = nullptr;
-      if (rng() % 2) {
-        auto w = m->Acquire(it->first);
-        ASSERT_TRUE(w.has_value()) << w.error().ToString();
-        p = *w;
-        if (rng() % 2) {  // rewritten: its kept copy, if any, is stale now
-          ASSERT_EQ(gpu_testing::DeviceSum(p, it->second.size), it->second.sum) << "op " << op;
-          host.resize(it->second.size);
-          for (auto& c : host) c = static_cast<unsigned char>(rng());
-          ASSERT_TRUE(gpu_testing::Copy(*w, host.data(), host.size()));
-          it->second.sum = 0;
-          for (auto c : host) it->second.sum += c;
-        }
-      } else {
-        auto r = m->AcquireRead(it->first);
-        ASSERT_TRUE(r.has_value()) << r.error().ToString();
-        p = *r;
-      }
-      if (it->second.size >= 2 * kMiB) EXPECT_EQ(p, it->second.address) << "address moved";
-      ASSERT_EQ(gpu_testing::DeviceSum(p, it->second.size), it->second.sum) << "op " << op;
-      ASSERT_TRUE(m->Release(it->first).ok());
-    }
-    if (rng() % 7 == 0) m->Trim();
-    m->Step();
+  bool Write(void* dst, const void* host, uint64_t n) override {
+    return gpu_testing::Copy(dst, host, n);
   }
-  const TrimStats s = m->Stats();
-  EXPECT_GT(s.bytes_moved_down, 0u);
-  EXPECT_GT(s.bytes_down_without_copy, 0u);
-  EXPECT_LE(s.tiers[0].used, s.tiers[0].capacity);
+  uint64_t Sum(const void* p, uint64_t n) override { return gpu_testing::DeviceSum(p, n); }
+  void* CaptureAddOne(void* p, uint64_t n) override {
+    return gpu_testing::CaptureAddOneGraph(p, n);
+  }
+  bool Launch(void* graph) override { return gpu_testing::LaunchGraph(graph); }
+  void Destroy(void* graph) override { gpu_testing::DestroyGraph(graph); }
+  bool AddOneManyAsync(void* p, uint64_t n, int times) override {
+    return gpu_testing::AddOneManyAsync(p, n, times);
+  }
+  bool CaptureAddOneWhile(void* p, uint64_t n, const std::function<void()>& during) override {
+    return gpu_testing::CaptureAddOneWhile(p, n, during);
+  }
+};
+
+SEEDANCE_DEVICE_TIER_CASES(CudaTiersTest, CudaDevice)
+
+Result<std::vector<std::unique_ptr<Tier>>> SmallCudaTiers() {
+  return MakeCudaTiers({.device = 0, .device_budget = 64 * kMiB, .pinned_capacity = 64 * kMiB});
 }
 
-TEST(CudaTiersTest, CapturedGraphStillWorksAfterItsBufferWasMovedAndBack) {
-  PolicyOptions o;
-  o.min_victim_bytes = 2 * kMiB;
-  MAKE_OR_SKIP(m, 128 * kMiB, 256 * kMiB, o);
-  const uint64_t size = 64 * kMiB;
-  auto id = m->Register(size).value();
-  void* p = m->Acquire(id).value();
-  std::vector<unsigned char> host(size, 41);
-  ASSERT_TRUE(gpu_testing::Copy(p, host.data(), size));
-  void* graph = gpu_testing::CaptureAddOneGraph(p, size);
-  ASSERT_NE(graph, nullptr);
-  ASSERT_TRUE(m->Release(id).ok());
-  ASSERT_GE(m->Trim(), 1u);
-  EXPECT_EQ(m->TierOf(id).value(), 1);  // in pinned host memory now
-  void* back = m->Acquire(id).value();
-  EXPECT_EQ(back, p);  // same device address: the captured graph still points at it
-  ASSERT_TRUE(gpu_testing::LaunchGraph(graph));
-  EXPECT_EQ(gpu_testing::DeviceSum(back, size), 42ull * size);
-  gpu_testing::DestroyGraph(graph);
-  ASSERT_TRUE(m->Release(id).ok());
+TEST(CudaTiersTest, AHostTierBehindTheDeviceTierIsRefused) {
+  auto tiers = SmallCudaTiers();
+  if (!tiers) GTEST_SKIP() << "no usable CUDA device: " << tiers.error().ToString();
+  std::vector<std::unique_ptr<Tier>> stack;
+  stack.push_back(std::move(tiers->front()));
+  stack.push_back(MakeHostTier("ram", 64 * kMiB));  // cannot read device memory
+  auto m = TierManager::Create(std::move(stack));
+  ASSERT_FALSE(m.has_value());
+  EXPECT_EQ(m.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(m.error().message().find("cannot copy out of tier 'cuda-device'"), std::string::npos)
+      << m.error().message();
 }
 
-TEST(CudaTiersTest, OccupancyIsTheManagersOwnBytesAgainstItsBudget) {
+TEST(CudaTiersTest, CallsLeaveTheCallersDeviceAndCaptureModeAsTheyWere) {
+  auto tiers = SmallCudaTiers();
+  if (!tiers) GTEST_SKIP() << "no usable CUDA device: " << tiers.error().ToString();
   PolicyOptions o;
-  MAKE_OR_SKIP(m, 512 * kMiB, 512 * kMiB, o);
-  auto a = m->Register(100 * kMiB).value();
-  auto b = m->Register(1000).value();  // below the granularity: in the slab
-  const TrimStats s = m->Stats();
-  EXPECT_EQ(s.tiers[0].capacity, 512 * kMiB);
-  EXPECT_GE(s.tiers[0].used, 100 * kMiB + 1000);
-  EXPECT_LT(s.tiers[0].used, 100 * kMiB + 4 * kMiB);  // granularity rounding only
-  EXPECT_TRUE(m->Unregister(a).ok());
-  EXPECT_TRUE(m->Unregister(b).ok());
-  EXPECT_EQ(m->Stats().tiers[0].used, 0u);
+  o.min_victim_bytes = 0;
+  o.low_watermark = 0.1;
+  auto m = TierManager::Create(std::move(tiers).value(), o).value();
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeThreadLocal;
+  ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mode), cudaSuccess);
+  auto id = m->Register(8 * kMiB).value();
+  ASSERT_TRUE(m->Acquire(id).has_value());
+  ASSERT_TRUE(m->Release(id).ok());
+  m->Step();
+  EXPECT_GE(m->Trim(), 1u);
+  ASSERT_TRUE(m->Acquire(id).has_value());
+  ASSERT_TRUE(m->Release(id).ok());
+  mode = cudaStreamCaptureModeGlobal;
+  ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mode), cudaSuccess);
+  EXPECT_EQ(mode, cudaStreamCaptureModeThreadLocal) << "the tier changed the thread's mode";
+  int device = -1;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  EXPECT_EQ(device, 0);
+}
+
+TEST(CudaTiersTest, AMissingDeviceIsUnavailableWithItsNumber) {
+  auto tiers = MakeCudaTiers({.device = 999, .device_budget = kMiB, .pinned_capacity = kMiB});
+  ASSERT_FALSE(tiers.has_value());
+  EXPECT_EQ(tiers.error().code(), StatusCode::kUnavailable);
+  std::printf("[ info ] %s\n", tiers.error().ToString().c_str());
 }
 
 }  // namespace

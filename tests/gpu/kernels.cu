@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <thread>
 
 namespace seedance::gpu_testing {
 namespace {
@@ -76,6 +78,33 @@ void* CaptureAddOneGraph(void* p, uint64_t n) {
 bool LaunchGraph(void* graph) {
   return cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), 0) == cudaSuccess &&
          cudaDeviceSynchronize() == cudaSuccess;
+}
+
+bool AddOneManyAsync(void* p, uint64_t n, int times) {
+  for (int i = 0; i < times; ++i) {
+    AddOneKernel<<<64, 256>>>(static_cast<unsigned char*>(p), n);
+  }
+  return cudaGetLastError() == cudaSuccess;
+}
+
+bool CaptureAddOneWhile(void* p, uint64_t n, const std::function<void()>& during) {
+  cudaStream_t stream;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return false;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  bool ok = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) == cudaSuccess;
+  AddOneKernel<<<256, 256, 0, stream>>>(static_cast<unsigned char*>(p), n);
+  std::thread other(during);  // e.g. a trim, on another thread, while the capture is open
+  other.join();
+  ok = cudaStreamEndCapture(stream, &graph) == cudaSuccess && ok && graph != nullptr;
+  ok = ok && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+  ok = ok && cudaGraphLaunch(exec, stream) == cudaSuccess &&
+       cudaStreamSynchronize(stream) == cudaSuccess;
+  if (exec != nullptr) cudaGraphExecDestroy(exec);
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  (void)cudaGetLastError();
+  return ok;
 }
 
 void DestroyGraph(void* graph) { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph)); }

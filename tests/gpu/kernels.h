@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace seedance::gpu_testing {
 
@@ -17,6 +18,12 @@ bool Synchronize();
 void* CaptureAddOneGraph(void* p, uint64_t n);
 bool LaunchGraph(void* graph);
 void DestroyGraph(void* graph);
+// Launches `times` AddOne kernels on `p` on the default stream without waiting.
+bool AddOneManyAsync(void* p, uint64_t n, int times);
+// Opens a global-mode graph capture on a new stream, captures AddOne(p, n), runs `during` on
+// another thread while the capture is open, ends the capture and launches the graph (waits).
+// False when the capture was broken or the launch failed.
+bool CaptureAddOneWhile(void* p, uint64_t n, const std::function<void()>& during);
 // Copies between device and host memory (either direction), waits.
 bool Copy(void* dst, const void* src, uint64_t n);
 // Bandwidth of cudaMemcpy between a device buffer and pinned host memory (GB/s, best of 5,

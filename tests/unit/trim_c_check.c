@@ -76,7 +76,40 @@ int main(void) {
   CHECK(sd_trim_unregister(m, ids[0]) == SD_TRIM_EBUSY);
   CHECK(sd_trim_release(m, ids[0]) == SD_TRIM_OK);
   CHECK(sd_trim_unregister(m, ids[0]) == SD_TRIM_OK);
+  /* A pointer maps back to its buffer. */
+  CHECK(sd_trim_acquire(m, ids[1], &p) == SD_TRIM_OK);
+  sd_trim_buffer found = 0;
+  CHECK(sd_trim_lookup(m, (const char*)p + 1000, &found) == SD_TRIM_OK && found == ids[1]);
+  CHECK(sd_trim_release(m, ids[1]) == SD_TRIM_OK);
   sd_trim_destroy(m);
+
+  /* The CUDA tiers: a round trip where a device is usable; the reason where not. */
+  sd_trim_cuda_options cuda;
+  memset(&cuda, 0, sizeof cuda);
+  cuda.device_budget = 64 << 20;
+  cuda.pinned_capacity = 64 << 20;
+  policy.low_watermark = 0.1;
+  sd_trim_manager* g = NULL;
+  int rc = sd_trim_create_cuda(&cuda, &policy, &g);
+  if (rc == SD_TRIM_OK) {
+    sd_trim_buffer b;
+    void* d = NULL;
+    CHECK(sd_trim_register(g, 8 << 20, "w", NULL, &b) == SD_TRIM_OK);
+    CHECK(sd_trim_acquire(g, b, &d) == SD_TRIM_OK);
+    CHECK(sd_trim_release(g, b) == SD_TRIM_OK);
+    sd_trim_step(g);
+    CHECK(sd_trim_trim(g) == 1);
+    CHECK(sd_trim_tier_of(g, b, &tier) == SD_TRIM_OK && tier == 1);
+    void* back = NULL;
+    CHECK(sd_trim_acquire(g, b, &back) == SD_TRIM_OK && back == d);
+    CHECK(sd_trim_lookup(g, (const char*)back + 4096, &found) == SD_TRIM_OK && found == b);
+    CHECK(sd_trim_release(g, b) == SD_TRIM_OK);
+    sd_trim_destroy(g);
+    printf("trim C API: CUDA tiers ok\n");
+  } else {
+    CHECK(rc == SD_TRIM_EUNAVAILABLE && sd_trim_last_error(NULL)[0] != 0);
+    printf("trim C API: CUDA tiers not checked: %s\n", sd_trim_last_error(NULL));
+  }
   printf("trim C API: ok\n");
   return 0;
 }

@@ -1,8 +1,8 @@
-#include "governor/sub_allocator.h"
+#include "trim/sub_allocator.h"
 
 #include <iterator>
 
-namespace seedance::governor {
+namespace seedance::trim {
 
 SubAllocator::SubAllocator(uint64_t capacity, uint64_t alignment)
     : capacity_(capacity / alignment * alignment), alignment_(alignment) {
@@ -76,4 +76,4 @@ double SubAllocator::Fragmentation() const {
   return 1.0 - static_cast<double>(largest_free()) / static_cast<double>(total);
 }
 
-}  // namespace seedance::governor
+}  // namespace seedance::trim

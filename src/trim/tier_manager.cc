@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 #include <atomic>
@@ -11,16 +12,12 @@
 #include <thread>
 #include <utility>
 
-#include "governor/trim_policy.h"
+#include "trim/trim_policy.h"
 #include "seedance/trim.h"
 
 namespace seedance::trim {
 namespace {
 
-using governor::BufferState;
-using governor::TierSample;
-using governor::TrimPolicy;
-using governor::TrimReason;
 
 // Runs copies between tiers on its own thread, in submission order.
 class CopyWorker {
@@ -130,6 +127,7 @@ class TierManagerImpl final : public TierManager {
       b.group = std::move(group);
       if (!b.group.empty()) groups_[b.group].insert(id);
       buffers_[id] = std::move(b);
+      Index(id, buffers_[id]);
       registered_bytes_ += size;
       ScheduleIdle(id, buffers_[id]);
       UpdateEligible(id, buffers_[id]);
@@ -153,6 +151,7 @@ class TierManagerImpl final : public TierManager {
     }
     registered_bytes_ -= it->second.size;
     eligible_.erase(id);
+    Unindex(it->second);
     buffers_.erase(it);
     return Status::Ok();
   }
@@ -204,6 +203,18 @@ class TierManagerImpl final : public TierManager {
     return TrimFor(TrimReason::kOccupancy, 0, /*async=*/false);
   }
 
+  Result<BufferId> Lookup(const void* p) const override {
+    const_cast<TierManagerImpl*>(this)->Reap(/*wait=*/true);  // addresses once moves land
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    auto it = by_address_.upper_bound(a);
+    if (it != by_address_.begin()) {
+      --it;
+      const Buffer& b = buffers_.at(it->second);
+      if (a < it->first + b.size) return it->second;
+    }
+    return NotFoundError("no buffer holds that address");
+  }
+
   Result<int> TierOf(BufferId id) const override {
     const_cast<TierManagerImpl*>(this)->Reap(/*wait=*/true);  // where it is once moves land
     auto it = buffers_.find(id);
@@ -217,10 +228,15 @@ class TierManagerImpl final : public TierManager {
     for (int t = 0; t < static_cast<int>(tiers_.size()); ++t) {
       const Tier& tier = *tiers_[t];
       s.tiers.push_back(
-          TierStats{tier.name(), tier.capacity(), tier.used(),
-                    tier.capacity() ? static_cast<double>(tier.used()) / tier.capacity() : 0,
-                    tier.fragmentation()});
+          TierStats{.name = tier.name(),
+                    .capacity = tier.capacity(),
+                    .used = tier.used(),
+                    .occupancy = tier.capacity()
+                                     ? static_cast<double>(tier.used()) / tier.capacity()
+                                     : 0,
+                    .fragmentation = tier.fragmentation()});
     }
+    if (!s.tiers.empty()) s.tiers[0].peak_used = peak_fast_;
     s.step = step_;
     s.buffers = buffers_.size();
     s.registered_bytes = registered_bytes_;
@@ -274,6 +290,20 @@ class TierManagerImpl final : public TierManager {
     // Acquired by now, so making room for the group cannot move this one.
     if (stalled && worker_ != nullptr) BringGroupBack(id, b.group);
     return b.ptr;
+  }
+
+  // Records the fast tier's high-water mark after a placement on it.
+  Result<void*> NotePeak(Result<void*> placed) {
+    if (placed) peak_fast_ = std::max(peak_fast_, tiers_[0]->used());
+    return placed;
+  }
+
+  // ---- address index (Lookup) ----
+  // A buffer is found by its kept fast-tier address while moved, else by where it is now.
+  static const void* Address(const Buffer& b) { return b.home != nullptr ? b.home : b.ptr; }
+  void Unindex(const Buffer& b) { by_address_.erase(reinterpret_cast<uintptr_t>(Address(b))); }
+  void Index(BufferId id, const Buffer& b) {
+    by_address_[reinterpret_cast<uintptr_t>(Address(b))] = id;
   }
 
   TierSample Sample(int t) const {
@@ -355,9 +385,11 @@ class TierManagerImpl final : public TierManager {
       Discard(b, *job);
       return;
     }
+    Unindex(b);
     if (job->down) {
       if (!LeaveFastTier(b)) {
         tiers_[1]->Free(job->dst);
+        Index(id, b);
         return;
       }
       b.tier = 1;
@@ -370,6 +402,7 @@ class TierManagerImpl final : public TierManager {
       ++prefetches_;
     }
     b.ptr = job->dst;
+    Index(id, b);
     UpdateEligible(id, b);
   }
 
@@ -511,7 +544,8 @@ class TierManagerImpl final : public TierManager {
   template <typename Attempt>
   Result<void*> WithRoom(uint64_t size, BufferId keep, const Attempt& attempt) {
     auto p = attempt();
-    if (p) return p;
+    // Only a full tier is cured by moving buffers off it; any other failure is returned.
+    if (p || p.error().code() != StatusCode::kResourceExhausted) return NotePeak(std::move(p));
     // Make room: free what the new buffer needs beyond the low watermark target.
     TierSample s = Sample(0);
     const uint64_t target = static_cast<uint64_t>(policy_.options().low_watermark * s.capacity);
@@ -522,7 +556,8 @@ class TierManagerImpl final : public TierManager {
       while (true) {
         size_t moved = TrimBytes(need, keep, allow_recent);
         p = attempt();
-        if (p) return p;
+        if (p) return NotePeak(std::move(p));
+        if (p.error().code() != StatusCode::kResourceExhausted) return p;
         if (moved == 0) break;
         need = size;
       }
@@ -559,9 +594,11 @@ class TierManagerImpl final : public TierManager {
       return copied;
     }
     KeepCopy(id, b, b.ptr, b.tier);
+    Unindex(b);
     b.ptr = *p;
     b.home = nullptr;
     b.tier = 0;
+    Index(id, b);
     UpdateEligible(id, b);
     moved_up_ += b.size;
     return Status::Ok();
@@ -598,9 +635,14 @@ class TierManagerImpl final : public TierManager {
   }
   // Moves a buffer down to its kept copy: no bytes to copy, only its fast memory to give up.
   bool MoveDownToCopy(BufferId id, Buffer& b) {
-    if (!LeaveFastTier(b)) return false;
-    b.tier = b.copy_tier;
-    b.ptr = TakeCopy(id, b);
+    Unindex(b);
+    const bool left = LeaveFastTier(b);
+    if (left) {
+      b.tier = b.copy_tier;
+      b.ptr = TakeCopy(id, b);
+    }
+    Index(id, b);
+    if (!left) return false;
     UpdateEligible(id, b);
     moved_down_ += b.size;
     down_without_copy_ += b.size;
@@ -670,12 +712,15 @@ class TierManagerImpl final : public TierManager {
         tiers_[1]->Free(*p);
         continue;
       }
+      Unindex(b);
       if (!LeaveFastTier(b)) {  // cannot release it: leave it where it is
+        Index(id, b);
         tiers_[1]->Free(*p);
         continue;
       }
       b.ptr = *p;
       b.tier = 1;
+      Index(id, b);
       UpdateEligible(id, b);
       moved_down_ += b.size;
       ++moved;
@@ -708,6 +753,8 @@ class TierManagerImpl final : public TierManager {
   uint64_t retained_bytes_ = 0;
   uint64_t stalls_ = 0;
   uint64_t prefetches_ = 0;
+  uint64_t peak_fast_ = 0;
+  std::map<uintptr_t, BufferId> by_address_;  // see Address()
   std::unordered_map<uint64_t, std::vector<BufferId>> prefetch_at_;  // step → buffers due next
   double copy_seconds_ = 0;
   double step_seconds_ = 0;
@@ -723,6 +770,20 @@ class TierManagerImpl final : public TierManager {
 Result<std::unique_ptr<TierManager>> TierManager::Create(std::vector<std::unique_ptr<Tier>> tiers,
                                                          PolicyOptions options) {
   if (tiers.size() < 2) return InvalidArgumentError("a TierManager needs at least two tiers");
+  // Neighbours copy both ways (down on a trim, up on a stall): each must reach the other.
+  for (size_t t = 0; t + 1 < tiers.size(); ++t) {
+    for (auto [to, from] : {std::pair{t, t + 1}, std::pair{t + 1, t}}) {
+      if (tiers[to] == nullptr || tiers[from] == nullptr) {
+        return InvalidArgumentError("tier " + std::to_string(tiers[to] ? from : to) + " is null");
+      }
+      if (!tiers[to]->CanCopyFrom(*tiers[from])) {
+        return InvalidArgumentError(
+            "tier '" + tiers[to]->name() + "' cannot copy out of tier '" + tiers[from]->name() +
+            "' (" + (tiers[from]->memory() == MemoryKind::kDevice ? "device" : "host") +
+            " memory): put a tier that reaches both next to it (e.g. the CUDA pinned tier)");
+      }
+    }
+  }
   return std::unique_ptr<TierManager>(new TierManagerImpl(std::move(tiers), options));
 }
 

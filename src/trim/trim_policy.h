@@ -22,10 +22,10 @@
 
 #include "seedance/trim.h"
 
-namespace seedance::governor {
+namespace seedance::trim {
 
 // One definition of the knobs, in the public API of the trim library.
-using TrimPolicyOptions = trim::PolicyOptions;
+using TrimPolicyOptions = PolicyOptions;
 
 struct TierSample {
   uint64_t capacity = 0;
@@ -69,4 +69,4 @@ class TrimPolicy {
   int occupancy_streak_ = 0;
 };
 
-}  // namespace seedance::governor
+}  // namespace seedance::trim

@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-namespace seedance::governor {
+namespace seedance::trim {
 
 // Copies `size` bytes from `src` to `dst` (not overlapping) with up to `threads` threads,
 // the calling one included; blocks under `min_chunk` bytes per thread are not worth a thread.
@@ -22,4 +22,4 @@ void ParallelCopy(void* dst, const void* src, uint64_t size, int threads,
 // memcpy with non-temporal stores where the CPU has them (x86-64), memcpy elsewhere.
 void StreamingCopy(void* dst, const void* src, uint64_t size);
 
-}  // namespace seedance::governor
+}  // namespace seedance::trim

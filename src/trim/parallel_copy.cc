@@ -2,7 +2,7 @@
 // milliseconds a chunk of 4 MiB or more takes, and no pool of idle threads is kept.
 // StreamingCopy is written here because no library call offers it: glibc picks non-temporal
 // stores by size alone (GLIBC_TUNABLES can move the threshold, for the whole process only).
-#include "governor/parallel_copy.h"
+#include "trim/parallel_copy.h"
 
 #include <algorithm>
 #include <cstring>
@@ -13,7 +13,7 @@
 #include <emmintrin.h>
 #endif
 
-namespace seedance::governor {
+namespace seedance::trim {
 
 namespace {
 
@@ -82,4 +82,4 @@ void ParallelCopy(void* dst, const void* src, uint64_t size, int threads, uint64
   for (auto& t : helpers) t.join();
 }
 
-}  // namespace seedance::governor
+}  // namespace seedance::trim

@@ -1,8 +1,8 @@
-#include "governor/trim_policy.h"
+#include "trim/trim_policy.h"
 
 #include <gtest/gtest.h>
 
-namespace seedance::governor {
+namespace seedance::trim {
 namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
@@ -87,4 +87,4 @@ TEST(TrimPolicyTest, TrimmingTheChosenVictimsBringsOccupancyUnderTheWatermark) {
 }
 
 }  // namespace
-}  // namespace seedance::governor
+}  // namespace seedance::trim

@@ -12,8 +12,8 @@
 #include <new>
 #include <unordered_map>
 
-#include "governor/parallel_copy.h"
-#include "governor/sub_allocator.h"
+#include "trim/parallel_copy.h"
+#include "trim/sub_allocator.h"
 #include "seedance/trim.h"
 
 namespace seedance::trim {
@@ -52,7 +52,7 @@ class HostTier final : public Tier {
   Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier&,
                   CopyUrgency urgency) override {
     // Both sides are host memory. A background copy keeps to one thread: the program computes.
-    governor::ParallelCopy(dst, src, size,
+    ParallelCopy(dst, src, size,
                            urgency == CopyUrgency::kWaited ? copy_threads_ : 1);
     return Status::Ok();
   }
@@ -62,7 +62,7 @@ class HostTier final : public Tier {
   int copy_threads_;
   char* arena_ = nullptr;
   uint64_t mapped_ = 0;
-  governor::SubAllocator alloc_;
+  SubAllocator alloc_;
 };
 
 }  // namespace

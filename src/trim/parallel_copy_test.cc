@@ -1,4 +1,4 @@
-#include "governor/parallel_copy.h"
+#include "trim/parallel_copy.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-namespace seedance::governor {
+namespace seedance::trim {
 namespace {
 
 TEST(ParallelCopyTest, EveryByteArrivesWhateverTheSplit) {
@@ -44,4 +44,4 @@ TEST(ParallelCopyTest, StreamingCopyHandlesEveryAlignment) {
 }
 
 }  // namespace
-}  // namespace seedance::governor
+}  // namespace seedance::trim

@@ -1,8 +1,8 @@
-#include "governor/trim_policy.h"
+#include "trim/trim_policy.h"
 
 #include <algorithm>
 
-namespace seedance::governor {
+namespace seedance::trim {
 
 const char* TrimReasonName(TrimReason reason) {
   switch (reason) {
@@ -76,4 +76,4 @@ std::vector<uint64_t> TrimPolicy::ChooseVictims(const std::vector<BufferState>& 
   return out;
 }
 
-}  // namespace seedance::governor
+}  // namespace seedance::trim

@@ -11,7 +11,7 @@
 #include <map>
 #include <optional>
 
-namespace seedance::governor {
+namespace seedance::trim {
 
 class SubAllocator {
  public:
@@ -43,4 +43,4 @@ class SubAllocator {
   std::map<uint64_t, uint64_t> allocated_;          // offset → size
 };
 
-}  // namespace seedance::governor
+}  // namespace seedance::trim

@@ -1,11 +1,11 @@
-#include "governor/sub_allocator.h"
+#include "trim/sub_allocator.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 #include <vector>
 
-namespace seedance::governor {
+namespace seedance::trim {
 namespace {
 
 TEST(SubAllocatorTest, AlignsAndFillsExactly) {
@@ -71,4 +71,4 @@ TEST(SubAllocatorTest, RandomAllocFreeKeepsAccountingConsistent) {
 }
 
 }  // namespace
-}  // namespace seedance::governor
+}  // namespace seedance::trim

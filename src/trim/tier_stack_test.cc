@@ -1,0 +1,144 @@
+// TierManager over unusual tiers: stacks that cannot work are refused, a tier failure that no
+// trim can cure is returned as it is, and addresses map back to their buffers.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "seedance/trim.h"
+
+namespace seedance::trim {
+namespace {
+
+constexpr uint64_t kKiB = 1024;
+
+// A tier over host memory that says it is device memory (like the CUDA device tier) and can
+// be told to fail allocations with a given code.
+class ScriptedTier final : public Tier {
+ public:
+  ScriptedTier(MemoryKind kind, uint64_t capacity)
+      : kind_(kind), inner_(MakeHostTier("inner", capacity)) {}
+  const std::string& name() const override { return name_; }
+  MemoryKind memory() const override { return kind_; }
+  bool CanCopyFrom(const Tier&) const override { return true; }
+  uint64_t capacity() const override { return inner_->capacity(); }
+  uint64_t used() const override { return inner_->used(); }
+  double fragmentation() const override { return inner_->fragmentation(); }
+  Result<void*> Allocate(uint64_t size) override {
+    if (fail_with != StatusCode::kOk) return Status(fail_with, "scripted failure");
+    return inner_->Allocate(size);
+  }
+  void Free(void* p) override { inner_->Free(p); }
+  Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier&,
+                  CopyUrgency) override {
+    std::memcpy(dst, src, size);
+    return Status::Ok();
+  }
+  StatusCode fail_with = StatusCode::kOk;
+
+ private:
+  std::string name_ = "scripted";
+  MemoryKind kind_;
+  std::unique_ptr<Tier> inner_;
+};
+
+TEST(TierStackTest, AHostTierNextToDeviceMemoryIsRefused) {
+  std::vector<std::unique_ptr<Tier>> tiers;
+  tiers.push_back(std::make_unique<ScriptedTier>(MemoryKind::kDevice, 256 * kKiB));
+  tiers.push_back(MakeHostTier("ram", 256 * kKiB));
+  auto m = TierManager::Create(std::move(tiers));
+  ASSERT_FALSE(m.has_value());
+  EXPECT_EQ(m.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(m.error().message().find("'ram' cannot copy out of tier 'scripted' (device memory)"),
+            std::string::npos)
+      << m.error().message();
+}
+
+TEST(TierStackTest, AFailureOtherThanAFullTierIsReturnedWithoutTrimming) {
+  std::vector<std::unique_ptr<Tier>> tiers;
+  auto fast = std::make_unique<ScriptedTier>(MemoryKind::kHost, 256 * kKiB);
+  ScriptedTier* scripted = fast.get();
+  tiers.push_back(std::move(fast));
+  tiers.push_back(MakeHostTier("slow", 1024 * kKiB));
+  PolicyOptions o;
+  o.min_victim_bytes = 0;
+  auto m = TierManager::Create(std::move(tiers), o).value();
+  auto idle = m->Register(128 * kKiB).value();
+  m->Step();
+  m->Step();
+  scripted->fail_with = StatusCode::kInternal;  // e.g. a driver error, not out of memory
+  auto r = m->Register(64 * kKiB);
+  // The slower tier took it: the fast tier's failure moved nothing off it.
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(m->TierOf(*r).value(), 1);
+  EXPECT_EQ(m->TierOf(idle).value(), 0);
+  EXPECT_EQ(m->Stats().bytes_moved_down, 0u);
+  // A stall needs the fast tier: the error comes back as it is.
+  auto a = m->Acquire(*r);
+  ASSERT_FALSE(a.has_value());
+  EXPECT_EQ(a.error().code(), StatusCode::kInternal);
+  EXPECT_EQ(m->TierOf(idle).value(), 0);
+  scripted->fail_with = StatusCode::kResourceExhausted;  // full: room is made by trimming
+  ASSERT_FALSE(m->Acquire(*r).has_value());              // (still failing: nothing fits)
+  EXPECT_EQ(m->TierOf(idle).value(), 1);
+}
+
+TEST(TierStackTest, LookupFindsTheBufferHoldingAnAddressWhereverItIs) {
+  for (bool keeping : {false, true}) {
+    SCOPED_TRACE(keeping ? "address-keeping fast tier" : "plain fast tier");
+    std::vector<std::unique_ptr<Tier>> tiers;
+    tiers.push_back(keeping ? MakeAddressKeepingHostTier("fast", 256 * kKiB)
+                            : MakeHostTier("fast", 256 * kKiB));
+    tiers.push_back(MakeHostTier("slow", 1024 * kKiB));
+    PolicyOptions o;
+    o.min_victim_bytes = 0;
+    auto m = TierManager::Create(std::move(tiers), o).value();
+    auto a = m->Register(120 * kKiB).value();
+    auto b = m->Register(100 * kKiB).value();
+    char* pa = static_cast<char*>(m->Acquire(a).value());
+    char* pb = static_cast<char*>(m->Acquire(b).value());
+    EXPECT_EQ(m->Lookup(pa).value(), a);
+    EXPECT_EQ(m->Lookup(pa + 120 * kKiB - 1).value(), a);
+    EXPECT_EQ(m->Lookup(pb + 10).value(), b);
+    int elsewhere = 0;
+    EXPECT_EQ(m->Lookup(&elsewhere).error().code(), StatusCode::kNotFound);
+    ASSERT_TRUE(m->Release(a).ok());
+    ASSERT_TRUE(m->Release(b).ok());
+    m->Step();
+    ASSERT_GE(m->Trim(), 1u);  // 220 KiB over the 80% watermark of 256 KiB: a (the larger) goes
+    ASSERT_EQ(m->TierOf(a).value(), 1);
+    if (keeping) {
+      EXPECT_EQ(m->Lookup(pa + 5).value(), a);  // its kept address
+    } else {
+      EXPECT_EQ(m->Lookup(pa + 5).error().code(), StatusCode::kNotFound);
+    }
+    char* back = static_cast<char*>(m->Acquire(a).value());
+    EXPECT_EQ(m->Lookup(back + 99 * kKiB).value(), a);
+    ASSERT_TRUE(m->Release(a).ok());
+    ASSERT_TRUE(m->Unregister(a).ok());
+    EXPECT_EQ(m->Lookup(back).error().code(), StatusCode::kNotFound);
+  }
+}
+
+TEST(TierStackTest, PeakUsedIsTheFastTiersHighWaterMark) {
+  std::vector<std::unique_ptr<Tier>> tiers;
+  tiers.push_back(MakeHostTier("fast", 256 * kKiB));
+  tiers.push_back(MakeHostTier("slow", 1024 * kKiB));
+  PolicyOptions o;
+  o.min_victim_bytes = 0;
+  auto m = TierManager::Create(std::move(tiers), o).value();
+  std::vector<BufferId> ids;
+  for (int i = 0; i < 6; ++i) {
+    ids.push_back(m->Register(64 * kKiB).value());
+    m->Step();
+  }
+  const TrimStats s = m->Stats();
+  EXPECT_LE(s.tiers[0].peak_used, 256 * kKiB);
+  EXPECT_GE(s.tiers[0].peak_used, 192 * kKiB);
+  EXPECT_GE(s.tiers[0].peak_used, s.tiers[0].used);
+  for (BufferId id : ids) ASSERT_TRUE(m->Unregister(id).ok());
+  EXPECT_EQ(m->Stats().tiers[0].used, 0u);
+  EXPECT_EQ(m->Stats().tiers[0].peak_used, s.tiers[0].peak_used);
+}
+
+}  // namespace
+}  // namespace seedance::trim

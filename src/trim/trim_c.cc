@@ -1,0 +1,265 @@
+// The C API (seedance/trim_c.h) over seedance::trim::TierManager: one lock per manager, the
+// last error per thread, no C++ exception past the boundary.
+#include "seedance/trim_c.h"
+
+#include <mutex>
+#include <new>
+#include <string>
+
+#include "seedance/trim.h"
+
+struct sd_trim_manager {
+  std::unique_ptr<seedance::trim::TierManager> manager;
+  mutable std::mutex mu;
+};
+
+namespace {
+
+using seedance::Status;
+using seedance::StatusCode;
+namespace trim = seedance::trim;
+
+thread_local std::string t_last_error;
+
+int Code(const Status& s) {
+  if (s.ok()) return SD_TRIM_OK;
+  t_last_error = s.message();
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument:
+      return SD_TRIM_EINVAL;
+    case StatusCode::kNotFound:
+      return SD_TRIM_ENOTFOUND;
+    case StatusCode::kResourceExhausted:
+      return SD_TRIM_ENOSPACE;
+    case StatusCode::kFailedPrecondition:
+      return SD_TRIM_EBUSY;
+    case StatusCode::kUnavailable:
+      return SD_TRIM_EUNAVAILABLE;
+    default:
+      return SD_TRIM_EINTERNAL;
+  }
+}
+
+int Invalid(const char* why) {
+  t_last_error = why;
+  return SD_TRIM_EINVAL;
+}
+
+trim::PolicyOptions ToOptions(const sd_trim_policy* p) {
+  trim::PolicyOptions o;
+  if (p == nullptr) return o;
+  o.occupancy_trigger = p->occupancy_trigger;
+  o.occupancy_samples = p->occupancy_samples;
+  o.idle_share_trigger = p->idle_share_trigger;
+  o.idle_steps = p->idle_steps;
+  o.fragmentation_trigger = p->fragmentation_trigger;
+  o.min_victim_bytes = p->min_victim_bytes;
+  o.low_watermark = p->low_watermark;
+  o.async_copies = p->async_copies != 0;
+  return o;
+}
+
+// Wraps the tiers in a manager; every create function ends here.
+int Create(seedance::Result<std::vector<std::unique_ptr<trim::Tier>>> tiers,
+           const sd_trim_policy* policy, sd_trim_manager** out) {
+  if (!tiers) return Code(tiers.error());
+  auto manager = trim::TierManager::Create(std::move(tiers).value(), ToOptions(policy));
+  if (!manager) return Code(manager.error());
+  *out = new sd_trim_manager{std::move(manager).value(), {}};
+  return SD_TRIM_OK;
+}
+
+// Runs `call` under the manager's lock, turning an allocation failure into an error code.
+template <typename Call>
+int Locked(const sd_trim_manager* m, const Call& call) {
+  try {
+    std::lock_guard<std::mutex> lock(m->mu);
+    return call();
+  } catch (const std::bad_alloc&) {
+    t_last_error = "out of memory";
+    return SD_TRIM_ENOSPACE;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+void sd_trim_policy_defaults(sd_trim_policy* policy) {
+  if (policy == nullptr) return;
+  const trim::PolicyOptions o;
+  *policy = sd_trim_policy{o.occupancy_trigger,     o.occupancy_samples, o.idle_share_trigger,
+                           o.idle_steps,            o.fragmentation_trigger,
+                           o.min_victim_bytes,      o.low_watermark,
+                           o.async_copies ? 1 : 0};
+}
+
+sd_trim_manager* sd_trim_create_host(uint64_t fast_capacity, uint64_t slow_capacity,
+                                     const sd_trim_policy* policy) {
+  try {
+    std::vector<std::unique_ptr<trim::Tier>> tiers;
+    tiers.push_back(trim::MakeHostTier("fast", fast_capacity));
+    tiers.push_back(trim::MakeHostTier("slow", slow_capacity));
+    sd_trim_manager* m = nullptr;
+    return Create(std::move(tiers), policy, &m) == SD_TRIM_OK ? m : nullptr;
+  } catch (const std::bad_alloc&) {
+    t_last_error = "cannot map the host arenas";
+    return nullptr;
+  }
+}
+
+int sd_trim_create_host_keeping(uint64_t fast_capacity, uint64_t slow_capacity,
+                                const sd_trim_policy* policy, sd_trim_manager** out) {
+  if (out == nullptr) return Invalid("out is NULL");
+  try {
+    std::vector<std::unique_ptr<trim::Tier>> tiers;
+    tiers.push_back(trim::MakeAddressKeepingHostTier("fast", fast_capacity));
+    tiers.push_back(trim::MakeHostTier("slow", slow_capacity));
+    return Create(std::move(tiers), policy, out);
+  } catch (const std::bad_alloc&) {
+    t_last_error = "cannot map the host arena";
+    return SD_TRIM_ENOSPACE;
+  }
+}
+
+int sd_trim_create_cuda(const sd_trim_cuda_options* options, const sd_trim_policy* policy,
+                        sd_trim_manager** out) {
+  if (options == nullptr || out == nullptr) return Invalid("options or out is NULL");
+  if (options->peer_device_count < 0 ||
+      (options->peer_device_count > 0 && options->peer_devices == nullptr)) {
+    return Invalid("peer_devices does not match peer_device_count");
+  }
+  try {
+    trim::CudaTierOptions o;
+    o.device = options->device;
+    o.device_budget = options->device_budget;
+    o.pinned_capacity = options->pinned_capacity;
+    if (options->small_arena != 0) o.small_arena = options->small_arena;
+    o.peer_devices.assign(options->peer_devices,
+                          options->peer_devices + options->peer_device_count);
+    o.posix_fd_handles = options->posix_fd_handles != 0;
+    return Create(trim::MakeCudaTiers(o), policy, out);
+  } catch (const std::bad_alloc&) {
+    t_last_error = "out of memory";
+    return SD_TRIM_ENOSPACE;
+  }
+}
+
+void sd_trim_destroy(sd_trim_manager* manager) { delete manager; }
+
+int sd_trim_register(sd_trim_manager* m, uint64_t size, const char* name, const char* group,
+                     sd_trim_buffer* id) {
+  if (m == nullptr || id == nullptr) return Invalid("manager or id is NULL");
+  return Locked(m, [&]() -> int {
+    auto r = m->manager->Register(size, name ? name : "", group ? group : "");
+    if (!r) return Code(r.error());
+    *id = *r;
+    return SD_TRIM_OK;
+  });
+}
+
+int sd_trim_unregister(sd_trim_manager* m, sd_trim_buffer id) {
+  if (m == nullptr) return Invalid("manager is NULL");
+  return Locked(m, [&]() -> int { return Code(m->manager->Unregister(id)); });
+}
+
+int sd_trim_acquire(sd_trim_manager* m, sd_trim_buffer id, void** ptr) {
+  if (m == nullptr || ptr == nullptr) return Invalid("manager or ptr is NULL");
+  return Locked(m, [&]() -> int {
+    auto r = m->manager->Acquire(id);
+    if (!r) return Code(r.error());
+    *ptr = *r;
+    return SD_TRIM_OK;
+  });
+}
+
+int sd_trim_acquire_read(sd_trim_manager* m, sd_trim_buffer id, const void** ptr) {
+  if (m == nullptr || ptr == nullptr) return Invalid("manager or ptr is NULL");
+  return Locked(m, [&]() -> int {
+    auto r = m->manager->AcquireRead(id);
+    if (!r) return Code(r.error());
+    *ptr = *r;
+    return SD_TRIM_OK;
+  });
+}
+
+int sd_trim_release(sd_trim_manager* m, sd_trim_buffer id) {
+  if (m == nullptr) return Invalid("manager is NULL");
+  return Locked(m, [&]() -> int { return Code(m->manager->Release(id)); });
+}
+
+void sd_trim_step(sd_trim_manager* m) {
+  if (m == nullptr) return;
+  (void)Locked(m, [&]() -> int {
+    m->manager->Step();
+    return SD_TRIM_OK;
+  });
+}
+
+int sd_trim_prefetch(sd_trim_manager* m, sd_trim_buffer id) {
+  if (m == nullptr) return Invalid("manager is NULL");
+  return Locked(m, [&]() -> int { return Code(m->manager->Prefetch(id)); });
+}
+
+size_t sd_trim_trim(sd_trim_manager* m) {
+  if (m == nullptr) return 0;
+  size_t moved = 0;
+  (void)Locked(m, [&]() -> int {
+    moved = m->manager->Trim();
+    return SD_TRIM_OK;
+  });
+  return moved;
+}
+
+int sd_trim_tier_of(sd_trim_manager* m, sd_trim_buffer id, int* tier) {
+  if (m == nullptr || tier == nullptr) return Invalid("manager or tier is NULL");
+  return Locked(m, [&]() -> int {
+    auto r = m->manager->TierOf(id);
+    if (!r) return Code(r.error());
+    *tier = *r;
+    return SD_TRIM_OK;
+  });
+}
+
+int sd_trim_lookup(sd_trim_manager* m, const void* p, sd_trim_buffer* id) {
+  if (m == nullptr || id == nullptr) return Invalid("manager or id is NULL");
+  return Locked(m, [&]() -> int {
+    auto r = m->manager->Lookup(p);
+    if (!r) return Code(r.error());
+    *id = *r;
+    return SD_TRIM_OK;
+  });
+}
+
+void sd_trim_get_stats(const sd_trim_manager* m, sd_trim_stats* out) {
+  if (m == nullptr || out == nullptr) return;
+  *out = sd_trim_stats{};
+  (void)Locked(m, [&]() -> int {
+    const trim::TrimStats s = m->manager->Stats();
+    out->step = s.step;
+    out->buffers = s.buffers;
+    out->registered_bytes = s.registered_bytes;
+    if (!s.tiers.empty()) {
+      out->fast_used = s.tiers[0].used;
+      out->fast_capacity = s.tiers[0].capacity;
+      out->fast_fragmentation = s.tiers[0].fragmentation;
+      out->fast_peak_used = s.tiers[0].peak_used;
+    }
+    out->idle_share = s.idle_share;
+    out->trims = s.trims;
+    out->bytes_moved_down = s.bytes_moved_down;
+    out->bytes_moved_up = s.bytes_moved_up;
+    out->stalls = s.stalls;
+    out->bytes_down_without_copy = s.bytes_down_without_copy;
+    out->retained_bytes = s.retained_bytes;
+    out->trim_latency_p50_us = s.trim_latency_p50_us;
+    out->trim_latency_p99_us = s.trim_latency_p99_us;
+    out->prefetches = s.prefetches;
+    out->copy_seconds = s.copy_seconds;
+    return SD_TRIM_OK;
+  });
+}
+
+const char* sd_trim_last_error(const sd_trim_manager*) { return t_last_error.c_str(); }
+
+}  // extern "C"
