@@ -7,7 +7,7 @@
 // fragmentation; see PolicyOptions) idle buffers move down a tier. An acquired buffer is never
 // moved. Periodic use is learned per buffer (two equal gaps between bursts of use) and the
 // buffer is brought back ahead of its use: one step, or as many as its copy takes. No CUDA
-// types appear here: the CUDA tiers implement Tier in src/gpu.
+// types appear here: the CUDA tiers implement Tier in src/trim/cuda.
 //
 // Thread-compatible: one thread (or external locking) per TierManager. The C API
 // (seedance/trim_c.h) locks for you.

@@ -1,0 +1,99 @@
+"""seedance::trim under PyTorch: ResNet-50 and a small transformer under TrimmedModel with a fast-tier budget below their size (CPU; --device cuda on a GPU): outputs, peak, overhead, bytes moved."""
+# Each model runs plain and trimmed on the same input, in alternating iterations after a
+# warm-up, so drift hits both alike; step_overhead is the trimmed time over the plain time,
+# minus one. outputs_equal compares every iteration's outputs bit for bit. Weights are random
+# (nothing is downloaded). Prints one JSON line:
+#   {"benchmark": "trim_torch", "device": ..., "models": [{name, outputs_equal, budget_bytes,
+#    peak_fast_bytes, model_bytes, step_overhead, bytes_moved, ...}, ...]}
+import argparse
+import copy
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# bench/ holds queue.py, which would shadow the standard library's queue that torch imports.
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.join(ROOT, "bench")]
+sys.path.insert(0, os.path.join(ROOT, "python"))
+_release_lib = os.path.join(ROOT, "build-release", "src", "trim", "libseedance_trim.so")
+if os.path.exists(_release_lib):  # bench/run's Release build
+    os.environ.setdefault("SEEDANCE_TRIM_LIB", _release_lib)
+sys.path.insert(0, os.path.join(ROOT, "python", "tests"))
+
+import torch  # noqa: E402
+import torchvision  # noqa: E402
+
+from seedance_trim import TrimManager, TrimmedModel  # noqa: E402
+from test_trim_torch import SmallTransformer, model_bytes  # noqa: E402
+
+
+def sync(device):
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def measure(name, model, inputs, budget_share, device, iterations):
+    plain = copy.deepcopy(model).eval().to(device)
+    size = model_bytes(model)
+    budget = int(size * budget_share)
+    if device == "cpu":
+        manager = TrimManager.host(budget, 2 * size, min_victim_bytes=0)
+    else:
+        manager = TrimManager.cuda(budget, 2 * size, min_victim_bytes=0)
+    trimmed = TrimmedModel(model.eval(), manager)
+    inputs = inputs.to(device)
+    equal = True
+    times = {"plain": 0.0, "trimmed": 0.0}
+    with torch.no_grad():
+        for i in range(iterations + 2):
+            order = [("plain", plain), ("trimmed", trimmed)]
+            if i % 2:
+                order.reverse()
+            outs = {}
+            for label, m in order:
+                sync(device)
+                t0 = time.perf_counter()
+                outs[label] = m(inputs)
+                sync(device)
+                if i >= 2:  # two warm-up iterations
+                    times[label] += time.perf_counter() - t0
+            equal = equal and torch.equal(outs["plain"], outs["trimmed"])
+    s = trimmed.stats()
+    return {"name": name, "outputs_equal": equal, "budget_bytes": budget,
+            "peak_fast_bytes": s["fast_peak_used"], "model_bytes": size,
+            "step_overhead": round(times["trimmed"] / times["plain"] - 1, 4),
+            "step_ms_plain": round(1000 * times["plain"] / iterations, 3),
+            "step_ms_trimmed": round(1000 * times["trimmed"] / iterations, 3),
+            "bytes_moved": s["bytes_moved_down"] + s["bytes_moved_up"],
+            "bytes_copied": s["bytes_moved_down"] - s["bytes_down_without_copy"] +
+            s["bytes_moved_up"],
+            "stalls": s["stalls"], "buffers": s["buffers"]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--iterations", type=int, default=10)
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    if args.device.startswith("cuda"):
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+        resnet_input = torch.randn(8, 3, 224, 224)
+    else:
+        torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+        resnet_input = torch.randn(1, 3, 128, 128)
+    models = [
+        measure("resnet50", torchvision.models.resnet50(), resnet_input, 0.4, args.device,
+                args.iterations),
+        measure("small_transformer", SmallTransformer(), torch.randint(0, 4000, (4, 64)), 0.35,
+                args.device, args.iterations),
+    ]
+    print(json.dumps({"benchmark": "trim_torch", "device": args.device,
+                      "torch": torch.__version__, "iterations": args.iterations,
+                      "models": models}))
+
+
+if __name__ == "__main__":
+    main()

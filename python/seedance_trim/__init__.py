@@ -1,0 +1,18 @@
+"""seedance_trim: seedance::trim from Python (ctypes over libseedance_trim.so).
+
+    from seedance_trim import TrimManager, TrimmedModel
+    manager = TrimManager.host(fast_bytes=40 << 20, slow_bytes=512 << 20)  # or TrimManager.cuda
+    model = TrimmedModel(model, manager)
+
+TrimmedModel needs PyTorch (1.12 or newer); TrimManager needs only the library.
+"""
+from .manager import TrimError, TrimManager, policy
+
+__all__ = ["TrimError", "TrimManager", "TrimmedModel", "policy"]
+
+
+def __getattr__(name):
+    if name == "TrimmedModel":  # imports torch only when asked for
+        from .torch_hooks import TrimmedModel
+        return TrimmedModel
+    raise AttributeError(name)

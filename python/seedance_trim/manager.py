@@ -1,0 +1,121 @@
+"""TrimManager: seedance::trim's manager from Python (thread-safe, like the C API)."""
+import ctypes
+
+from . import _lib
+
+_ERRORS = {-1: ValueError, -2: KeyError, -3: MemoryError, -4: RuntimeError, -5: RuntimeError,
+           -6: RuntimeError}
+
+
+class TrimError(RuntimeError):
+    """A seedance::trim call failed; `code` is the SD_TRIM_E* code."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def _check(rc, manager=None):
+    if rc != 0:
+        raise TrimError(rc, _lib.lib.sd_trim_last_error(manager).decode(errors="replace"))
+
+
+def policy(**overrides):
+    """The article's defaults with `overrides` (field names of sd_trim_policy)."""
+    p = _lib.Policy()
+    _lib.lib.sd_trim_policy_defaults(ctypes.byref(p))
+    for key, value in overrides.items():
+        if not hasattr(p, key):
+            raise TypeError(f"no policy option {key!r}")
+        setattr(p, key, value)
+    return p
+
+
+class TrimManager:
+    """Buffers on a fast tier with a budget and a slower tier; see seedance/trim.h.
+
+    TrimManager.host(fast_bytes, slow_bytes): RAM tiers whose fast blocks keep their address
+    across moves (so tensors can wrap them). TrimManager.cuda(device_budget, pinned_bytes):
+    GPU memory and pinned host memory.
+    """
+
+    def __init__(self, handle, device):
+        self._h = handle
+        self.device = device  # "cpu" or "cuda:N"
+
+    @classmethod
+    def host(cls, fast_bytes, slow_bytes, **policy_overrides):
+        h = ctypes.c_void_p()
+        _check(_lib.lib.sd_trim_create_host_keeping(fast_bytes, slow_bytes,
+                                                     ctypes.byref(policy(**policy_overrides)),
+                                                     ctypes.byref(h)))
+        return cls(h, "cpu")
+
+    @classmethod
+    def cuda(cls, device_budget, pinned_bytes, device=0, small_arena=0, **policy_overrides):
+        o = _lib.CudaOptions(device=device, device_budget=device_budget,
+                             pinned_capacity=pinned_bytes, small_arena=small_arena)
+        h = ctypes.c_void_p()
+        _check(_lib.lib.sd_trim_create_cuda(ctypes.byref(o),
+                                             ctypes.byref(policy(**policy_overrides)),
+                                             ctypes.byref(h)))
+        return cls(h, f"cuda:{device}")
+
+    def close(self):
+        if self._h:
+            _lib.lib.sd_trim_destroy(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def register(self, size, name="", group=""):
+        out = ctypes.c_uint64()
+        _check(_lib.lib.sd_trim_register(self._h, size, name.encode(), group.encode(),
+                                          ctypes.byref(out)), self._h)
+        return out.value
+
+    def unregister(self, buffer):
+        _check(_lib.lib.sd_trim_unregister(self._h, buffer), self._h)
+
+    def acquire(self, buffer):
+        """Address of the buffer on the fast tier, valid until release()."""
+        p = ctypes.c_void_p()
+        _check(_lib.lib.sd_trim_acquire(self._h, buffer, ctypes.byref(p)), self._h)
+        return p.value
+
+    def acquire_read(self, buffer):
+        """acquire() for a caller that only reads until release()."""
+        p = ctypes.c_void_p()
+        _check(_lib.lib.sd_trim_acquire_read(self._h, buffer, ctypes.byref(p)), self._h)
+        return p.value
+
+    def release(self, buffer):
+        _check(_lib.lib.sd_trim_release(self._h, buffer), self._h)
+
+    def step(self):
+        _lib.lib.sd_trim_step(self._h)
+
+    def trim(self):
+        return _lib.lib.sd_trim_trim(self._h)
+
+    def tier_of(self, buffer):
+        t = ctypes.c_int()
+        _check(_lib.lib.sd_trim_tier_of(self._h, buffer, ctypes.byref(t)), self._h)
+        return t.value
+
+    def lookup(self, address):
+        out = ctypes.c_uint64()
+        _check(_lib.lib.sd_trim_lookup(self._h, address, ctypes.byref(out)), self._h)
+        return out.value
+
+    def stats(self):
+        s = _lib.Stats()
+        _lib.lib.sd_trim_get_stats(self._h, ctypes.byref(s))
+        return s.as_dict()
