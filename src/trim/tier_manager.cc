@@ -552,14 +552,22 @@ class TierManagerImpl final : public TierManager {
     uint64_t need = s.used + size > target ? s.used + size - target : size;
     // Free bytes are not always one hole: keep moving victims (then also buffers released in
     // this very step, never acquired ones) until the block fits or nothing is left to move.
-    for (bool allow_recent : {false, true}) {
-      while (true) {
-        size_t moved = TrimBytes(need, keep, allow_recent);
-        p = attempt();
-        if (p) return NotePeak(std::move(p));
-        if (p.error().code() != StatusCode::kResourceExhausted) return p;
-        if (moved == 0) break;
-        need = size;
+    // Last, moves still in flight (async_copies) are waited for: a finished move down frees
+    // its fast memory, and a buffer brought back becomes a victim like any other.
+    for (bool wait_in_flight : {false, true}) {
+      if (wait_in_flight) {
+        if (in_flight_.empty()) break;
+        Reap(/*wait=*/true);
+      }
+      for (bool allow_recent : {false, true}) {
+        while (true) {
+          size_t moved = TrimBytes(need, keep, allow_recent);
+          p = attempt();
+          if (p) return NotePeak(std::move(p));
+          if (p.error().code() != StatusCode::kResourceExhausted) return p;
+          if (moved == 0) break;
+          need = size;
+        }
       }
     }
     return p;

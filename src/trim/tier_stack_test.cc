@@ -2,7 +2,11 @@
 // trim can cure is returned as it is, and addresses map back to their buffers.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "seedance/trim.h"
 
@@ -30,13 +34,32 @@ class ScriptedTier final : public Tier {
   void Free(void* p) override { inner_->Free(p); }
   Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier&,
                   CopyUrgency) override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      open_cv_.wait(lock, [&] { return open_; });
+    }
     std::memcpy(dst, src, size);
     return Status::Ok();
+  }
+  // Copies into this tier wait until Open() (a slow link; moves stay in flight).
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = false;
+  }
+  void Open() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_ = true;
+    }
+    open_cv_.notify_all();
   }
   StatusCode fail_with = StatusCode::kOk;
 
  private:
   std::string name_ = "scripted";
+  std::mutex mu_;
+  std::condition_variable open_cv_;
+  bool open_ = true;
   MemoryKind kind_;
   std::unique_ptr<Tier> inner_;
 };
@@ -80,6 +103,36 @@ TEST(TierStackTest, AFailureOtherThanAFullTierIsReturnedWithoutTrimming) {
   scripted->fail_with = StatusCode::kResourceExhausted;  // full: room is made by trimming
   ASSERT_FALSE(m->Acquire(*r).has_value());              // (still failing: nothing fits)
   EXPECT_EQ(m->TierOf(idle).value(), 1);
+}
+
+TEST(TierStackTest, RoomIsMadeByWaitingForMovesInFlight) {
+  std::vector<std::unique_ptr<Tier>> tiers;
+  tiers.push_back(MakeHostTier("fast", 256 * kKiB));
+  auto slow = std::make_unique<ScriptedTier>(MemoryKind::kHost, 1024 * kKiB);
+  ScriptedTier* link = slow.get();
+  tiers.push_back(std::move(slow));
+  PolicyOptions o;
+  o.min_victim_bytes = 0;
+  o.idle_steps = 1;
+  o.async_copies = true;
+  auto m = TierManager::Create(std::move(tiers), o).value();
+  auto a = m->Register(120 * kKiB).value();
+  auto b = m->Register(120 * kKiB).value();
+  link->Close();
+  m->Step();  // both idle: their moves down start, and wait on the slow link
+  // The link opens later; placing a new buffer and acquiring it need the room held by the
+  // moves in flight: the manager waits for them instead of giving up (kResourceExhausted).
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    link->Open();
+  });
+  auto c = m->Register(120 * kKiB).value();
+  auto p = m->Acquire(c);
+  opener.join();
+  ASSERT_TRUE(p.has_value()) << p.error().ToString();
+  EXPECT_EQ(m->TierOf(c).value(), 0);
+  ASSERT_TRUE(m->Release(c).ok());
+  EXPECT_EQ(m->TierOf(a).value() + m->TierOf(b).value(), 2);
 }
 
 TEST(TierStackTest, LookupFindsTheBufferHoldingAnAddressWhereverItIs) {
