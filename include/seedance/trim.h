@@ -132,8 +132,13 @@ class TierManager {
 
   // Places a new buffer of `size` bytes on the fastest tier with room (trimming idle buffers
   // to make room), else on a slower one. kResourceExhausted when no tier can hold it.
+  // With `stable_address` the buffer's pointer never changes (objects elsewhere hold it, e.g.
+  // a tensor wrapping the memory): it is placed on the fastest tier, and moved only if its
+  // block there keeps its address (Tier::KeepsAddress); otherwise it stays where it is (on the
+  // CUDA tiers: blocks in the small-block range). kResourceExhausted when the fastest tier
+  // cannot make room for it.
   virtual Result<BufferId> Register(uint64_t size, std::string name = {},
-                                    std::string group = {}) = 0;
+                                    std::string group = {}, bool stable_address = false) = 0;
   // kNotFound for an unknown id; kFailedPrecondition while acquired.
   virtual Status Unregister(BufferId id) = 0;
   // Pointer to the buffer on the fastest tier, valid until Release(); brings it back first
@@ -190,6 +195,16 @@ struct CudaTierOptions {
   // for CUDA IPC between processes). Each Restore backs a block with new memory: an importer
   // must import again after a move. Default: off.
   bool posix_fd_handles = false;
+  // How a move waits for the work issued before Release (the release contract):
+  //   false (default)  for every stream of the device (cudaDeviceSynchronize). This breaks a
+  //                    CUDA graph capture running on another thread of the same device, in any
+  //                    capture mode (measured: scripts/gpu-check's capture table); the move
+  //                    then fails and the buffer stays.
+  //   true             for the legacy default stream, and through it for every blocking stream
+  //                    (an event recorded there and waited for): captures on other threads
+  //                    survive, but work on non-blocking streams (cudaStreamNonBlocking,
+  //                    per-thread default streams) must have finished before Release.
+  bool capture_safe = false;
 };
 
 // The CUDA tiers, fastest first: GPU memory (a block of at least the mapping granularity, or a

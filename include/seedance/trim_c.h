@@ -77,7 +77,13 @@ typedef struct {
   const int* peer_devices;    /* devices granted access too; may be NULL */
   int peer_device_count;
   int posix_fd_handles;       /* 1: exportable memory (CUDA IPC) */
+  int capture_safe;           /* 1: moves wait for the legacy stream only (CudaTierOptions) */
 } sd_trim_cuda_options;
+
+/* sd_trim_register_ex flags. */
+enum {
+  SD_TRIM_STABLE_ADDRESS = 1 /* the pointer never changes (TierManager::Register) */
+};
 
 /* The article's defaults. */
 void sd_trim_policy_defaults(sd_trim_policy* policy);
@@ -99,6 +105,9 @@ void sd_trim_destroy(sd_trim_manager* manager);
 
 int sd_trim_register(sd_trim_manager* manager, uint64_t size, const char* name,
                      const char* group, sd_trim_buffer* id);
+/* sd_trim_register with SD_TRIM_* flags. */
+int sd_trim_register_ex(sd_trim_manager* manager, uint64_t size, const char* name,
+                        const char* group, unsigned flags, sd_trim_buffer* id);
 int sd_trim_unregister(sd_trim_manager* manager, sd_trim_buffer id);
 /* *ptr is valid on the fast tier until sd_trim_release(). */
 int sd_trim_acquire(sd_trim_manager* manager, sd_trim_buffer id, void** ptr);

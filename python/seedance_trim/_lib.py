@@ -59,7 +59,8 @@ class CudaOptions(ctypes.Structure):
     _fields_ = [("device", ctypes.c_int), ("device_budget", ctypes.c_uint64),
                 ("pinned_capacity", ctypes.c_uint64), ("small_arena", ctypes.c_uint64),
                 ("peer_devices", ctypes.POINTER(ctypes.c_int)),
-                ("peer_device_count", ctypes.c_int), ("posix_fd_handles", ctypes.c_int)]
+                ("peer_device_count", ctypes.c_int), ("posix_fd_handles", ctypes.c_int),
+                ("capture_safe", ctypes.c_int)]
 
 
 lib = _load()
@@ -74,6 +75,8 @@ for name, res, args in [
     ("sd_trim_destroy", None, [_mgr]),
     ("sd_trim_register", ctypes.c_int,
      [_mgr, _u64, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_u64)]),
+    ("sd_trim_register_ex", ctypes.c_int,
+     [_mgr, _u64, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint, ctypes.POINTER(_u64)]),
     ("sd_trim_unregister", ctypes.c_int, [_mgr, _u64]),
     ("sd_trim_acquire", ctypes.c_int, [_mgr, _u64, ctypes.POINTER(ctypes.c_void_p)]),
     ("sd_trim_acquire_read", ctypes.c_int, [_mgr, _u64, ctypes.POINTER(ctypes.c_void_p)]),

@@ -52,9 +52,13 @@ class TrimManager:
         return cls(h, "cpu")
 
     @classmethod
-    def cuda(cls, device_budget, pinned_bytes, device=0, small_arena=0, **policy_overrides):
+    def cuda(cls, device_budget, pinned_bytes, device=0, small_arena=0, capture_safe=False,
+             **policy_overrides):
+        """capture_safe: moves wait for the legacy default stream (PyTorch's default stream)
+        instead of the whole device, so CUDA graph captures on other threads survive."""
         o = _lib.CudaOptions(device=device, device_budget=device_budget,
-                             pinned_capacity=pinned_bytes, small_arena=small_arena)
+                             pinned_capacity=pinned_bytes, small_arena=small_arena,
+                             capture_safe=1 if capture_safe else 0)
         h = ctypes.c_void_p()
         _check(_lib.lib.sd_trim_create_cuda(ctypes.byref(o),
                                              ctypes.byref(policy(**policy_overrides)),
@@ -75,10 +79,12 @@ class TrimManager:
     def __del__(self):
         self.close()
 
-    def register(self, size, name="", group=""):
+    def register(self, size, name="", group="", stable_address=False):
+        """A new buffer; with stable_address its pointer never changes (see trim.h)."""
         out = ctypes.c_uint64()
-        _check(_lib.lib.sd_trim_register(self._h, size, name.encode(), group.encode(),
-                                          ctypes.byref(out)), self._h)
+        _check(_lib.lib.sd_trim_register_ex(self._h, size, name.encode(), group.encode(),
+                                             1 if stable_address else 0, ctypes.byref(out)),
+               self._h)
         return out.value
 
     def unregister(self, buffer):

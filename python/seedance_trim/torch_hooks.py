@@ -8,10 +8,11 @@ Zero-code integration (seed chapter 4.1): wrap a model once, run it as before.
     model.stats()                # peak, moves, stalls
 
 What it does:
-- Every parameter and buffer becomes a buffer of the manager; its tensor is re-pointed at the
-  library's memory (an address-stable block: on CUDA a VMM mapping, on the CPU an
-  address-keeping host block), so the tensor object the model holds never changes while its
-  bytes move between tiers.
+- Every parameter and buffer becomes a buffer of the manager (registered with a stable
+  address); its tensor is re-pointed at the library's memory (on CUDA a VMM mapping, on the
+  CPU an address-keeping host block), so the tensor the model holds never changes while its
+  bytes move between tiers. On CUDA, tensors under 2 MiB share granules of the small-block
+  range, where addresses cannot be kept: those stay on the GPU (biases, norms).
 - The model is cut into units: each module with parameters or buffers of its own, and whole
   subtrees for modules that use their children's parameters without calling the children
   (attention and transformer layers, which PyTorch runs through fused kernels). A forward
@@ -88,7 +89,7 @@ class TrimmedModel(nn.Module):
         if t.numel() == 0:
             return t
         nbytes = t.numel() * t.element_size()
-        bid = self.manager.register(nbytes, name, group)
+        bid = self.manager.register(nbytes, name, group, stable_address=True)
         ptr = self.manager.acquire(bid)
         view = _wrap(ptr, nbytes, t.dtype, t.shape, device)
         view.copy_(t.detach().contiguous())

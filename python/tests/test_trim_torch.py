@@ -26,7 +26,7 @@ class SmallTransformer(nn.Module):
     def __init__(self, vocab=4000, d=128, layers=4):
         super().__init__()
         self.embed = nn.Embedding(vocab, d)
-        layer = nn.TransformerEncoderLayer(d, nhead=4, dim_feedforward=512, batch_first=True)
+        layer = nn.TransformerEncoderLayer(d, nhead=4, dim_feedforward=4 * d, batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.head = nn.Linear(d, vocab)
 

@@ -12,8 +12,8 @@ namespace {
 
 class HostDevice final : public testing::DeviceHarness {
  public:
-  Result<std::vector<std::unique_ptr<Tier>>> MakeTiers(uint64_t budget, uint64_t slow,
-                                                       uint64_t) override {
+  Result<std::vector<std::unique_ptr<Tier>>> MakeTiers(uint64_t budget, uint64_t slow, uint64_t,
+                                                       bool) override {
     std::vector<std::unique_ptr<Tier>> tiers;
     tiers.push_back(MakeAddressKeepingHostTier("device", budget));
     tiers.push_back(MakeHostTier("pinned", slow));

@@ -90,6 +90,7 @@ struct Buffer {
   uint64_t uses = 0;
   bool acquired = false;
   bool counted_idle = false;  // its bytes are in idle_bytes_
+  bool pinned = false;        // never moved: a stable address its block cannot keep
   void* home = nullptr;       // its fast-tier address, kept while moved (Tier::KeepsAddress)
   // A copy of its contents on tier `copy_tier`, still valid: kept from the move that brought
   // the buffer back, while it is only read (AcquireRead). Moving it down again needs no copy.
@@ -113,8 +114,11 @@ class TierManagerImpl final : public TierManager {
     if (options.async_copies) worker_ = std::make_unique<CopyWorker>();
   }
 
-  Result<BufferId> Register(uint64_t size, std::string name, std::string group) override {
-    for (int t = 0; t < static_cast<int>(tiers_.size()); ++t) {
+  Result<BufferId> Register(uint64_t size, std::string name, std::string group,
+                            bool stable_address) override {
+    // A stable address is one on the fastest tier (a block there may keep it across moves).
+    const int tiers = stable_address ? 1 : static_cast<int>(tiers_.size());
+    for (int t = 0; t < tiers; ++t) {
       auto p = AllocateOn(t, size, /*keep=*/0);
       if (!p) continue;
       BufferId id = next_id_++;
@@ -125,6 +129,7 @@ class TierManagerImpl final : public TierManager {
       b.last_used_step = step_;
       b.name = std::move(name);
       b.group = std::move(group);
+      b.pinned = stable_address && !tiers_[0]->KeepsAddress(b.ptr);
       if (!b.group.empty()) groups_[b.group].insert(id);
       buffers_[id] = std::move(b);
       Index(id, buffers_[id]);
@@ -133,7 +138,9 @@ class TierManagerImpl final : public TierManager {
       UpdateEligible(id, buffers_[id]);
       return id;
     }
-    return ResourceExhaustedError("no tier can hold " + std::to_string(size) + " bytes");
+    return ResourceExhaustedError(
+        (stable_address ? "the fastest tier cannot hold " : "no tier can hold ") +
+        std::to_string(size) + " bytes" + (stable_address ? " (a stable-address buffer)" : ""));
   }
 
   Status Unregister(BufferId id) override {
@@ -325,7 +332,7 @@ class TierManagerImpl final : public TierManager {
   }
 
   void UpdateEligible(BufferId id, const Buffer& b) {
-    if (b.tier == 0 && b.size >= policy_.options().min_victim_bytes) {
+    if (b.tier == 0 && !b.pinned && b.size >= policy_.options().min_victim_bytes) {
       eligible_.insert(id);
     } else {
       eligible_.erase(id);

@@ -172,6 +172,38 @@ TEST(TierStackTest, LookupFindsTheBufferHoldingAnAddressWhereverItIs) {
   }
 }
 
+TEST(TierStackTest, AStableAddressIsKeptOrTheBufferStays) {
+  for (bool keeping : {false, true}) {
+    SCOPED_TRACE(keeping ? "address-keeping fast tier" : "plain fast tier");
+    std::vector<std::unique_ptr<Tier>> tiers;
+    tiers.push_back(keeping ? MakeAddressKeepingHostTier("fast", 256 * kKiB)
+                            : MakeHostTier("fast", 256 * kKiB));
+    tiers.push_back(MakeHostTier("slow", 1024 * kKiB));
+    PolicyOptions o;
+    o.min_victim_bytes = 0;
+    o.low_watermark = 0.01;
+    auto m = TierManager::Create(std::move(tiers), o).value();
+    auto stable = m->Register(64 * kKiB, "w", "", /*stable_address=*/true).value();
+    auto plain = m->Register(64 * kKiB).value();
+    void* p = m->Acquire(stable).value();
+    static_cast<char*>(p)[5] = 42;
+    ASSERT_TRUE(m->Release(stable).ok());
+    m->Step();
+    m->Trim();
+    EXPECT_EQ(m->TierOf(plain).value(), 1);
+    EXPECT_EQ(m->TierOf(stable).value(), keeping ? 1 : 0);  // moved only if its address stays
+    void* back = m->Acquire(stable).value();
+    EXPECT_EQ(back, p);
+    EXPECT_EQ(static_cast<char*>(back)[5], 42);
+    // A stable-address buffer goes on the fastest tier or nowhere.
+    auto big = m->Register(300 * kKiB, "", "", /*stable_address=*/true);
+    ASSERT_FALSE(big.has_value());
+    EXPECT_EQ(big.error().code(), StatusCode::kResourceExhausted);
+    EXPECT_NE(big.error().message().find("stable-address"), std::string::npos);
+    ASSERT_TRUE(m->Release(stable).ok());
+  }
+}
+
 TEST(TierStackTest, PeakUsedIsTheFastTiersHighWaterMark) {
   std::vector<std::unique_ptr<Tier>> tiers;
   tiers.push_back(MakeHostTier("fast", 256 * kKiB));

@@ -138,6 +138,7 @@ int sd_trim_create_cuda(const sd_trim_cuda_options* options, const sd_trim_polic
     o.peer_devices.assign(options->peer_devices,
                           options->peer_devices + options->peer_device_count);
     o.posix_fd_handles = options->posix_fd_handles != 0;
+    o.capture_safe = options->capture_safe != 0;
     return Create(trim::MakeCudaTiers(o), policy, out);
   } catch (const std::bad_alloc&) {
     t_last_error = "out of memory";
@@ -149,9 +150,16 @@ void sd_trim_destroy(sd_trim_manager* manager) { delete manager; }
 
 int sd_trim_register(sd_trim_manager* m, uint64_t size, const char* name, const char* group,
                      sd_trim_buffer* id) {
+  return sd_trim_register_ex(m, size, name, group, 0, id);
+}
+
+int sd_trim_register_ex(sd_trim_manager* m, uint64_t size, const char* name, const char* group,
+                        unsigned flags, sd_trim_buffer* id) {
   if (m == nullptr || id == nullptr) return Invalid("manager or id is NULL");
+  if ((flags & ~unsigned{SD_TRIM_STABLE_ADDRESS}) != 0) return Invalid("unknown flags");
   return Locked(m, [&]() -> int {
-    auto r = m->manager->Register(size, name ? name : "", group ? group : "");
+    auto r = m->manager->Register(size, name ? name : "", group ? group : "",
+                                  (flags & SD_TRIM_STABLE_ADDRESS) != 0);
     if (!r) return Code(r.error());
     *id = *r;
     return SD_TRIM_OK;

@@ -12,14 +12,18 @@ namespace {
 
 using testing::kMiB;
 
+// `kCaptureSafe`: CudaTierOptions::capture_safe for every manager of the harness.
+template <bool kCaptureSafe>
 class CudaDevice final : public testing::DeviceHarness {
  public:
   Result<std::vector<std::unique_ptr<Tier>>> MakeTiers(uint64_t budget, uint64_t slow,
-                                                       uint64_t small_arena) override {
+                                                       uint64_t small_arena,
+                                                       bool capture_safe) override {
     return MakeCudaTiers({.device = 0,
                           .device_budget = budget,
                           .small_arena = small_arena,
-                          .pinned_capacity = slow});
+                          .pinned_capacity = slow,
+                          .capture_safe = kCaptureSafe || capture_safe});
   }
   bool Write(void* dst, const void* host, uint64_t n) override {
     return gpu_testing::Copy(dst, host, n);
@@ -38,7 +42,37 @@ class CudaDevice final : public testing::DeviceHarness {
   }
 };
 
-SEEDANCE_DEVICE_TIER_CASES(CudaTiersTest, CudaDevice)
+SEEDANCE_DEVICE_TIER_CASES(CudaTiersTest, CudaDevice<false>)
+SEEDANCE_DEVICE_TIER_CASES(CudaTiersCaptureSafeTest, CudaDevice<true>)
+
+// The rule without capture_safe: waiting for the whole device during another thread's capture
+// would break it, so the move is refused (nothing moves, the content stays); the capture is
+// broken all the same by the refused wait (printed; scripts/gpu-check's capture table).
+TEST(CudaTiersTest, WithoutCaptureSafeATrimDuringACaptureMovesNothing) {
+  PolicyOptions o;
+  o.min_victim_bytes = 2 * kMiB;
+  o.low_watermark = 0.25;
+  CudaDevice<false> d;
+  SEEDANCE_MANAGER_OR_SKIP(m, d, 128 * kMiB, 256 * kMiB, o);
+  const uint64_t size = 32 * kMiB;
+  auto captured = m->Register(size).value();
+  auto trimmed = m->Register(size).value();
+  std::vector<unsigned char> host(size, 7);
+  void* c = m->Acquire(captured).value();
+  void* t = m->Acquire(trimmed).value();
+  ASSERT_TRUE(d.Write(t, host.data(), size));
+  ASSERT_TRUE(m->Release(trimmed).ok());
+  m->Step();
+  size_t moved = 99;
+  const bool capture_ok = d.CaptureAddOneWhile(c, size, [&] { moved = m->Trim(); });
+  std::printf("[ info ] without capture_safe the capture %s\n",
+              capture_ok ? "survived" : "was broken");
+  EXPECT_EQ(moved, 0u);
+  EXPECT_EQ(m->TierOf(trimmed).value(), 0);
+  EXPECT_EQ(d.Sum(m->AcquireRead(trimmed).value(), size), 7ull * size);
+  ASSERT_TRUE(m->Release(trimmed).ok());
+  ASSERT_TRUE(m->Release(captured).ok());
+}
 
 Result<std::vector<std::unique_ptr<Tier>>> SmallCudaTiers() {
   return MakeCudaTiers({.device = 0, .device_budget = 64 * kMiB, .pinned_capacity = 64 * kMiB});
@@ -55,6 +89,27 @@ TEST(CudaTiersTest, AHostTierBehindTheDeviceTierIsRefused) {
   EXPECT_EQ(m.error().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(m.error().message().find("cannot copy out of tier 'cuda-device'"), std::string::npos)
       << m.error().message();
+}
+
+TEST(CudaTiersTest, SmallStableBuffersStayAndLargeOnesKeepTheirAddress) {
+  auto tiers = SmallCudaTiers();
+  if (!tiers) GTEST_SKIP() << "no usable CUDA device: " << tiers.error().ToString();
+  PolicyOptions o;
+  o.min_victim_bytes = 0;
+  o.low_watermark = 0.01;
+  auto m = TierManager::Create(std::move(tiers).value(), o).value();
+  auto small = m->Register(4096, "bias", "", /*stable_address=*/true).value();
+  auto large = m->Register(8 * kMiB, "weight", "", /*stable_address=*/true).value();
+  void* ps = m->Acquire(small).value();
+  void* pl = m->Acquire(large).value();
+  ASSERT_TRUE(m->Release(small).ok());
+  ASSERT_TRUE(m->Release(large).ok());
+  m->Step();
+  EXPECT_EQ(m->Trim(), 1u);  // the large one; the small one's block cannot keep its address
+  EXPECT_EQ(m->TierOf(small).value(), 0);
+  EXPECT_EQ(m->TierOf(large).value(), 1);
+  EXPECT_EQ(m->Acquire(large).value(), pl);
+  EXPECT_EQ(m->Acquire(small).value(), ps);
 }
 
 TEST(CudaTiersTest, CallsLeaveTheCallersDeviceAndCaptureModeAsTheyWere) {

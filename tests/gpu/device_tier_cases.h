@@ -27,10 +27,12 @@ constexpr uint64_t kMiB = 1 << 20;
 class DeviceHarness {
  public:
   virtual ~DeviceHarness() = default;
-  // Fast tier (`budget` bytes backed at most; `small_arena` as in CudaTierOptions) and a slower
-  // tier of `slow` bytes. An error when the device is unusable (the cases then skip, saying why).
+  // Fast tier (`budget` bytes backed at most; `small_arena` and `capture_safe` as in
+  // CudaTierOptions) and a slower tier of `slow` bytes. An error when the device is unusable
+  // (the cases then skip, saying why).
   virtual Result<std::vector<std::unique_ptr<Tier>>> MakeTiers(uint64_t budget, uint64_t slow,
-                                                               uint64_t small_arena) = 0;
+                                                               uint64_t small_arena,
+                                                               bool capture_safe) = 0;
   virtual bool Write(void* dst, const void* host, uint64_t n) = 0;  // waits
   virtual uint64_t Sum(const void* p, uint64_t n) = 0;              // byte sum, waits
   // Work recorded now that adds one to each byte of [p, p + n) when launched later, at the
@@ -47,8 +49,9 @@ class DeviceHarness {
 
 inline std::unique_ptr<TierManager> MakeManager(DeviceHarness& d, std::string* skip,
                                                 uint64_t budget, uint64_t slow, PolicyOptions o,
-                                                uint64_t small_arena = 64 * kMiB) {
-  auto tiers = d.MakeTiers(budget, slow, small_arena);
+                                                uint64_t small_arena = 64 * kMiB,
+                                                bool capture_safe = false) {
+  auto tiers = d.MakeTiers(budget, slow, small_arena, capture_safe);
   if (!tiers) {
     *skip = tiers.error().ToString();
     return nullptr;
@@ -230,13 +233,13 @@ inline void MoveWaitsForWorkIssuedBeforeRelease(DeviceHarness& d) {
   ASSERT_TRUE(m->Release(id).ok());
 }
 
-// A trim on one thread while another thread captures a graph in global mode: the capture
-// survives, and the trimmed buffer's content is intact wherever it ended up.
+// With capture_safe, a trim on one thread while another thread captures a graph in global
+// mode: the capture survives, and the trimmed buffer's content is intact wherever it ended up.
 inline void TrimOnAnotherThreadKeepsAGraphCapture(DeviceHarness& d) {
   PolicyOptions o;
   o.min_victim_bytes = 2 * kMiB;
   o.low_watermark = 0.25;
-  SEEDANCE_MANAGER_OR_SKIP(m, d, 128 * kMiB, 256 * kMiB, o);
+  SEEDANCE_MANAGER_OR_SKIP(m, d, 128 * kMiB, 256 * kMiB, o, 64 * kMiB, /*capture_safe=*/true);
   const uint64_t size = 32 * kMiB;
   auto captured = m->Register(size).value();
   auto trimmed = m->Register(size).value();

@@ -100,6 +100,7 @@ Status CheckDriverVersion() {
 
 CopyEngine::~CopyEngine() {
   OnDevice on(device_);
+  if (legacy_done_ != nullptr) (void)cudaEventDestroy(legacy_done_);
   for (LaneState& lane : lanes_) {
     if (lane.stream != nullptr) (void)cudaStreamSynchronize(lane.stream);
     if (lane.done != nullptr) (void)cudaEventDestroy(lane.done);
@@ -117,24 +118,38 @@ Status CopyEngine::Init() {
     }
     if (e != cudaSuccess) return RuntimeError(e, "copy stream");
   }
-  return Status::Ok();
+  cudaError_t e =
+      cudaEventCreateWithFlags(&legacy_done_, cudaEventBlockingSync | cudaEventDisableTiming);
+  return e == cudaSuccess ? Status::Ok() : RuntimeError(e, "event");
 }
 
-Status CopyEngine::SynchronizeDevice() {
+Status CopyEngine::WaitForIssuedWork() {
   OnDevice on(device_);
   if (on.status() != cudaSuccess) return RuntimeError(on.status(), "cudaSetDevice");
-  cudaError_t e = cudaDeviceSynchronize();
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();  // a refusal during a capture is not sticky: clear it
-    return RuntimeError(e, "synchronize before a move");
+  cudaError_t e;
+  if (capture_safe_) {
+    std::lock_guard<std::mutex> lock(legacy_mu_);
+    e = cudaEventRecord(legacy_done_, cudaStreamLegacy);
+    if (e == cudaSuccess) e = cudaEventSynchronize(legacy_done_);
+  } else {
+    e = cudaDeviceSynchronize();
   }
-  return Status::Ok();
+  if (e == cudaSuccess) return Status::Ok();
+  (void)cudaGetLastError();  // a refusal during a capture is not sticky: clear it
+  if (e == cudaErrorStreamCaptureUnsupported || e == cudaErrorStreamCaptureInvalidated ||
+      e == cudaErrorStreamCaptureImplicit) {
+    return FailedPreconditionError(
+        "a CUDA graph capture is in progress on device " + std::to_string(device_) +
+        ": waiting for the device before a move breaks it (the move is not made); use "
+        "CudaTierOptions::capture_safe (docs/trim.md, graph capture)");
+  }
+  return RuntimeError(e, "wait for issued work before a move");
 }
 
 Status CopyEngine::Copy(void* dst, const void* src, uint64_t size, Lane lane, bool from_device) {
   OnDevice on(device_);
   if (on.status() != cudaSuccess) return RuntimeError(on.status(), "cudaSetDevice");
-  if (from_device) SEEDANCE_RETURN_IF_ERROR(SynchronizeDevice());
+  if (from_device) SEEDANCE_RETURN_IF_ERROR(WaitForIssuedWork());
   LaneState& l = lanes_[lane];
   std::lock_guard<std::mutex> lock(l.mu);
   cudaError_t e = cudaMemcpyAsync(dst, src, size, cudaMemcpyDefault, l.stream);

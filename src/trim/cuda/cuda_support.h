@@ -66,15 +66,19 @@ Status CheckDriverVersion();
 class CopyEngine {
  public:
   enum Lane { kDownWaited, kDownBackground, kUpWaited, kUpBackground, kLanes };
-  explicit CopyEngine(int device) : device_(device) {}
+  // `capture_safe`: see CudaTierOptions::capture_safe and WaitForIssuedWork().
+  CopyEngine(int device, bool capture_safe) : device_(device), capture_safe_(capture_safe) {}
   ~CopyEngine();
   Status Init();
   int device() const { return device_; }
-  // Copies and waits. A copy out of device memory (`from_device`) first waits for every stream
-  // of the device (the release contract: the work that used the buffer may still run).
+  // Copies and waits. A copy out of device memory (`from_device`) first waits for the work
+  // issued before (the release contract: the work that used the buffer may still run).
   Status Copy(void* dst, const void* src, uint64_t size, Lane lane, bool from_device);
-  // Waits for all work on the device (before memory is unmapped or reused).
-  Status SynchronizeDevice();
+  // Waits for the work issued on the device so far (before memory is copied out, unmapped or
+  // reused): every stream (cudaDeviceSynchronize), or with `capture_safe` the legacy default
+  // stream and so every blocking stream (an event recorded there), which leaves a graph capture
+  // on another thread intact. kFailedPrecondition, saying so, when a capture refused the wait.
+  Status WaitForIssuedWork();
 
  private:
   struct LaneState {
@@ -83,7 +87,10 @@ class CopyEngine {
     std::mutex mu;
   };
   int device_;
+  bool capture_safe_;
   LaneState lanes_[kLanes];
+  std::mutex legacy_mu_;
+  cudaEvent_t legacy_done_ = nullptr;  // capture_safe: recorded on the legacy stream
 };
 
 }  // namespace seedance::trim::cuda

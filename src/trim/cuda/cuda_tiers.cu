@@ -10,8 +10,9 @@
 // every granule counts against the budget, nothing lives outside it.
 //
 // Ordering (the release contract in seedance/trim.h): a copy out of device memory, an unmap
-// and a free first wait for every stream of the device, so a kernel still using a released
-// buffer finishes before its bytes are read or its memory goes.
+// and a free first wait for the work issued before (CopyEngine::WaitForIssuedWork: every
+// stream, or with capture_safe the legacy stream), so a kernel still using a released buffer
+// finishes before its bytes are read or its memory goes.
 //
 // Pinned host memory: one cudaHostAlloc of the whole capacity at creation, placed by the
 // sub-allocator in exact sizes, so nothing is pinned on the trim path.
@@ -49,7 +50,7 @@ class CudaDeviceTier final : public Tier {
 
   ~CudaDeviceTier() override {
     OnDevice on(engine_->device());
-    (void)cudaDeviceSynchronize();  // nothing may still use what is unmapped below
+    (void)engine_->WaitForIssuedWork();  // nothing may still use what is unmapped below
     for (auto& [va, b] : blocks_) {
       if (b.backed) Unmap(va, b.size, b.handle);
       driver_.address_free(va, b.size);
@@ -128,7 +129,7 @@ class CudaDeviceTier final : public Tier {
 
   void Free(void* p) override {
     OnDevice on(engine_->device());
-    (void)cudaDeviceSynchronize();  // work issued before the release may still use it
+    (void)engine_->WaitForIssuedWork();  // work issued before the release may still use it
     const auto va = reinterpret_cast<CUdeviceptr>(p);
     auto it = blocks_.find(va);
     if (it == blocks_.end()) {
@@ -161,7 +162,7 @@ class CudaDeviceTier final : public Tier {
       return FailedPreconditionError("evict: not a backed mapped block");
     }
     // Work queued on any stream may still use the block: wait for the device first.
-    SEEDANCE_RETURN_IF_ERROR(engine_->SynchronizeDevice());
+    SEEDANCE_RETURN_IF_ERROR(engine_->WaitForIssuedWork());
     OnDevice on(engine_->device());
     Unmap(it->first, it->second.size, it->second.handle);
     it->second.backed = false;
@@ -362,7 +363,7 @@ Result<std::vector<std::unique_ptr<Tier>>> MakeCudaTiers(const CudaTierOptions& 
     SEEDANCE_RETURN_IF_ERROR(driver.Load());
     SEEDANCE_RETURN_IF_ERROR(driver.CheckDevice(o.device, o.posix_fd_handles));
   }
-  auto engine = std::make_shared<CopyEngine>(o.device);
+  auto engine = std::make_shared<CopyEngine>(o.device, o.capture_safe);
   SEEDANCE_RETURN_IF_ERROR(engine->Init());
   auto device = std::make_unique<CudaDeviceTier>(engine, driver, o);
   SEEDANCE_RETURN_IF_ERROR(device->Init());
