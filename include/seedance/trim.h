@@ -73,6 +73,9 @@ class Tier {
   // moves idle buffers off the tier and tries again); any other code is a failure that no
   // trim can cure and is returned to the caller as it is.
   virtual Result<void*> Allocate(uint64_t size) = 0;
+  // Allocate() for a buffer whose address must not change: where the tier can, a block that
+  // keeps its address across moves (KeepsAddress), even if it costs more room.
+  virtual Result<void*> AllocateStable(uint64_t size) { return Allocate(size); }
   // REQUIRES: `p` came from Allocate() of this tier and is not freed yet.
   virtual void Free(void* p) = 0;
   // Copies `size` bytes from `src` (in `from`) to `dst` (in this tier).
@@ -133,10 +136,10 @@ class TierManager {
   // Places a new buffer of `size` bytes on the fastest tier with room (trimming idle buffers
   // to make room), else on a slower one. kResourceExhausted when no tier can hold it.
   // With `stable_address` the buffer's pointer never changes (objects elsewhere hold it, e.g.
-  // a tensor wrapping the memory): it is placed on the fastest tier, and moved only if its
-  // block there keeps its address (Tier::KeepsAddress); otherwise it stays where it is (on the
-  // CUDA tiers: blocks in the small-block range). kResourceExhausted when the fastest tier
-  // cannot make room for it.
+  // a tensor wrapping the memory): it is placed on the fastest tier (Tier::AllocateStable), and
+  // moved only if its block there keeps its address (Tier::KeepsAddress); otherwise it stays
+  // where it is (on the CUDA tiers: blocks under 1 MiB, in the small-block range).
+  // kResourceExhausted when the fastest tier cannot make room for it.
   virtual Result<BufferId> Register(uint64_t size, std::string name = {},
                                     std::string group = {}, bool stable_address = false) = 0;
   // kNotFound for an unknown id; kFailedPrecondition while acquired.

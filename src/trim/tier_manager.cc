@@ -119,7 +119,7 @@ class TierManagerImpl final : public TierManager {
     // A stable address is one on the fastest tier (a block there may keep it across moves).
     const int tiers = stable_address ? 1 : static_cast<int>(tiers_.size());
     for (int t = 0; t < tiers; ++t) {
-      auto p = AllocateOn(t, size, /*keep=*/0);
+      auto p = AllocateOn(t, size, /*keep=*/0, stable_address);
       if (!p) continue;
       BufferId id = next_id_++;
       Buffer b;
@@ -537,13 +537,16 @@ class TierManagerImpl final : public TierManager {
 
   // Allocates on tier `t`, trimming idle buffers off it (never `keep`) when it is tier 0.
   // On a slower tier, copies kept there are dropped to make room.
-  Result<void*> AllocateOn(int t, uint64_t size, BufferId keep) {
+  // With `stable`, tier 0 is asked for a block that keeps its address (Tier::AllocateStable).
+  Result<void*> AllocateOn(int t, uint64_t size, BufferId keep, bool stable = false) {
     if (t != 0) {
       auto p = tiers_[t]->Allocate(size);
       while (!p && DropACopyOn(t)) p = tiers_[t]->Allocate(size);
       return p;
     }
-    return WithRoom(size, keep, [&] { return tiers_[0]->Allocate(size); });
+    return WithRoom(size, keep, [&] {
+      return stable ? tiers_[0]->AllocateStable(size) : tiers_[0]->Allocate(size);
+    });
   }
 
   // Runs `attempt` (a tier-0 allocation or restore of `size` bytes); when tier 0 is full,

@@ -99,16 +99,19 @@ TEST(CudaTiersTest, SmallStableBuffersStayAndLargeOnesKeepTheirAddress) {
   o.low_watermark = 0.01;
   auto m = TierManager::Create(std::move(tiers).value(), o).value();
   auto small = m->Register(4096, "bias", "", /*stable_address=*/true).value();
+  auto mid = m->Register(kMiB, "proj", "", /*stable_address=*/true).value();  // own granule
   auto large = m->Register(8 * kMiB, "weight", "", /*stable_address=*/true).value();
   void* ps = m->Acquire(small).value();
+  void* pm = m->Acquire(mid).value();
   void* pl = m->Acquire(large).value();
-  ASSERT_TRUE(m->Release(small).ok());
-  ASSERT_TRUE(m->Release(large).ok());
+  for (BufferId id : {small, mid, large}) ASSERT_TRUE(m->Release(id).ok());
   m->Step();
-  EXPECT_EQ(m->Trim(), 1u);  // the large one; the small one's block cannot keep its address
+  EXPECT_EQ(m->Trim(), 2u);  // not the small one: its block cannot keep its address
   EXPECT_EQ(m->TierOf(small).value(), 0);
+  EXPECT_EQ(m->TierOf(mid).value(), 1);
   EXPECT_EQ(m->TierOf(large).value(), 1);
   EXPECT_EQ(m->Acquire(large).value(), pl);
+  EXPECT_EQ(m->Acquire(mid).value(), pm);
   EXPECT_EQ(m->Acquire(small).value(), ps);
 }
 

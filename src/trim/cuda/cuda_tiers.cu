@@ -110,6 +110,13 @@ class CudaDeviceTier final : public Tier {
       if (small || small.error().code() != StatusCode::kNotFound) return small;
       // The small-block range is full: a granule of its own below.
     }
+    return AllocateOwn(size);
+  }
+
+  // A block with its own reserved range, backed now: it keeps its address across moves.
+  Result<void*> AllocateOwn(uint64_t size) {
+    OnDevice on(engine_->device());
+    if (on.status() != cudaSuccess) return RuntimeError(on.status(), "cudaSetDevice");
     const uint64_t rounded = Round(std::max<uint64_t>(size, 1));
     if (backed_ + rounded > budget_) return Exhausted(rounded);
     CUdeviceptr va = 0;
@@ -125,6 +132,14 @@ class CudaDeviceTier final : public Tier {
     backed_ += rounded;
     blocks_[va] = b;
     return reinterpret_cast<void*>(va);
+  }
+
+  // A stable buffer of at least half a granule gets a range of its own (it keeps its address
+  // and can move; at most twice its size backed); smaller ones share the small-block range
+  // (they cannot keep their address there, so the manager leaves them in place).
+  Result<void*> AllocateStable(uint64_t size) override {
+    if (size >= granularity_ / 2) return AllocateOwn(size);
+    return Allocate(size);
   }
 
   void Free(void* p) override {
