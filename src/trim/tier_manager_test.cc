@@ -264,12 +264,6 @@ TEST(TierManagerTest, AcquireBringsAMovedBufferBackAndCountsTheStall) {
   EXPECT_EQ(m->Stats().stalls, 1u) << "a prefetch is not a stall";
 }
 
-}  // namespace
-}  // namespace seedance::trim
-
-namespace seedance::trim {
-namespace {
-
 // The idle share is kept incrementally; it must equal the policy's definition recomputed
 // from scratch: bytes not acquired and unused for idle_steps or more, over registered bytes.
 TEST(TierManagerTest, IncrementalIdleShareMatchesTheDefinition) {
@@ -331,12 +325,6 @@ TEST(TierManagerTest, IncrementalIdleShareMatchesTheDefinition) {
   }
 }
 
-}  // namespace
-}  // namespace seedance::trim
-
-namespace seedance::trim {
-namespace {
-
 TEST(TierManagerTest, PeriodicUseIsLearnedAndPrefetchedAheadOfTime) {
   PolicyOptions o = SmallBuffers();
   o.idle_steps = 3;
@@ -363,12 +351,6 @@ TEST(TierManagerTest, PeriodicUseIsLearnedAndPrefetchedAheadOfTime) {
   EXPECT_EQ(s.stalls, stalls_before_learning);     // once learned, none
   EXPECT_GE(s.prefetches, 6u);                     // uses at 40, 50, ..., 90 came back early
 }
-
-}  // namespace
-}  // namespace seedance::trim
-
-namespace seedance::trim {
-namespace {
 
 TEST(TierManagerTest, AddressKeepingTierReturnsTheSamePointerWithTheSameContent) {
   for (bool async : {false, true}) {

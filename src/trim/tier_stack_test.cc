@@ -64,6 +64,15 @@ class ScriptedTier final : public Tier {
   std::unique_ptr<Tier> inner_;
 };
 
+// A 256 KiB fast tier (address-keeping or plain) over a 1 MiB slow one.
+std::unique_ptr<TierManager> HostManager(bool keeping, PolicyOptions o) {
+  std::vector<std::unique_ptr<Tier>> tiers;
+  tiers.push_back(keeping ? MakeAddressKeepingHostTier("fast", 256 * kKiB)
+                          : MakeHostTier("fast", 256 * kKiB));
+  tiers.push_back(MakeHostTier("slow", 1024 * kKiB));
+  return TierManager::Create(std::move(tiers), o).value();
+}
+
 TEST(TierStackTest, AHostTierNextToDeviceMemoryIsRefused) {
   std::vector<std::unique_ptr<Tier>> tiers;
   tiers.push_back(std::make_unique<ScriptedTier>(MemoryKind::kDevice, 256 * kKiB));
@@ -138,13 +147,9 @@ TEST(TierStackTest, RoomIsMadeByWaitingForMovesInFlight) {
 TEST(TierStackTest, LookupFindsTheBufferHoldingAnAddressWhereverItIs) {
   for (bool keeping : {false, true}) {
     SCOPED_TRACE(keeping ? "address-keeping fast tier" : "plain fast tier");
-    std::vector<std::unique_ptr<Tier>> tiers;
-    tiers.push_back(keeping ? MakeAddressKeepingHostTier("fast", 256 * kKiB)
-                            : MakeHostTier("fast", 256 * kKiB));
-    tiers.push_back(MakeHostTier("slow", 1024 * kKiB));
     PolicyOptions o;
     o.min_victim_bytes = 0;
-    auto m = TierManager::Create(std::move(tiers), o).value();
+    auto m = HostManager(keeping, o);
     auto a = m->Register(120 * kKiB).value();
     auto b = m->Register(100 * kKiB).value();
     char* pa = static_cast<char*>(m->Acquire(a).value());
@@ -175,14 +180,10 @@ TEST(TierStackTest, LookupFindsTheBufferHoldingAnAddressWhereverItIs) {
 TEST(TierStackTest, AStableAddressIsKeptOrTheBufferStays) {
   for (bool keeping : {false, true}) {
     SCOPED_TRACE(keeping ? "address-keeping fast tier" : "plain fast tier");
-    std::vector<std::unique_ptr<Tier>> tiers;
-    tiers.push_back(keeping ? MakeAddressKeepingHostTier("fast", 256 * kKiB)
-                            : MakeHostTier("fast", 256 * kKiB));
-    tiers.push_back(MakeHostTier("slow", 1024 * kKiB));
     PolicyOptions o;
     o.min_victim_bytes = 0;
     o.low_watermark = 0.01;
-    auto m = TierManager::Create(std::move(tiers), o).value();
+    auto m = HostManager(keeping, o);
     auto stable = m->Register(64 * kKiB, "w", "", /*stable_address=*/true).value();
     auto plain = m->Register(64 * kKiB).value();
     void* p = m->Acquire(stable).value();
