@@ -1,13 +1,114 @@
-// Checks that a payload is well-formed JSON (RapidJSON's SAX reader, no DOM).
+// Checks and parses untrusted JSON payloads with a bounded stack.
+//
+// Both use RapidJSON's iterative parser (its state lives on the heap, bounded by the payload
+// size, never on the C stack) and refuse nesting deeper than kMaxJsonDepth, so everything that
+// walks a parsed payload recursively afterwards (the JSON→Lua bridge, comparisons, encoders)
+// has a bounded depth too. A payload of a million '[' is an error with a reason, not a crash.
 #pragma once
 
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
+
+#include <string>
 #include <string_view>
 
 #include "seedance/status.h"
 
 namespace seedance {
 
-// OK, or kInvalidArgument "invalid JSON at offset N: <what>".
+// Deepest nesting of arrays and objects accepted in a payload (as serde_json's default).
+inline constexpr int kMaxJsonDepth = 128;
+
+// OK, or kInvalidArgument "invalid JSON at offset N: <what>" (including "nested deeper than 128
+// levels").
 Status CheckJson(std::string_view text);
+
+namespace json_internal {
+
+inline constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag |
+                                        rapidjson::kParseValidateEncodingFlag |
+                                        rapidjson::kParseStopWhenDoneFlag;
+
+// Forwards SAX events to `Inner`, refusing nesting deeper than kMaxJsonDepth.
+template <typename Inner>
+class DepthLimit {
+ public:
+  using Ch = char;
+  explicit DepthLimit(Inner& inner) : inner_(inner) {}
+  bool Null() { return inner_.Null(); }
+  bool Bool(bool b) { return inner_.Bool(b); }
+  bool Int(int i) { return inner_.Int(i); }
+  bool Uint(unsigned u) { return inner_.Uint(u); }
+  bool Int64(int64_t i) { return inner_.Int64(i); }
+  bool Uint64(uint64_t u) { return inner_.Uint64(u); }
+  bool Double(double d) { return inner_.Double(d); }
+  bool RawNumber(const Ch* s, rapidjson::SizeType n, bool copy) {
+    return inner_.RawNumber(s, n, copy);
+  }
+  bool String(const Ch* s, rapidjson::SizeType n, bool copy) { return inner_.String(s, n, copy); }
+  bool Key(const Ch* s, rapidjson::SizeType n, bool copy) { return inner_.Key(s, n, copy); }
+  bool StartObject() { return Enter() && inner_.StartObject(); }
+  bool EndObject(rapidjson::SizeType n) {
+    --depth_;
+    return inner_.EndObject(n);
+  }
+  bool StartArray() { return Enter() && inner_.StartArray(); }
+  bool EndArray(rapidjson::SizeType n) {
+    --depth_;
+    return inner_.EndArray(n);
+  }
+  bool too_deep() const { return too_deep_; }
+
+ private:
+  bool Enter() {
+    if (++depth_ > kMaxJsonDepth) too_deep_ = true;
+    return !too_deep_;
+  }
+  Inner& inner_;
+  int depth_ = 0;
+  bool too_deep_ = false;
+};
+
+// Runs the reader over `text` into `inner`; OK or the error with its offset.
+template <typename Inner>
+Status Read(std::string_view text, Inner& inner) {
+  thread_local rapidjson::Reader reader;
+  DepthLimit<Inner> limited(inner);
+  rapidjson::MemoryStream stream(text.data(), text.size());
+  rapidjson::ParseResult r = reader.Parse<kParseFlags>(stream, limited);
+  if (r.IsError()) {
+    const std::string what =
+        limited.too_deep()
+            ? "arrays and objects nested deeper than " + std::to_string(kMaxJsonDepth) + " levels"
+            : std::string(rapidjson::GetParseError_En(r.Code()));
+    return InvalidArgumentError("invalid JSON at offset " + std::to_string(r.Offset()) + ": " +
+                                what);
+  }
+  // kParseStopWhenDoneFlag lets us see trailing garbage ourselves.
+  for (size_t i = stream.Tell(); i < text.size(); ++i) {
+    const char c = text[i];
+    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+      return InvalidArgumentError("invalid JSON at offset " + std::to_string(i) +
+                                  ": unexpected data after the value");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace json_internal
+
+// Parses `text` into `doc` with the same rules as CheckJson (bounded stack and depth).
+template <typename Document>
+Status ParseJson(std::string_view text, Document& doc) {
+  Status status;
+  auto generate = [&](Document& handler) {
+    status = json_internal::Read(text, handler);
+    return status.ok();
+  };
+  doc.Populate(generate);
+  return status;
+}
 
 }  // namespace seedance

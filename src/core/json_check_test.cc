@@ -16,5 +16,41 @@ TEST(JsonCheckTest, AcceptsJsonAndRejectsTheRestWithAnOffset) {
   EXPECT_FALSE(CheckJson("{\"a\": \"\xff\"}").ok());  // invalid UTF-8
 }
 
+std::string Nested(int depth, const char* open, const char* close) {
+  std::string s;
+  for (int i = 0; i < depth; ++i) s += open;
+  s += "1";
+  for (int i = 0; i < depth; ++i) s += close;
+  return s;
+}
+
+TEST(JsonCheckTest, NestingUpToTheLimitIsAcceptedAndDeeperIsRefusedWithAReason) {
+  EXPECT_TRUE(CheckJson(Nested(kMaxJsonDepth, "[", "]")).ok());
+  EXPECT_TRUE(CheckJson(Nested(kMaxJsonDepth, "{\"a\":", "}")).ok());
+  Status s = CheckJson(Nested(kMaxJsonDepth + 1, "[", "]"));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("nested deeper than 128 levels"), std::string::npos) << s.message();
+}
+
+// A million '[' crashed the process (recursive parse out of stack): now an error, at once.
+TEST(JsonCheckTest, AMillionOpenBracketsAreAnErrorNotACrash) {
+  const std::string brackets(1'000'000, '[');
+  Status s = CheckJson(brackets);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("nested deeper"), std::string::npos) << s.message();
+  EXPECT_EQ(CheckJson(Nested(200'000, "[", "]")).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(JsonCheckTest, ParseJsonBuildsTheDocumentWithTheSameRules) {
+  rapidjson::Document doc;
+  ASSERT_TRUE(ParseJson(R"({"a": [1, {"b": null}]})", doc).ok());
+  EXPECT_EQ(doc["a"][1]["b"].IsNull(), true);
+  rapidjson::Document deep;
+  Status s = ParseJson(std::string(1'000'000, '['), deep);
+  EXPECT_NE(s.message().find("nested deeper"), std::string::npos) << s.message();
+  rapidjson::Document trailing;
+  EXPECT_FALSE(ParseJson("[1] x", trailing).ok());
+}
+
 }  // namespace
 }  // namespace seedance

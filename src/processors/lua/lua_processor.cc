@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/json_check.h"
 #include "core/plugin_context.h"
 #include "processors/lua/lua_json.h"
 #include "processors/lua/lua_script.h"
@@ -209,13 +210,12 @@ void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
   JsonDocument doc(&pool, 1024, &stack_pool);
   const rapidjson::Value* parsed = nullptr;
   if (event.format == PayloadFormat::kJson) {
-    doc.Parse(event.payload.data(), event.payload.size());
-    if (doc.HasParseError()) {
+    // Iterative, depth-limited (core/json_check.h): PushEvent's recursion stays bounded.
+    Status parsed_ok = ParseJson(event.payload, doc);
+    if (!parsed_ok.ok()) {
       ctx_.stats->errors.Add();
       event.format = PayloadFormat::kRaw;  // not JSON: sinks must quote it
-      out.EmitSide(Output::kError, std::move(event),
-                   "invalid JSON at offset " + std::to_string(doc.GetErrorOffset()) + ": " +
-                       rapidjson::GetParseError_En(doc.GetParseError()));
+      out.EmitSide(Output::kError, std::move(event), parsed_ok.message());
       return;
     }
     parsed = &doc;

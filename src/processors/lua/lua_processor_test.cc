@@ -51,6 +51,27 @@ TEST_F(LuaProcessorTest, SeedFilterKeepsInRangeAndDropsTheRest) {
   EXPECT_TRUE(out.side.empty());
 }
 
+// JSON nested 5,000 levels deep made the JSON→Lua bridge overflow Lua's stack outside a
+// protected call (a LuaJIT panic: the process died). Now it is refused before the bridge.
+TEST_F(LuaProcessorTest, DeeplyNestedPayloadsGoToErrorAndTheNextEventIsProcessed) {
+  auto p = Make(kSeedFilter);
+  RecordingOutput out;
+  for (int depth : {5'000, 1'000'000}) {
+    std::string deep(depth, '[');
+    deep += std::string(depth, ']');
+    p->Process(JsonEvent(deep), out);
+  }
+  // At the limit the payload reaches the script (an array: no temperature, filtered).
+  p->Process(JsonEvent(std::string(128, '[') + std::string(128, ']')), out);
+  p->Process(JsonEvent(R"({"temperature": 20})"), out);
+  ASSERT_EQ(out.side.size(), 2u);
+  for (const auto& side : out.side) {
+    EXPECT_EQ(side.output, Output::kError);
+    EXPECT_NE(side.reason.find("nested deeper than 128 levels"), std::string::npos) << side.reason;
+  }
+  ASSERT_EQ(out.main.size(), 1u);
+}
+
 TEST_F(LuaProcessorTest, ChangedPayloadIsReserializedKeepingKeyOrder) {
   auto p = Make(R"(code: |
   function process(e)
