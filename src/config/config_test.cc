@@ -140,6 +140,20 @@ TEST(EnvExpandTest, HandlesDefaultsEscapesAndErrors) {
 namespace seedance::config {
 namespace {
 
+TEST_F(ConfigTest, KeepAliveOutsideSixteenBitsOfSecondsIsRefusedWithItsLine) {
+  for (const char* value : {"65536s", "0.4s", "70000s", "9223372037s"}) {
+    std::string text = kSeed;
+    text.insert(text.find("    topic:"), std::string("    keep_alive: ") + value + "\n");
+    auto c = Load(text);
+    ASSERT_FALSE(c.has_value()) << value;
+    EXPECT_NE(c.error().message().find("c.yaml:4"), std::string::npos) << c.error().message();
+    EXPECT_NE(c.error().message().find("keep_alive"), std::string::npos) << c.error().message();
+  }
+  std::string ok = kSeed;
+  ok.insert(ok.find("    topic:"), "    keep_alive: 65535s\n");
+  EXPECT_TRUE(Load(ok).has_value());
+}
+
 TEST_F(ConfigTest, ASectionMayAlsoBeGivenAsAPlainValue) {
   auto fixed = Load(
       "sources:\n  - {type: generate}\nsinks:\n  - {type: http, endpoint: 'http://h/', "

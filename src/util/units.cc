@@ -55,7 +55,13 @@ Result<std::chrono::nanoseconds> ParseDuration(std::string_view text) {
     scale = 0;
   else
     return bad();
-  return std::chrono::nanoseconds(static_cast<int64_t>(std::llround(n * scale)));
+  // 2^63 ns is about 292 years: anything longer would wrap to a negative duration.
+  const double ns = n * scale;
+  if (!std::isfinite(ns) || ns >= 0x1p63) {
+    return InvalidArgumentError("duration \"" + std::string(text) +
+                                "\" is out of range (at most 292 years)");
+  }
+  return std::chrono::nanoseconds(static_cast<int64_t>(std::llround(ns)));
 }
 
 Result<uint64_t> ParseSize(std::string_view text) {
@@ -83,7 +89,11 @@ Result<uint64_t> ParseSize(std::string_view text) {
     scale = 1024.0 * 1024 * 1024;
   else
     return bad();
-  return static_cast<uint64_t>(std::llround(n * scale));
+  const double bytes = n * scale;
+  if (!std::isfinite(bytes) || bytes >= 0x1p64) {
+    return InvalidArgumentError("size \"" + std::string(text) + "\" is out of range");
+  }
+  return static_cast<uint64_t>(std::round(bytes));
 }
 
 }  // namespace seedance::util

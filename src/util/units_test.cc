@@ -26,6 +26,19 @@ TEST(UnitsTest, ParsesSizes) {
   EXPECT_FALSE(ParseSize("3 parsecs").has_value());
 }
 
+// These wrapped to negative durations (and huge sizes to nonsense) before.
+TEST(UnitsTest, RefusesDurationsAndSizesOutOfRange) {
+  for (const std::string& text : {std::string("9223372037s"), std::string("99999999999999999h"),
+                                 std::string(400, '9') + "s"}) {
+    auto d = ParseDuration(text);
+    ASSERT_FALSE(d.has_value()) << text;
+    EXPECT_NE(d.error().message().find("out of range"), std::string::npos) << text;
+  }
+  EXPECT_TRUE(ParseDuration("9223372036s").has_value());  // just under 2^63 ns
+  EXPECT_FALSE(ParseSize("99999999999GiB").has_value());
+  EXPECT_FALSE(ParseSize("18446744073709551616").has_value());
+}
+
 TEST(StringsTest, SuggestsCloseMatchesOnly) {
   EXPECT_EQ(ClosestMatch("topik", {"topic", "uri", "qos"}), "topic");
   EXPECT_EQ(ClosestMatch("endpont", {"endpoint", "method"}), "endpoint");

@@ -159,9 +159,19 @@ Status LuaProcessor::ReadEvent(int index, const Event& in, const rapidjson::Valu
   }
   lua_pop(L, 1);
   lua_getfield(L, index, "time");
-  out.event_time_ns = lua_type(L, -1) == LUA_TNUMBER
-                          ? static_cast<int64_t>(lua_tonumber(L, -1) * 1e9)
-                          : in.event_time_ns;
+  out.event_time_ns = in.event_time_ns;
+  if (lua_type(L, -1) == LUA_TNUMBER) {
+    // Seconds since 1970 that fit nanoseconds in 64 bits (up to 2262); NaN, ±inf and anything
+    // out of range were converted with undefined behaviour before.
+    const double seconds = lua_tonumber(L, -1);
+    if (!(seconds >= 0 && seconds < 9.2e9)) {
+      lua_pop(L, 1);
+      return InvalidArgumentError(
+          "event.time must be seconds since 1970 between 0 and 9.2e9 (year 2261), got " +
+          std::to_string(seconds));
+    }
+    out.event_time_ns = static_cast<int64_t>(seconds * 1e9);
+  }
   lua_pop(L, 1);
   lua_getfield(L, index, "headers");
   if (lua_istable(L, -1)) {

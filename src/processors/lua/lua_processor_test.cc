@@ -72,6 +72,34 @@ TEST_F(LuaProcessorTest, DeeplyNestedPayloadsGoToErrorAndTheNextEventIsProcessed
   ASSERT_EQ(out.main.size(), 1u);
 }
 
+// A script's event.time of NaN, ±inf, 1e300 or −1e18 was converted with undefined behaviour
+// (the event left with time 1677-09-21T00:12:44.-854775Z). Now: error, with the reason.
+TEST_F(LuaProcessorTest, OutOfRangeEventTimesGoToErrorWithTheReason) {
+  auto p = Make(R"(code: |
+  function process(e)
+    local t = e.payload.t
+    if t == "nan" then e.time = 0/0
+    elseif t == "inf" then e.time = math.huge
+    elseif t == "-inf" then e.time = -math.huge
+    else e.time = tonumber(t) end
+    return e
+  end
+)");
+  RecordingOutput out;
+  for (const char* t : {"nan", "inf", "-inf", "1e300", "-1e18"}) {
+    p->Process(JsonEvent(std::string(R"({"t": ")") + t + R"("})"), out);
+  }
+  p->Process(JsonEvent(R"({"t": "1700000000.5"})"), out);
+  ASSERT_EQ(out.side.size(), 5u);
+  for (const auto& side : out.side) {
+    EXPECT_EQ(side.output, Output::kError);
+    EXPECT_NE(side.reason.find("event.time must be seconds since 1970"), std::string::npos)
+        << side.reason;
+  }
+  ASSERT_EQ(out.main.size(), 1u);
+  EXPECT_EQ(out.main[0].event_time_ns, 1'700'000'000'500'000'000);
+}
+
 TEST_F(LuaProcessorTest, ChangedPayloadIsReserializedKeepingKeyOrder) {
   auto p = Make(R"(code: |
   function process(e)

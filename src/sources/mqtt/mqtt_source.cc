@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <memory>
+#include <variant>
 
 #include "core/plugin_context.h"
 #include "mqtt/client.h"
@@ -13,6 +15,17 @@
 
 namespace seedance::sources {
 namespace {
+
+// MQTT's keep-alive is a 16-bit count of seconds: 0 (off) or 1..65535 whole seconds. (It was
+// cast: 65536s and 0.4s turned keep-alive off, 70000s became 4,464 s.)
+Status KeepAliveSeconds(const ParamValue& v) {
+  const auto* d = std::get_if<std::chrono::nanoseconds>(&v);
+  if (d == nullptr) return Status::Ok();
+  if (d->count() % 1'000'000'000 != 0 || *d > std::chrono::seconds(65535)) {
+    return InvalidArgumentError("must be 0 (off) or whole seconds from 1s to 65535s");
+  }
+  return Status::Ok();
+}
 
 class MqttSource final : public Source, public Acknowledger {
  public:
@@ -185,8 +198,9 @@ SourceFactory MqttSourceFactory() {
        .default_value = "1h"},
       {.name = "keep_alive",
        .type = ParamType::kDuration,
-       .doc = "MQTT keep-alive interval",
-       .default_value = "30s"},
+       .doc = "MQTT keep-alive interval: 0 (off) or whole seconds up to 65535s",
+       .default_value = "30s",
+       .validator = KeepAliveSeconds},
       {.name = "receive_maximum",
        .type = ParamType::kInt,
        .doc = "MQTT 5: unacknowledged QoS 1/2 messages the broker may send",
