@@ -26,6 +26,10 @@ enum class Output : uint8_t {
 };
 inline constexpr int kOutputCount = 4;
 
+// The longest `reason` header a side output carries (control characters escaped); a longer
+// reason (a script's 50 MB error message) is cut with "... (N more bytes)".
+inline constexpr size_t kMaxReasonBytes = 1024;
+
 // "main", "error", "rejected", "stale".
 std::string_view OutputName(Output output);
 // Parses an output name; returns false when `name` is not one.

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "seedance/event.h"
@@ -18,13 +19,24 @@ struct Batch {
 };
 
 // Outcome of one Deliver():
-//   kOk                 every event accepted by the remote side;
+//   kOk                 every event accepted by the remote side, except those in `rejected`
+//                       (e.g. one event too large for the server when a batch was split),
+//                       which the runtime routes to the `rejected` output with their reason;
 //   kInvalidArgument    refused by the remote side (e.g. HTTP 4xx); the runtime routes the
 //                       events to the `rejected` output with the status message as reason;
 //   kCancelled          shutdown came first; the events were not delivered;
 //   kResourceExhausted  given back through Evict(); the events were not delivered;
 //   anything else       gave up after the configured retries; routed like kInvalidArgument.
-using DeliveryCallback = std::function<void(Status)>;
+struct RejectedEvent {
+  size_t index = 0;  // in Batch::events
+  std::string reason;
+};
+struct DeliveryOutcome {
+  DeliveryOutcome(Status s) : status(std::move(s)) {}  // NOLINT: a plain Status is an outcome
+  Status status;
+  std::vector<RejectedEvent> rejected;  // only with an OK status
+};
+using DeliveryCallback = std::function<void(DeliveryOutcome)>;
 
 class Sink {
  public:

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "util/listen_address.h"
 #include "util/strings.h"
 #include "util/units.h"
 
@@ -128,7 +129,12 @@ std::vector<ParamSpec> LimitsSpecs() {
 std::vector<ParamSpec> MetricsSpecs() {
   return {{.name = "listen",
            .type = ParamType::kString,
-           .doc = "address:port of the /metrics and /healthz listener, e.g. 127.0.0.1:9464"}};
+           .doc = "address:port of the /metrics and /healthz listener, e.g. 127.0.0.1:9464 "
+                  "(\":9464\" listens on every IPv4 address)",
+           .validator =
+               [](const ParamValue& v) {
+                 return util::ParseListenAddress(std::get<std::string>(v)).status();
+               }}};
 }
 std::vector<ParamSpec> LogSpecs() {
   return {{.name = "level",

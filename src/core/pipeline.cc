@@ -5,6 +5,7 @@
 #include "core/json_check.h"
 #include "core/plugin_context.h"
 #include "governor/heap.h"
+#include "util/strings.h"
 
 namespace seedance {
 namespace {
@@ -486,6 +487,9 @@ void Pipeline::Route(Output output, Event&& event, bool from_loop) {
 
 void Pipeline::RouteSide(Output output, Event&& event, std::string_view reason, bool from_loop,
                          const std::string& component) {
+  // A reason may quote a script, a server or a payload: one line, at most kMaxReasonBytes.
+  const std::string safe_reason = util::SanitizeText(reason, kMaxReasonBytes);
+  reason = safe_reason;
   uint64_t suppressed = 0;
   std::string key = fmt::format("{}/{}/{}", component, OutputName(output), reason.substr(0, 40));
   if (log_limiter_.Allow(key, &suppressed)) {

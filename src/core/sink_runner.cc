@@ -153,11 +153,13 @@ void SinkRunner::Kick() {
     }
     space_cv_.notify_all();
     // Two words: the callback fits in std::function without an allocation.
-    sink_->Deliver(std::move(batch), [this, id](Status status) { Finish(id, std::move(status)); });
+    sink_->Deliver(std::move(batch),
+                   [this, id](DeliveryOutcome outcome) { Finish(id, std::move(outcome)); });
   }
 }
 
-void SinkRunner::Finish(uint64_t id, Status status) {
+void SinkRunner::Finish(uint64_t id, DeliveryOutcome outcome) {
+  const Status& status = outcome.status;
   InFlight f;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -174,12 +176,27 @@ void SinkRunner::Finish(uint64_t id, Status status) {
   if (evicted) {
     // Back to the durable queue (it never left): read again when the sink is ready.
   } else if (status.ok()) {
-    stats_.events_out.Add(n);
+    std::vector<bool> refused;
+    if (!outcome.rejected.empty()) {
+      refused.assign(n, false);
+      for (const RejectedEvent& r : outcome.rejected) {
+        if (r.index >= n || refused[r.index]) continue;
+        refused[r.index] = true;
+        Event copy = batch.events[r.index];
+        on_reject_(std::move(copy), r.reason);
+      }
+      const auto n_refused = static_cast<uint64_t>(std::count(refused.begin(), refused.end(), true));
+      stats_.errors.Add();
+      stats_.Dropped("rejected", n_refused);
+    }
+    stats_.events_out.Add(n - static_cast<size_t>(std::count(refused.begin(), refused.end(), true)));
     observe::Histogram& latency = stats_.EventLatency();
     const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::system_clock::now().time_since_epoch())
                                .count();
-    for (const Event& e : batch.events) {
+    for (size_t i = 0; i < n; ++i) {
+      const Event& e = batch.events[i];
+      if (!refused.empty() && refused[i]) continue;
       if (e.ingest_time_ns > 0) latency.Observe(static_cast<double>(now_ns - e.ingest_time_ns) / 1e9);
     }
   } else if (status.code() == StatusCode::kCancelled) {

@@ -88,7 +88,7 @@ class SinkRunner final : public governor::BatchHolder {
   void Kick();  // event loop only
   // Whether the budget lets the runner take another batch. REQUIRES: mu_ held.
   bool BudgetAllowsMore() const;
-  void Finish(uint64_t id, Status status);
+  void Finish(uint64_t id, DeliveryOutcome outcome);
   // A batch from the pool (one nobody else holds any more), or a new one. REQUIRES: mu_ held.
   std::shared_ptr<Batch> TakeBatch();
   // Free pooled batches keep their events' storage for reuse, but only a few small ones: the

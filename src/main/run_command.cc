@@ -11,6 +11,7 @@
 #include "main/load_config.h"
 #include "observe/http_listener.h"
 #include "plugins/builtin_plugins.h"
+#include "util/fd_io.h"
 #include "util/log.h"
 #include "util/service_notify.h"
 
@@ -72,6 +73,7 @@ int Run(const RunOptions& options) {
   }
   util::SetLogLevel(level);
 
+  util::RaiseOpenFileLimit();
   observe::MetricsRegistry metrics;
   metrics
       .GetGauge("seedance_build_info", "Build information; always 1.",

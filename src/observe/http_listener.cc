@@ -6,9 +6,13 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+
+#include "util/listen_address.h"
+#include "util/log.h"
 
 namespace seedance::observe {
 
@@ -22,33 +26,69 @@ using boost::system::error_code;
 
 struct HttpListener::State : std::enable_shared_from_this<HttpListener::State> {
   State(EventLoop& l, MetricsRegistry& m, std::function<bool()> h)
-      : loop(l), metrics(m), healthy(std::move(h)), acceptor(l.io()) {}
+      : loop(l),
+        metrics(m),
+        healthy(std::move(h)),
+        acceptor(l.io()),
+        slot_freed(l.io(), asio::steady_timer::time_point::max()) {}
   EventLoop& loop;
   MetricsRegistry& metrics;
   std::function<bool()> healthy;
   tcp::acceptor acceptor;
+  asio::steady_timer slot_freed;  // never expires; cancelled when a connection ends
+  int open = 0;
   bool stopped = false;
 
   awaitable<void> Accept(std::shared_ptr<State> self) {
+    auto& io = loop.io();
     while (!stopped) {
       error_code ec;
+      // At the limit, further clients wait in the kernel's backlog, not in our memory.
+      while (open >= kMaxListenerConnections && !stopped) {
+        co_await slot_freed.async_wait(asio::redirect_error(use_awaitable, ec));
+      }
+      if (stopped) co_return;
       tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
       if (ec) {
         if (stopped || ec == asio::error::operation_aborted) co_return;
+        // Out of descriptors (EMFILE) or memory: retrying at once would spin. Pause, and say
+        // so once per minute.
+        uint64_t suppressed = 0;
+        if (limiter.Allow("accept", &suppressed)) {
+          SEEDANCE_LOG_WARN("metrics", "cannot accept a connection: {}; pausing 100 ms",
+                            ec.message());
+        }
+        asio::steady_timer pause(io, std::chrono::milliseconds(100));
+        co_await pause.async_wait(asio::redirect_error(use_awaitable, ec));
         continue;
       }
-      asio::co_spawn(loop.io(), Serve(self, beast::tcp_stream(std::move(socket))), asio::detached);
+      ++open;
+      asio::co_spawn(io, Serve(self, beast::tcp_stream(std::move(socket))), asio::detached);
     }
   }
 
   awaitable<void> Serve([[maybe_unused]] std::shared_ptr<State> self, beast::tcp_stream stream) {
-    beast::flat_buffer buffer;
+    beast::flat_buffer buffer(kMaxListenerHeaderBytes);
     while (!stopped) {
-      http::request<http::string_body> req;
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(kMaxListenerHeaderBytes);
+      parser.body_limit(kMaxListenerBodyBytes);
       error_code ec;
-      stream.expires_after(std::chrono::seconds(30));
-      co_await http::async_read(stream, buffer, req, asio::redirect_error(use_awaitable, ec));
+      // The whole request (headers and body) within the idle limit: a client that dribbles
+      // bytes or says nothing loses its connection.
+      stream.expires_after(kListenerIdleTimeout);
+      co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+      if (ec == http::error::body_limit || ec == http::error::header_limit) {
+        http::response<http::string_body> res{http::status::payload_too_large, 11};
+        res.set(http::field::server, "seedance");
+        res.keep_alive(false);
+        res.body() = "request too large\n";
+        res.prepare_payload();
+        co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
+        break;
+      }
       if (ec) break;
+      const http::request<http::string_body>& req = parser.get();
       http::response<http::string_body> res{http::status::ok, req.version()};
       res.set(http::field::server, "seedance");
       res.keep_alive(req.keep_alive());
@@ -56,6 +96,7 @@ struct HttpListener::State : std::enable_shared_from_this<HttpListener::State> {
       target = target.substr(0, target.find('?'));
       if (req.method() != http::verb::get && req.method() != http::verb::head) {
         res.result(http::status::method_not_allowed);
+        res.set(http::field::allow, "GET, HEAD");
         res.body() = "GET only\n";
       } else if (target == "/metrics") {
         res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
@@ -69,12 +110,24 @@ struct HttpListener::State : std::enable_shared_from_this<HttpListener::State> {
         res.body() = "try /metrics or /healthz\n";
       }
       res.prepare_payload();
-      co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
-      if (ec || !res.keep_alive()) break;
+      stream.expires_after(kListenerIdleTimeout);
+      if (req.method() == http::verb::head) {
+        // The same header (Content-Length included), no body.
+        http::response<http::empty_body> head{std::move(res.base())};
+        co_await http::async_write(stream, head, asio::redirect_error(use_awaitable, ec));
+      } else {
+        co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
+      }
+      if (ec || !req.keep_alive()) break;
     }
     error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream.socket().close(ignored);
+    --open;
+    slot_freed.cancel_one();
   }
+
+  util::LogLimiter limiter{std::chrono::minutes(1)};
 };
 
 HttpListener::HttpListener(EventLoop& loop, MetricsRegistry& metrics, std::function<bool()> healthy)
@@ -83,25 +136,13 @@ HttpListener::HttpListener(EventLoop& loop, MetricsRegistry& metrics, std::funct
 HttpListener::~HttpListener() = default;
 
 Result<uint16_t> HttpListener::Start(const std::string& address) {
-  size_t colon = address.rfind(':');
-  if (colon == std::string::npos) {
-    return InvalidArgumentError("metrics.listen: expected host:port, got \"" + address + "\"");
-  }
-  std::string host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  if (host.empty()) host = "0.0.0.0";
-  int port = std::atoi(address.c_str() + colon + 1);
-  if (port < 0 || port > 65535)
-    return InvalidArgumentError("metrics.listen: bad port in \"" + address + "\"");
+  auto ep = util::ParseListenAddress(address);
+  if (!ep) return InvalidArgumentError("metrics.listen: " + ep.error().message());
   error_code ec;
-  auto ip = asio::ip::make_address(host, ec);
-  if (ec) return InvalidArgumentError("metrics.listen: \"" + host + "\" is not an IP address");
-  tcp::endpoint ep(ip, static_cast<uint16_t>(port));
   auto& a = state_->acceptor;
-  a.open(ep.protocol(), ec);
+  a.open(ep->protocol(), ec);
   if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) a.bind(ep, ec);
+  if (!ec) a.bind(*ep, ec);
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
   if (ec)
     return UnavailableError("metrics.listen: cannot listen on " + address + ": " + ec.message());
@@ -114,6 +155,7 @@ void HttpListener::Stop() {
   state_->stopped = true;
   error_code ec;
   state_->acceptor.close(ec);
+  state_->slot_freed.cancel();
 }
 
 }  // namespace seedance::observe

@@ -1,9 +1,14 @@
 // HttpListener: the small HTTP server for /metrics (Prometheus text) and /healthz.
 //
-// Runs on the event loop; one coroutine per connection; GET only. Thread-compatible: create,
-// Start and Stop on the loop thread.
+// Runs on the event loop; one coroutine per connection; GET and HEAD only. Anyone who can
+// reach the port is untrusted, so what a client can cost is bounded: at most
+// kMaxListenerConnections connections (more wait in the kernel's backlog), request headers of
+// kMaxListenerHeaderBytes, bodies of kMaxListenerBodyBytes (413 beyond), and
+// kListenerIdleTimeout for a whole request. Thread-compatible: create, Start and Stop on the
+// loop thread.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -13,6 +18,11 @@
 #include "seedance/result.h"
 
 namespace seedance::observe {
+
+inline constexpr int kMaxListenerConnections = 16;
+inline constexpr size_t kMaxListenerHeaderBytes = 8 * 1024;
+inline constexpr size_t kMaxListenerBodyBytes = 1024;
+inline constexpr std::chrono::seconds kListenerIdleTimeout{10};
 
 class HttpListener {
  public:

@@ -9,4 +9,9 @@ namespace seedance::util {
 // the failed write(2).
 int WriteAll(int fd, std::string_view data);
 
+// Raises the soft limit on open descriptors to the hard limit (as Go's runtime and systemd
+// services do), so the durable queue's files have room beside network connections. Returns
+// the soft limit now in force.
+long RaiseOpenFileLimit();  // NOLINT(runtime/int): rlim_t fits
+
 }  // namespace seedance::util

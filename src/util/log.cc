@@ -4,6 +4,8 @@
 
 #include <ctime>
 
+#include "util/strings.h"
+
 namespace seedance::util {
 namespace {
 
@@ -54,7 +56,8 @@ void LogLine(LogLevel level, std::string_view component, std::string_view messag
   char stamp[32];
   strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
   std::string line = fmt::format("{}.{:03d}Z {} [{}] {}\n", stamp, ts.tv_nsec / 1000000,
-                                 LevelName(level), component, message);
+                                 LevelName(level), SanitizeText(component, 128),
+                                 SanitizeText(message, kMaxLogMessageBytes));
   ssize_t unused = ::write(STDERR_FILENO, line.data(), line.size());
   (void)unused;
 }

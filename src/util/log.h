@@ -26,7 +26,13 @@ void SetLogLevel(LogLevel level);
 LogLevel GetLogLevel();
 inline bool LogEnabled(LogLevel level) { return level >= GetLogLevel(); }
 
-// Writes one line: "<UTC time> <LEVEL> [<component>] <message>".
+// The longest message one log line carries; the rest is cut with "... (N more bytes)".
+inline constexpr size_t kMaxLogMessageBytes = 4096;
+
+// Writes one line: "<UTC time> <LEVEL> [<component>] <message>". The message and component
+// may hold text from outside (scripts, brokers, servers): control characters are escaped
+// (a newline becomes \n, ESC \x1b) so no text forges a line, and the message is cut at
+// kMaxLogMessageBytes.
 void LogLine(LogLevel level, std::string_view component, std::string_view message);
 
 template <typename... Args>

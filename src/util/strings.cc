@@ -1,5 +1,7 @@
 #include "util/strings.h"
 
+#include <openssl/evp.h>
+
 #include <algorithm>
 
 namespace seedance::util {
@@ -32,11 +34,65 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
   return best <= limit ? best_word : std::string();
 }
 
+size_t Utf8SequenceLength(std::string_view s) {
+  if (s.empty()) return 0;
+  const auto b0 = static_cast<unsigned char>(s[0]);
+  if (b0 < 0x80) return 1;
+  size_t n;
+  unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    n = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    n = 3;
+    if (b0 == 0xE0) lo = 0xA0;  // overlong
+    if (b0 == 0xED) hi = 0x9F;  // UTF-16 surrogates
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    n = 4;
+    if (b0 == 0xF0) lo = 0x90;  // overlong
+    if (b0 == 0xF4) hi = 0x8F;  // past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (s.size() < n) return 0;
+  const auto b1 = static_cast<unsigned char>(s[1]);
+  if (b1 < lo || b1 > hi) return 0;
+  for (size_t i = 2; i < n; ++i) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80 || b > 0xBF) return 0;
+  }
+  return n;
+}
+
+bool IsValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t n = Utf8SequenceLength(s.substr(i));
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
 void AppendJsonString(std::string& out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out.push_back('"');
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char ch = s[i];
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x80) {
+      const size_t n = Utf8SequenceLength(s.substr(i));
+      if (n == 0) {
+        out += "\\ufffd";
+      } else {
+        out.append(s.substr(i, n));
+        i += n - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"':
         out += "\\\"";
@@ -70,6 +126,60 @@ void AppendJsonString(std::string& out, std::string_view s) {
     }
   }
   out.push_back('"');
+}
+
+void AppendBase64(std::string& out, std::string_view bytes) {
+  // OpenSSL is linked for TLS already; EVP_EncodeBlock writes 4 characters per 3 bytes and a
+  // NUL. Encoded in slices so a large payload needs no second full-size buffer.
+  constexpr size_t kSlice = 3 * 4096;
+  for (size_t at = 0; at < bytes.size(); at += kSlice) {
+    const size_t n = std::min(kSlice, bytes.size() - at);
+    const size_t start = out.size();
+    out.resize(start + 4 * ((n + 2) / 3) + 1);
+    const int written =
+        EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data() + start),
+                        reinterpret_cast<const unsigned char*>(bytes.data() + at),
+                        static_cast<int>(n));
+    out.resize(start + static_cast<size_t>(written));
+  }
+}
+
+std::string SanitizeText(std::string_view s, size_t max_bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(std::min(s.size(), max_bytes) + 16);
+  size_t i = 0;
+  for (; i < s.size() && out.size() < max_bytes; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const size_t n = Utf8SequenceLength(s.substr(i));
+      if (n > 0) {
+        out.append(s.substr(i, n));
+        i += n - 1;
+        continue;
+      }
+    } else if (c >= 0x20 && c != 0x7f) {
+      out.push_back(static_cast<char>(c));
+      continue;
+    }
+    switch (c) {
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += "\\x";
+        out.push_back(kHex[c >> 4]);
+        out.push_back(kHex[c & 15]);
+    }
+  }
+  if (i < s.size()) out += "... (" + std::to_string(s.size() - i) + " more bytes)";
+  return out;
 }
 
 }  // namespace seedance::util

@@ -14,7 +14,25 @@ size_t EditDistance(std::string_view a, std::string_view b);
 // (distance ≤ max(2, |word|/3)), or "" when none is.
 std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates);
 
-// Appends `s` to `out` as a JSON string literal, quotes included.
+// True when `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past
+// U+10FFFF), as RFC 3629 defines it.
+bool IsValidUtf8(std::string_view s);
+
+// Length of the well-formed UTF-8 sequence at the start of `s`, or 0 when it is not one.
+size_t Utf8SequenceLength(std::string_view s);
+
+// Appends `s` to `out` as a JSON string literal, quotes included. The result is always valid
+// JSON: a byte that is not part of well-formed UTF-8 becomes U+FFFD (as serde_json's and
+// Python's "replace" do). Callers that must keep such bytes carry them as base64 instead.
 void AppendJsonString(std::string& out, std::string_view s);
+
+// Appends `bytes` as standard base64 (RFC 4648, with padding).
+void AppendBase64(std::string& out, std::string_view bytes);
+
+// Text from outside (scripts, brokers, servers, payloads) made safe for one log line or one
+// header value: control characters and DEL become escapes (\n, \r, \t, \xHH), so no text can
+// start a forged line or move the terminal's cursor, and text past `max_bytes` is cut with
+// "... (N more bytes)". Bytes of well-formed UTF-8 stay as they are; malformed ones become \xHH.
+std::string SanitizeText(std::string_view s, size_t max_bytes);
 
 }  // namespace seedance::util

@@ -53,6 +53,13 @@ BROKEN = {
     "bad_filter_wildcard": (GOOD_SOURCE.replace('"a/+"', '"a/b#"') + GOOD_SINK,
                             [":4:12:", "sources[0].topic", "'#' must be a whole level"]),
     "no_sinks": (GOOD_SOURCE, ['missing required section "sinks"']),
+    "header_injection": (GOOD_SOURCE + GOOD_SINK + '    headers:\n      X-Token: "a\\r\\nHost: evil"\n',
+                         [":9:", "sinks[0].headers", "control character (0x0d)"]),
+    "bad_header_name": (GOOD_SOURCE + GOOD_SINK + '    headers:\n      "X Token": "a"\n',
+                        ["sinks[0].headers", 'header name "X Token"']),
+    "missing_ca_file": (GOOD_SOURCE + GOOD_SINK + "    tls:\n      ca_file: /nonexistent/ca.pem\n",
+                        [":9:16:", "sinks[0].tls.ca_file",
+                         "/nonexistent/ca.pem: No such file or directory"]),
     "unknown_top_level": (GOOD_SOURCE + GOOD_SINK + "sink:\n  - type: stdout\n",
                           [":8:1:", 'unknown top-level key "sink"', 'did you mean "sinks"']),
 }
@@ -96,3 +103,13 @@ def test_usage_errors_exit_2_and_version_works():
     assert r.returncode == 0 and r.stdout.startswith("seedance ")
     r = subprocess.run([BIN, "describe", "http"], capture_output=True, text=True)
     assert r.returncode == 0 and "endpoint" in r.stdout and "retry_limit" in r.stdout
+
+
+def test_a_line_break_from_an_environment_variable_cannot_inject_a_header(tmp_path):
+    path = tmp_path / "env.yaml"
+    path.write_text(GOOD_SOURCE + GOOD_SINK + '    headers:\n      Authorization: "Bearer ${TOKEN}"\n')
+    env = dict(os.environ, TOKEN="abc\r\nHost: evil.example")
+    for command in (["validate", "--config", str(path)], ["--config", str(path)]):
+        r = subprocess.run([BIN, *command], capture_output=True, text=True, env=env, timeout=30)
+        assert r.returncode == 2, (command, r.stderr)
+        assert f"{path}:9:" in r.stderr and "control character" in r.stderr, r.stderr

@@ -13,7 +13,9 @@ SOURCE_DIR = os.environ.get("SEEDANCE_SOURCE_DIR", os.path.join(os.path.dirname(
 
 
 class Seedance:
-    def __init__(self, config_text, filter_path=None, extra_args=(), workdir=None):
+    def __init__(self, config_text, filter_path=None, extra_args=(), workdir=None,
+                 preexec_fn=None):
+        self.preexec_fn = preexec_fn
         self.dir = workdir or tempfile.mkdtemp(prefix="seedance-run-")
         os.makedirs(self.dir, exist_ok=True)
         self.config = os.path.join(self.dir, "config.yaml")
@@ -29,7 +31,7 @@ class Seedance:
 
     def start(self, wait_ready=True, timeout=10.0):
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     cwd=self.dir)
+                                     cwd=self.dir, preexec_fn=self.preexec_fn)
         threading.Thread(target=self._pump, daemon=True).start()
         threading.Thread(target=self._drain_stdout, daemon=True).start()
         if wait_ready and not self._ready.wait(timeout):

@@ -72,6 +72,12 @@ class LuaProcessor final : public Processor {
   // Reads the event table at `index` into `out`, based on `in`. kInvalidArgument on bad shape.
   Status ReadEvent(int index, const Event& in, const rapidjson::Value* doc, Event& out);
   void Fail(Event&& event, ProcessorOutput& out, const std::string& why);
+  // What a run of the script made of one event.
+  enum class RunResult { kOne, kList, kFiltered };
+  // Pushes the event, calls the script and reads what it returned: into `scratch_` (kOne) or
+  // `produced_` (kList). Every Lua API call in here can raise (memory, a metamethod on a
+  // returned table, the instruction budget), so it runs only under LuaScript::Protected.
+  Status Run(const Event& event, const rapidjson::Value* parsed, RunResult* result);
 
   std::unique_ptr<LuaScript> script_;
   std::string path_;
@@ -213,8 +219,6 @@ void LuaProcessor::Fail(Event&& event, ProcessorOutput& out, const std::string& 
 }
 
 void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
-  lua_State* L = script_->state();
-  const int top = lua_gettop(L);
   rapidjson::MemoryPoolAllocator<> pool(json_buffer_, sizeof json_buffer_);
   rapidjson::MemoryPoolAllocator<> stack_pool(json_stack_, sizeof json_stack_);
   JsonDocument doc(&pool, 1024, &stack_pool);
@@ -230,68 +234,71 @@ void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
     }
     parsed = &doc;
   }
+  produced_.clear();
+  RunResult result = RunResult::kFiltered;
+  Status s = script_->Protected(
+      [&] { return Run(event, parsed, &result); });
+  if (!s.ok()) {
+    produced_.clear();
+    Fail(std::move(event), out, s.message());
+    return;
+  }
+  switch (result) {
+    case RunResult::kFiltered:
+      ctx_.stats->Dropped("filtered");
+      return;
+    case RunResult::kOne:
+      std::swap(event, scratch_);  // scratch_ keeps the input's storage for the next event
+      out.Emit(std::move(event));
+      return;
+    case RunResult::kList:
+      if (produced_.empty()) ctx_.stats->Dropped("filtered");
+      for (Event& e : produced_) out.Emit(std::move(e));
+      produced_.clear();
+      return;
+  }
+}
+
+Status LuaProcessor::Run(const Event& event, const rapidjson::Value* parsed, RunResult* outcome) {
+  lua_State* L = script_->state();
+  const int top = lua_gettop(L);
   script_->PushFunction();
   PushEvent(event, parsed);
   lua_pushvalue(L, -1);
   lua_insert(L, top + 1);  // keep the input table below the call, to recognise it
-  Status s = script_->Call(1);
-  if (!s.ok()) {
-    lua_settop(L, top);
-    Fail(std::move(event), out, s.message());
-    return;
-  }
+  SEEDANCE_RETURN_IF_ERROR(script_->Call(1));
   // Stack: top+1 input table, top+2 result.
   const int result = top + 2;
-  std::vector<Event>& produced = produced_;
-  produced.clear();
   if (lua_isnil(L, result) || (lua_type(L, result) == LUA_TBOOLEAN && !lua_toboolean(L, result))) {
-    lua_settop(L, top);
-    ctx_.stats->Dropped("filtered");
-    return;
+    *outcome = RunResult::kFiltered;
+    return Status::Ok();
   }
   if (lua_type(L, result) != LUA_TTABLE) {
-    std::string type = lua_typename(L, lua_type(L, result));
-    lua_settop(L, top);
-    Fail(std::move(event), out,
-         options_.function + "() returned a " + type +
-             "; expected the event, a list of events or nil");
-    return;
+    return InvalidArgumentError(options_.function + "() returned a " +
+                                lua_typename(L, lua_type(L, result)) +
+                                "; expected the event, a list of events or nil");
   }
   lua_getfield(L, result, "payload");
   const bool is_event = !lua_isnil(L, -1) || lua_rawequal(L, result, top + 1);
   lua_pop(L, 1);
   if (is_event) {
-    s = ReadEvent(result, event, parsed, scratch_);
-    lua_settop(L, top);
-    if (!s.ok()) {
-      Fail(std::move(event), out, s.message());
-      return;
-    }
-    std::swap(event, scratch_);  // scratch_ keeps the input's storage for the next event
-    out.Emit(std::move(event));
-    return;
-  } else {
-    const size_t n = lua_objlen(L, result);
-    for (size_t i = 1; i <= n && s.ok(); ++i) {
-      lua_rawgeti(L, result, static_cast<int>(i));
-      if (!lua_istable(L, -1)) {
-        s = InvalidArgumentError("element " + std::to_string(i) +
-                                 " of the returned list is not an event table");
-      } else {
-        Event e;
-        s = ReadEvent(lua_gettop(L), event, parsed, e);
-        if (s.ok()) produced.push_back(std::move(e));
-      }
-      lua_pop(L, 1);
-    }
+    *outcome = RunResult::kOne;
+    return ReadEvent(result, event, parsed, scratch_);
   }
-  lua_settop(L, top);
-  if (!s.ok()) {
-    Fail(std::move(event), out, s.message());
-    return;
+  *outcome = RunResult::kList;
+  const size_t n = lua_objlen(L, result);
+  for (size_t i = 1; i <= n; ++i) {
+    lua_rawgeti(L, result, static_cast<int>(i));
+    if (!lua_istable(L, -1)) {
+      return InvalidArgumentError("element " + std::to_string(i) +
+                                  " of the returned list is not an event table");
+    }
+    Event e;
+    SEEDANCE_RETURN_IF_ERROR(ReadEvent(lua_gettop(L), event, parsed, e));
+    produced_.push_back(std::move(e));
+    lua_pop(L, 1);
   }
-  if (produced.empty()) ctx_.stats->Dropped("filtered");
-  for (Event& e : produced) out.Emit(std::move(e));
+  return Status::Ok();
 }
 
 Status ValidateScriptSource(const Params& p) {

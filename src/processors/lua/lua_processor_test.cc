@@ -165,6 +165,38 @@ code: |
   EXPECT_EQ(out.main.size(), 1u);
 }
 
+// Reading what a script returned calls Lua (metamethods, serialisation): an error there was
+// raised outside any protected call, and LuaJIT's panic ended the process.
+TEST_F(LuaProcessorTest, ErrorsWhileReadingTheResultGoToErrorNotAPanic) {
+  auto p = Make(R"(instruction_limit: 100000
+code: |
+  local raising = setmetatable({}, {__index = function(t, k) error("no field " .. k) end})
+  local spinning = setmetatable({}, {__index = function() while true do end end})
+  function process(e)
+    if e.payload.kind == "raising" then return raising end
+    if e.payload.kind == "spinning" then return spinning end
+    if e.payload.kind == "list" then return {e, raising} end
+    return e
+  end)");
+  RecordingOutput out;
+  auto t0 = std::chrono::steady_clock::now();
+  p->Process(JsonEvent(R"({"kind": "raising"})"), out);
+  p->Process(JsonEvent(R"({"kind": "spinning"})"), out);
+  p->Process(JsonEvent(R"({"kind": "list"})"), out);
+  p->Process(JsonEvent(R"({"kind": "fine"})"), out);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  ASSERT_EQ(out.side.size(), 3u);
+  EXPECT_NE(out.side[0].reason.find("no field payload"), std::string::npos)
+      << out.side[0].reason;
+  EXPECT_NE(out.side[1].reason.find("instruction limit"), std::string::npos)
+      << out.side[1].reason;
+  EXPECT_NE(out.side[2].reason.find("no field topic"), std::string::npos)
+      << out.side[2].reason;
+  // Nothing of the list was emitted: its second element failed.
+  ASSERT_EQ(out.main.size(), 1u);
+  EXPECT_EQ(out.main[0].payload, R"({"kind": "fine"})");
+}
+
 TEST_F(LuaProcessorTest, WrongReturnTypeIsAnError) {
   auto p = Make("code: 'function process(e) return 42 end'");
   RecordingOutput out;

@@ -164,6 +164,36 @@ Result<std::unique_ptr<LuaScript>> LuaScript::Load(const std::string& code,
   return script;
 }
 
+namespace {
+
+struct ProtectedBody {
+  Status (*call)(void*);
+  void* body;
+  Status status;
+};
+
+int RunProtectedBody(lua_State* L) {
+  auto* p = static_cast<ProtectedBody*>(lua_touserdata(L, 1));
+  p->status = p->call(p->body);
+  return 0;
+}
+
+}  // namespace
+
+Status LuaScript::RunProtected(Status (*call)(void*), void* body) {
+  const int top = lua_gettop(L_);
+  budget_left_ = options_.instruction_limit;
+  ProtectedBody p{call, body, Status::Ok()};
+  const int rc = lua_cpcall(L_, RunProtectedBody, &p);
+  Status result = std::move(p.status);
+  if (rc != 0) {
+    const char* msg = lua_tostring(L_, -1);
+    result = InvalidArgumentError(msg ? msg : "error object is not a string");
+  }
+  lua_settop(L_, top);
+  return result;
+}
+
 void LuaScript::PushFunction() { lua_rawgeti(L_, LUA_REGISTRYINDEX, function_ref_); }
 
 Status LuaScript::Call(int nargs) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "seedance/result.h"
@@ -47,10 +48,21 @@ class LuaScript {
   // kInvalidArgument with the Lua error message (or the budget message) on failure; the
   // stack is then back to where it was before PushFunction.
   Status Call(int nargs);
+  // Runs `body` in protected mode (lua_cpcall), under a fresh instruction budget: an error
+  // any Lua API call in it raises (out of memory, a metamethod of a table the script
+  // returned, the budget) becomes kInvalidArgument with the Lua message instead of a panic
+  // that ends the process. The stack is back where it was afterwards. C++ objects in `body`
+  // are destroyed on such an error: LuaJIT on x64 unwinds with C++ exceptions.
+  template <typename Fn>
+  Status Protected(Fn&& body) {  // a template: no std::function allocation per event
+    using Body = std::remove_reference_t<Fn>;
+    return RunProtected([](void* b) -> Status { return (*static_cast<Body*>(b))(); }, &body);
+  }
 
  private:
   explicit LuaScript(lua_State* L, LuaScriptOptions options);
   static void CountHook(lua_State* L, ::lua_Debug* ar);
+  Status RunProtected(Status (*call)(void*), void* body);
 
   lua_State* L_;
   LuaScriptOptions options_;

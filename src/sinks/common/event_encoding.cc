@@ -29,13 +29,21 @@ void AppendTime(int64_t ns, std::string& out) {
   out += fmt::format("\"{}.{:06d}Z\"", buf, (ns % 1000000000) / 1000);
 }
 
+// A raw payload that is not UTF-8 cannot be a JSON string without losing bytes.
+bool NeedsBase64(const Event& e) {
+  return e.format == PayloadFormat::kRaw && !util::IsValidUtf8(e.payload);
+}
+
 void AppendPayload(const Event& e, bool as_json_value, std::string& out) {
-  if (e.format == PayloadFormat::kJson)
+  if (e.format == PayloadFormat::kJson || !as_json_value) {
     out += e.payload;
-  else if (as_json_value)
+  } else if (NeedsBase64(e)) {
+    out += "{\"payload_base64\":\"";
+    util::AppendBase64(out, e.payload);
+    out += "\"}";
+  } else {
     util::AppendJsonString(out, e.payload);
-  else
-    out += e.payload;
+  }
 }
 
 }  // namespace
@@ -51,8 +59,14 @@ void AppendEvent(const Event& e, EventEncoding encoding, bool as_json_value, std
   util::AppendJsonString(out, e.topic);
   out += ",\"time\":";
   AppendTime(e.event_time_ns, out);
-  out += ",\"payload\":";
-  AppendPayload(e, /*as_json_value=*/true, out);
+  if (NeedsBase64(e)) {
+    out += ",\"payload_base64\":\"";
+    util::AppendBase64(out, e.payload);
+    out.push_back('"');
+  } else {
+    out += ",\"payload\":";
+    AppendPayload(e, /*as_json_value=*/true, out);
+  }
   if (!e.headers.empty()) {
     out += ",\"headers\":{";
     for (size_t i = 0; i < e.headers.size(); ++i) {

@@ -26,8 +26,10 @@ enum class BatchFormat {
 EventEncoding ParseEventEncoding(std::string_view s);
 BatchFormat ParseBatchFormat(std::string_view s);
 
-// Appends one event. With `as_json_value`, the result is always valid JSON (raw payloads are
-// quoted); otherwise a raw payload is written as its bytes.
+// Appends one event. With `as_json_value`, the result is always valid JSON: a raw payload is
+// a JSON string, or, when it is not valid UTF-8, {"payload_base64":"..."} (in an envelope the
+// field "payload_base64" takes the place of "payload"); other strings that are not UTF-8 get
+// U+FFFD for each bad byte. Without `as_json_value` a raw payload is written as its bytes.
 void AppendEvent(const Event& e, EventEncoding encoding, bool as_json_value, std::string& out);
 
 // Appends the body for `events` in `format`.

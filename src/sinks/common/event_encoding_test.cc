@@ -37,5 +37,24 @@ TEST(EventEncodingTest, EnvelopeCarriesTopicTimeAndHeaders) {
       R"({"id":7,"source":"mqtt","topic":"t/1","time":"2023-11-14T22:13:20.123456Z","payload":{"a":1},"headers":{"reason":"bad"}})");
 }
 
+TEST(EventEncodingTest, BytesThatAreNotUtf8StayValidJsonAndLoseNothing) {
+  const std::string bytes("ok\xff\xfe\xc3(", 6);  // invalid UTF-8
+  Event raw = Make(bytes, PayloadFormat::kRaw);
+  raw.SetHeader("reason", std::string("bad \xe2\x82", 6));  // truncated sequence
+  raw.topic = std::string("t/\xc0\xaf", 4);                 // overlong '/'
+  std::string envelope, alone;
+  AppendEvent(raw, EventEncoding::kEnvelope, true, envelope);
+  AppendEvent(raw, EventEncoding::kPayload, true, alone);
+  EXPECT_EQ(
+      envelope,
+      R"({"id":7,"source":"mqtt","topic":"t/\ufffd\ufffd","time":"2023-11-14T22:13:20.123456Z","payload_base64":"b2v//sMo","headers":{"reason":"bad \ufffd\ufffd"}})");
+  EXPECT_EQ(alone, R"({"payload_base64":"b2v//sMo"})");
+  // Valid UTF-8 (2-, 3- and 4-byte forms) is kept as it is.
+  std::string text;
+  AppendEvent(Make("h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", PayloadFormat::kRaw),
+              EventEncoding::kPayload, true, text);
+  EXPECT_EQ(text, "\"h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+}
+
 }  // namespace
 }  // namespace seedance::sinks

@@ -11,8 +11,15 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include <openssl/err.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstddef>
+#include <cstring>
 #include <map>
 #include <memory_resource>
 #include <optional>
@@ -23,8 +30,10 @@
 #include "governor/memory_budget.h"
 #include "sinks/common/event_encoding.h"
 #include "sinks/http/http_url.h"
+#include "sinks/http/retry_after.h"
 #include "util/handler_slot.h"
 #include "util/log.h"
+#include "util/strings.h"
 
 namespace seedance::sinks {
 namespace {
@@ -57,6 +66,49 @@ using Fields = http::basic_fields<FieldsAllocator>;
 using Request = http::request<http::string_body, Fields>;
 using ResponseParser = http::response_parser<http::string_body, FieldsAllocator>;
 using tcp = asio::ip::tcp;
+
+// A header name is an RFC 9110 token; a value has no control characters but HTAB (CR or LF
+// would end the field and start another one: header injection, also through ${VAR}).
+Status CheckHeaderFields(const ParamValue& v) {
+  static constexpr std::string_view kTokenPunctuation = "!#$%&'*+-.^_`|~";
+  for (const auto& [name, value] : std::get<StringPairs>(v)) {
+    if (name.empty()) return InvalidArgumentError("a header name is empty");
+    for (char c : name) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) &&
+          kTokenPunctuation.find(c) == std::string_view::npos) {
+        return InvalidArgumentError(fmt::format(
+            "header name \"{}\" has a character not allowed in a name ({:#04x})",
+            util::SanitizeText(name, 64), static_cast<unsigned char>(c)));
+      }
+    }
+    for (char c : value) {
+      const auto u = static_cast<unsigned char>(c);
+      if ((u < 0x20 && c != '\t') || u == 0x7f) {
+        return InvalidArgumentError(fmt::format(
+            "the value of header \"{}\" has a control character ({:#04x}); line breaks "
+            "would inject header fields",
+            name, u));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// A file `run` will read at start: it must be a readable regular file now.
+Status CheckReadableFile(const ParamValue& v) {
+  const std::string& path = std::get<std::string>(v);
+  if (path.empty()) return Status::Ok();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return InvalidArgumentError(fmt::format("{}: {}", path, std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) return InvalidArgumentError(path + ": not a regular file");
+  if (::access(path.c_str(), R_OK) != 0) {
+    return InvalidArgumentError(fmt::format("{}: {}", path, std::strerror(errno)));
+  }
+  return Status::Ok();
+}
+
 
 // A connection: a socket, or TLS over one, and its read buffer. Timeouts are the client's
 // watchdog's (see HttpClient), not per-operation timers: those would allocate per request.
@@ -106,6 +158,7 @@ struct Delivery {
   bool timed_out = false;
   bool evicted = false;
   int in_flight_at_send = 0;
+  int interim_responses = 0;  // 1xx responses read before the final one
 
   alignas(std::max_align_t) std::byte response_arena_buffer[1024];
   std::pmr::monotonic_buffer_resource response_arena{
@@ -165,7 +218,19 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
       ssl_->load_verify_file(o_.ca_file, ec);
     else
       ssl_->set_default_verify_paths(ec);
-    if (ec) return InvalidArgumentError("TLS CA file: " + ec.message());
+    if (ec) {
+      // Asio's message for a failed load is only "asio.ssl error": name the file and why.
+      const unsigned long err = ERR_get_error();  // NOLINT(runtime/int): OpenSSL's type
+      char reason[256] = "no reason given";
+      if (err != 0) ERR_error_string_n(err, reason, sizeof reason);
+      ERR_clear_error();
+      if (o_.ca_file.empty()) return InvalidArgumentError("system CA certificates: " + ec.message());
+      if (Status s = CheckReadableFile(o_.ca_file); !s.ok()) {
+        return InvalidArgumentError("tls.ca_file " + s.message());
+      }
+      return InvalidArgumentError(fmt::format(
+          "tls.ca_file {}: not a PEM file of CA certificates ({})", o_.ca_file, reason));
+    }
     ssl_->set_verify_mode(o_.tls_verify ? asio::ssl::verify_peer : asio::ssl::verify_none);
     return Status::Ok();
   }
@@ -220,11 +285,22 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   void Attempt(Delivery* d);
   void Connect(Delivery* d);
   void Send(Delivery* d);
+  // Reads the response to `d`'s request, skipping interim (1xx) responses.
+  void ReadResponse(Delivery* d);
   void Received(Delivery* d, error_code ec);
+  // Puts `conn` in the idle pool, unless bytes arrived that no request asked for.
+  void KeepIdle(std::unique_ptr<Connection> conn);
+  // Takes an idle connection that nothing arrived on since it went idle, or nullptr.
+  std::unique_ptr<Connection> TakeIdle();
+  // 413: delivers the batch of `d` as two halves, each split again on a 413, down to single
+  // events, which are rejected. Completes `d`'s callback once both halves are done.
+  void Split(Delivery* d, const std::string& what);
+  // Gives `d` back to the pool and returns its callback, without calling it.
+  DeliveryCallback Release(Delivery* d);
   // The attempt failed with `failure`: retries after a backoff, or gives up.
   void Retry(Delivery* d, const Status& failure, std::chrono::milliseconds retry_after);
-  // Reports `status` for the batch and puts the delivery back in the pool.
-  void Finish(Delivery* d, Status status);
+  // Reports `outcome` for the batch and puts the delivery back in the pool.
+  void Finish(Delivery* d, DeliveryOutcome outcome);
   // Marks `d` watched until `timeout` from now; the watchdog closes its connection after that.
   void Watch(Delivery* d);
   void Unwatch(Delivery* d);
@@ -293,7 +369,7 @@ void HttpClient::BuildRequest(const Batch& batch, Delivery& d) const {
   req.prepare_payload();
 }
 
-void HttpClient::Finish(Delivery* d, Status status) {
+DeliveryCallback HttpClient::Release(Delivery* d) {
   Unwatch(d);
   d->conn.reset();
   d->Uncharge();
@@ -315,7 +391,88 @@ void HttpClient::Finish(Delivery* d, Status status) {
     asio::post(ctx_.loop->io(), [owned = std::shared_ptr<Delivery>(std::move(*it))] {});
     deliveries_.erase(it);
   }
-  done(std::move(status));
+  return done;
+}
+
+void HttpClient::Finish(Delivery* d, DeliveryOutcome outcome) {
+  DeliveryCallback done = Release(d);
+  done(std::move(outcome));
+}
+
+void HttpClient::Split(Delivery* d, const std::string& what) {
+  std::shared_ptr<const Batch> whole = d->batch;
+  const size_t n = whole->events.size();
+  const size_t half = n / 2;
+  SEEDANCE_LOG_INFO(ctx_.name, "{}: sending the batch of {} events as {} and {}", what, n, half,
+                    n - half);
+  struct Halves {
+    DeliveryCallback done;
+    int pending = 2;
+    bool cancelled = false;
+    std::vector<RejectedEvent> rejected;
+  };
+  auto halves = std::make_shared<Halves>();
+  halves->done = Release(d);
+  for (size_t part = 0; part < 2; ++part) {
+    const size_t first = part == 0 ? 0 : half;
+    const size_t last = part == 0 ? half : n;
+    auto batch = std::make_shared<Batch>();
+    batch->events.assign(whole->events.begin() + static_cast<std::ptrdiff_t>(first),
+                         whole->events.begin() + static_cast<std::ptrdiff_t>(last));
+    Deliver(std::move(batch), [halves, first, last](DeliveryOutcome outcome) {
+      const StatusCode code = outcome.status.code();
+      if (code == StatusCode::kCancelled || code == StatusCode::kResourceExhausted) {
+        halves->cancelled = true;  // delivered again as a whole (at least once)
+      } else if (!outcome.status.ok()) {
+        for (size_t i = first; i < last; ++i) {
+          halves->rejected.push_back(RejectedEvent{i, outcome.status.message()});
+        }
+      } else {
+        for (RejectedEvent& r : outcome.rejected) {
+          halves->rejected.push_back(RejectedEvent{first + r.index, std::move(r.reason)});
+        }
+      }
+      if (--halves->pending > 0) return;
+      if (halves->cancelled) return halves->done(CancelledError("sink stopped"));
+      DeliveryOutcome combined(Status::Ok());
+      combined.rejected = std::move(halves->rejected);
+      halves->done(std::move(combined));
+    });
+  }
+}
+
+void HttpClient::KeepIdle(std::unique_ptr<Connection> conn) {
+  if (conn->buffer.size() > 0) {
+    // More than one response to one request: none of it can be trusted to belong to the
+    // next request, so the connection goes.
+    uint64_t suppressed = 0;
+    if (limiter_.Allow("unsolicited", &suppressed)) {
+      SEEDANCE_LOG_WARN(ctx_.name, "{} sent {} bytes after a complete response; closing the "
+                        "connection", o_.url_text, conn->buffer.size());
+    }
+    conn->Close();
+    return;
+  }
+  if (idle_.size() >= static_cast<size_t>(o_.concurrency.max)) return conn->Close();
+  idle_.push_back(std::move(conn));
+}
+
+std::unique_ptr<Connection> HttpClient::TakeIdle() {
+  while (!idle_.empty()) {
+    std::unique_ptr<Connection> conn = std::move(idle_.back());
+    idle_.pop_back();
+    error_code ec;
+    const size_t waiting = conn->socket().available(ec);
+    if (!ec && waiting == 0) return conn;
+    // Bytes arrived while nothing was asked: an unsolicited response (or a TLS alert).
+    uint64_t suppressed = 0;
+    if (!ec && limiter_.Allow("unsolicited", &suppressed)) {
+      SEEDANCE_LOG_WARN(ctx_.name, "{} sent {} bytes on an idle connection; closing it",
+                        o_.url_text, waiting);
+    }
+    conn->Close();
+  }
+  return nullptr;
 }
 
 void HttpClient::Watch(Delivery* d) {
@@ -358,9 +515,8 @@ void HttpClient::ArmWatchdog() {
 
 void HttpClient::Attempt(Delivery* d) {
   if (stopped_) return Finish(d, CancelledError("sink stopped"));
-  if (!idle_.empty()) {
-    d->conn = std::move(idle_.back());
-    idle_.pop_back();
+  if (auto conn = TakeIdle()) {
+    d->conn = std::move(conn);
     d->reused = true;
     return Send(d);
   }
@@ -416,23 +572,40 @@ void HttpClient::Send(Delivery* d) {
   Watch(d);
   d->sent = std::chrono::steady_clock::now();
   d->in_flight_at_send = ++in_flight_;
+  d->interim_responses = 0;
   in_flight_gauge_.Set(in_flight_);
   d->conn->With([this, d](auto& stream) {
     http::async_write(stream, *d->req,
                       Step(d, [self = shared_from_this(), d](error_code ec, size_t) {
                         if (ec) return self->Received(d, ec);
-                        d->response_arena.release();
-                        d->parser.reset();
-                        d->parser.emplace(std::piecewise_construct, std::make_tuple(),
-                                          std::make_tuple(FieldsAllocator(&d->response_arena)));
-                        d->parser->body_limit(1 << 20);
-                        d->conn->With([&self, d](auto& s) {
-                          http::async_read(s, d->conn->buffer, *d->parser,
-                                           self->Step(d, [self, d](error_code ec, size_t) {
-                                             self->Received(d, ec);
-                                           }));
-                        });
+                        self->ReadResponse(d);
                       }));
+  });
+}
+
+void HttpClient::ReadResponse(Delivery* d) {
+  d->response_arena.release();
+  d->parser.reset();
+  d->parser.emplace(std::piecewise_construct, std::make_tuple(),
+                    std::make_tuple(FieldsAllocator(&d->response_arena)));
+  d->parser->body_limit(1 << 20);
+  d->conn->With([this, d](auto& s) {
+    http::async_read(s, d->conn->buffer, *d->parser,
+                     Step(d, [self = shared_from_this(), d](error_code ec, size_t) {
+                       // 100 Continue, 102, 103: interim; the final response follows. A few
+                       // are normal; a server that sends nothing else is broken.
+                       constexpr int kMaxInterim = 8;
+                       const unsigned code = ec ? 0 : d->parser->get().result_int();
+                       if (code >= 100 && code < 200 && code != 101 &&
+                           ++d->interim_responses <= kMaxInterim) {
+                         return self->ReadResponse(d);
+                       }
+                       if (code >= 100 && code < 200) {
+                         ec = boost::asio::error::make_error_code(
+                             boost::asio::error::connection_aborted);
+                       }
+                       self->Received(d, ec);
+                     }));
   });
 }
 
@@ -459,8 +632,8 @@ void HttpClient::Received(Delivery* d, error_code ec) {
   const auto& r = d->parser->get();
   const unsigned code = r.result_int();
   if (code == 429 || code == 503) controller_.RecordBackpressure();
-  if (r.keep_alive() && idle_.size() < static_cast<size_t>(o_.concurrency.max)) {
-    idle_.push_back(std::move(d->conn));
+  if (r.keep_alive()) {
+    KeepIdle(std::move(d->conn));
   } else {
     d->conn.reset();
   }
@@ -478,17 +651,20 @@ void HttpClient::Received(Delivery* d, error_code ec) {
   while (!snippet.empty() && snippet.back() == ' ') snippet.pop_back();
   std::string what = fmt::format("HTTP {} {}{}{}", code, std::string(r.reason()),
                                  snippet.empty() ? "" : ": ", snippet);
+  if (code == 413 && d->batch->events.size() > 1) return Split(d, what);
   if (code != 408 && code != 429 && code < 500) {
     ctx_.stats->errors.Add();
     return Finish(d, InvalidArgumentError(what));
   }
+  // The server's wish, never longer than retry_max (the operator's bound on any wait).
   std::chrono::milliseconds retry_after{0};
   auto ra = r.find(http::field::retry_after);
   if (ra != r.end()) {
-    char* end = nullptr;
-    std::string v(ra->value());
-    long secs = std::strtol(v.c_str(), &end, 10);
-    if (*end == '\0' && secs >= 0) retry_after = std::chrono::seconds(std::min(secs, 3600L));
+    const auto value = ra->value();
+    if (auto wait = ParseRetryAfter(std::string_view(value.data(), value.size()),
+                                    std::chrono::system_clock::now())) {
+      retry_after = std::min(*wait, o_.retry_max);
+    }
   }
   Retry(d, UnavailableError(what), retry_after);
 }
@@ -572,7 +748,8 @@ SinkFactory HttpSinkFactory() {
        .allowed = {"POST", "PUT"}},
       {.name = "headers",
        .type = ParamType::kStringMap,
-       .doc = "extra request headers, e.g. Authorization: \"Bearer ${TOKEN}\""},
+       .doc = "extra request headers, e.g. Authorization: \"Bearer ${TOKEN}\"",
+       .validator = CheckHeaderFields},
       {.name = "format",
        .type = ParamType::kString,
        .doc =
@@ -653,7 +830,8 @@ SinkFactory HttpSinkFactory() {
            {
                {.name = "ca_file",
                 .type = ParamType::kString,
-                .doc = "PEM CAs; system CAs when unset"},
+                .doc = "PEM CAs; system CAs when unset",
+                .validator = CheckReadableFile},
                {.name = "verify",
                 .type = ParamType::kBool,
                 .doc = "verify the server certificate",
