@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "util/fd_io.h"
 #include "util/listen_address.h"
 #include "util/strings.h"
 #include "util/units.h"
@@ -460,6 +461,30 @@ class Checker {
   std::vector<std::string> errors_;
 };
 
+// YAML maps may repeat a key, and yaml-cpp then keeps both while lookups see only the first:
+// a second `topic:` would be silently ignored. Every repeat is an error at its own line.
+void FindDuplicateKeys(const YAML::Node& node, Checker& checker, int depth) {
+  constexpr int kMaxDepth = 64;  // deeper than any config; yaml-cpp bounds its own parse
+  if (depth > kMaxDepth) return;
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) FindDuplicateKeys(item, checker, depth + 1);
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, YAML::Node> first;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (it->first.IsScalar()) {
+      auto [at, inserted] = first.emplace(it->first.Scalar(), it->first);
+      if (!inserted) {
+        checker.Error(it->first, "",
+                      fmt::format("duplicate key \"{}\" (first at {})", it->first.Scalar(),
+                                  checker.Loc(at->second)));
+      }
+    }
+    FindDuplicateKeys(it->second, checker, depth + 1);
+  }
+}
+
 Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
                              const PluginRegistry& registry, const EnvLookup& env) {
   Checker checker(file, env);
@@ -469,6 +494,7 @@ Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
     return InvalidArgumentError(
         fmt::format("{}: expected a YAML map with \"sources\" and \"sinks\"", checker.Loc(root)));
   }
+  FindDuplicateKeys(root, checker, 0);
   static const std::vector<std::string> kTop = {"sources", "processors", "sinks", "pipeline",
                                                 "queue",   "limits",     "metrics",
                                                 "log"};
@@ -552,7 +578,25 @@ Result<PipelineConfig> LoadConfigText(const std::string& text, const std::string
                                       const PluginRegistry& registry, const EnvLookup& env) {
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.empty() || (documents.size() == 1 && documents[0].IsNull())) {
+      return InvalidArgumentError(fmt::format(
+          "{}:1:1: the file is empty; expected a map with \"sources\" and \"sinks\"", file));
+    }
+    if (documents.size() > 1) {
+      // A second document is easy to add by mistake (a pasted "---") and would be ignored.
+      int line = documents[1].Mark().line;
+      if (line < 0) {  // an empty document has no mark: find its "---"
+        size_t at = text.find("\n---", text.compare(0, 3, "---") == 0 ? 3 : 0);
+        line = at == std::string::npos
+                   ? 0
+                   : static_cast<int>(std::count(text.begin(), text.begin() + at + 1, '\n'));
+      }
+      return InvalidArgumentError(fmt::format(
+          "{}:{}: a second YAML document starts here; a config file holds exactly one", file,
+          line + 1));
+    }
+    root = documents[0];
   } catch (const YAML::Exception& e) {
     return InvalidArgumentError(
         fmt::format("{}:{}:{}: invalid YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg));
@@ -593,11 +637,10 @@ Status AddFilterScript(PipelineConfig* config, const std::string& script_path,
 
 Result<PipelineConfig> LoadConfigFile(const std::string& path, const PluginRegistry& registry,
                                       const EnvLookup& env) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(fmt::format("{}: cannot open config file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return LoadConfigText(ss.str(), path, registry, env);
+  constexpr size_t kMaxConfigBytes = 16 << 20;
+  auto text = util::ReadRegularFile(path, kMaxConfigBytes, "config file");
+  if (!text) return text.error();
+  return LoadConfigText(*text, path, registry, env);
 }
 
 }  // namespace seedance::config

@@ -85,12 +85,22 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     ctx.memory = p->budget_.get();
     return ctx;
   };
+  // Every component is built before any error is returned, so `validate` (and a failed
+  // start) reports every problem at once, not only the first.
+  std::vector<std::string> problems;
+  Status first_problem;
+  auto problem = [&](const Status& s, const std::string& where) {
+    if (first_problem.ok()) first_problem = s;
+    problems.push_back(s.WithContext(where).message());
+  };
   for (const auto& c : config.sources) {
     auto stats = std::make_unique<ComponentStats>(metrics, "source", c.name);
     PluginContext ctx = context(c, stats.get());
     auto made = registry.FindSource(c.type)->create(c.params, ctx);
-    if (!made)
-      return made.error().WithContext(fmt::format("{}: source \"{}\"", c.location, c.name));
+    if (!made) {
+      problem(made.error(), fmt::format("{}: source \"{}\"", c.location, c.name));
+      continue;
+    }
     p->sources_.push_back(SourceSlot{c.name, std::move(stats), std::move(made).value()});
   }
   for (const auto& c : config.processors) {
@@ -98,9 +108,26 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     PluginContext ctx = context(c, stats.get());
     auto made = registry.FindProcessor(c.type)->create(c.params, ctx);
     if (!made) {
-      return made.error().WithContext(fmt::format("{}: processor \"{}\"", c.location, c.name));
+      problem(made.error(), fmt::format("{}: processor \"{}\"", c.location, c.name));
+      continue;
     }
     p->processors_.push_back(ProcessorSlot{c.name, std::move(stats), std::move(made).value()});
+  }
+  std::vector<std::pair<std::unique_ptr<ComponentStats>, std::unique_ptr<Sink>>> sinks;
+  for (const auto& c : config.sinks) {
+    auto stats = std::make_unique<ComponentStats>(metrics, "sink", c.name);
+    PluginContext ctx = context(c, stats.get());
+    auto made = registry.FindSink(c.type)->create(c.params, ctx);
+    if (!made) {
+      problem(made.error(), fmt::format("{}: sink \"{}\"", c.location, c.name));
+      continue;
+    }
+    sinks.emplace_back(std::move(stats), std::move(made).value());
+  }
+  if (!problems.empty()) {
+    std::string all;
+    for (const std::string& m : problems) all += (all.empty() ? "" : "\n") + m;
+    return Status(first_problem.code(), all);
   }
   if (!validate_only) SEEDANCE_RETURN_IF_ERROR(p->RestoreCheckpoint());
   if (config.queue.durable && !validate_only) {
@@ -108,15 +135,13 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     if (!queue) return queue.error();
     p->queue_ = std::move(queue).value();
   }
-  for (const auto& c : config.sinks) {
-    auto stats = std::make_unique<ComponentStats>(metrics, "sink", c.name);
-    PluginContext ctx = context(c, stats.get());
-    auto made = registry.FindSink(c.type)->create(c.params, ctx);
-    if (!made) return made.error().WithContext(fmt::format("{}: sink \"{}\"", c.location, c.name));
+  for (size_t i = 0; i < config.sinks.size(); ++i) {
+    const auto& c = config.sinks[i];
+    auto& [stats, made] = sinks[i];
     Pipeline* self = p.get();
     std::string name = c.name;
     auto runner = std::make_unique<SinkRunner>(
-        c.name, std::move(made).value(), config.queue_capacity, p->loop_, *stats,
+        c.name, std::move(made), config.queue_capacity, p->loop_, *stats,
         [self, name](Event&& e, const std::string& reason) {
           if (e.FindHeader("output") != nullptr && *e.FindHeader("output") == "rejected") {
             // Refused again on the rejected path: do not loop.

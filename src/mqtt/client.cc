@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "mqtt/codec.h"
+#include "util/tls_files.h"
 
 namespace seedance::mqtt {
 
@@ -215,16 +216,10 @@ awaitable<Status> Client::ConnectOnce() {
   if (opts_.tls.enabled) {
     if (!ssl_ctx_) {
       auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
-      if (!opts_.tls.ca_file.empty())
-        ctx->load_verify_file(opts_.tls.ca_file, ec);
-      else
-        ctx->set_default_verify_paths(ec);
-      if (ec) co_return InvalidArgumentError(fmt::format("TLS CA file: {}", ec.message()));
+      if (Status s = util::LoadCaFile(*ctx, opts_.tls.ca_file); !s.ok()) co_return s;
       if (!opts_.tls.cert_file.empty()) {
-        ctx->use_certificate_chain_file(opts_.tls.cert_file, ec);
-        if (!ec) ctx->use_private_key_file(opts_.tls.key_file, asio::ssl::context::pem, ec);
-        if (ec)
-          co_return InvalidArgumentError(fmt::format("TLS client cert/key: {}", ec.message()));
+        Status s = util::LoadClientCertificate(*ctx, opts_.tls.cert_file, opts_.tls.key_file);
+        if (!s.ok()) co_return s;
       }
       ssl_ctx_ = std::move(ctx);
     }

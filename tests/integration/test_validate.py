@@ -60,6 +60,16 @@ BROKEN = {
     "missing_ca_file": (GOOD_SOURCE + GOOD_SINK + "    tls:\n      ca_file: /nonexistent/ca.pem\n",
                         [":9:16:", "sinks[0].tls.ca_file",
                          "/nonexistent/ca.pem: No such file or directory"]),
+    "metrics_listen_not_an_address": (GOOD_SOURCE + GOOD_SINK + "metrics:\n  listen: abc\n",
+                                      [":9:11:", "metrics.listen", "expected host:port"]),
+    "metrics_listen_bad_port": (GOOD_SOURCE + GOOD_SINK + 'metrics:\n  listen: "127.0.0.1:99999"\n',
+                                [":9:11:", "metrics.listen", "port must be a number"]),
+    "duplicate_key": (GOOD_SOURCE + '    topic: "b/+"\n' + GOOD_SINK,
+                      [":5:5:", 'duplicate key "topic"', "first at", ":4:5"]),
+    "second_document": (GOOD_SOURCE + GOOD_SINK + "---\nsources: []\n",
+                        [":9:", "second YAML document"]),
+    "empty_file": ("", [":1:1:", "the file is empty"]),
+    "only_a_comment": ("# nothing yet\n", [":1:1:", "the file is empty"]),
     "unknown_top_level": (GOOD_SOURCE + GOOD_SINK + "sink:\n  - type: stdout\n",
                           [":8:1:", 'unknown top-level key "sink"', 'did you mean "sinks"']),
 }
@@ -113,3 +123,48 @@ def test_a_line_break_from_an_environment_variable_cannot_inject_a_header(tmp_pa
         r = subprocess.run([BIN, *command], capture_output=True, text=True, env=env, timeout=30)
         assert r.returncode == 2, (command, r.stderr)
         assert f"{path}:9:" in r.stderr and "control character" in r.stderr, r.stderr
+
+
+def test_every_component_problem_is_reported_at_once(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(GOOD_SOURCE + """processors:
+  - type: lua
+    code: "function process(e) return e"
+  - type: lua
+    name: second
+    code: "function other(e) return e end"
+""" + GOOD_SINK)
+    r = validate("--config", str(path))
+    assert r.returncode == 2, r.stderr
+    assert "cannot load script" in r.stderr and 'defines no function "process"' in r.stderr, r.stderr
+
+
+def test_a_script_that_is_not_a_regular_file_or_too_large_is_refused(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(GOOD_SOURCE + GOOD_SINK)
+    r = validate("--config", str(path), "--filter", "/dev/zero")  # hung for ever before
+    assert r.returncode == 2 and "/dev/zero is not a regular file" in r.stderr, r.stderr
+    fifo = tmp_path / "f.lua"
+    os.mkfifo(fifo)
+    r = validate("--config", str(path), "--filter", str(fifo))
+    assert r.returncode == 2 and "is not a regular file" in r.stderr, r.stderr
+    big = tmp_path / "big.lua"
+    big.write_text("function process(e) return e end\n" + "-- padding\n" * 200_000)
+    r = validate("--config", str(path), "--filter", str(big))
+    assert r.returncode == 2 and "the limit is 1048576" in r.stderr, r.stderr
+    r = validate("--config", "/dev/zero")
+    assert r.returncode == 2 and "is not a regular file" in r.stderr, r.stderr
+
+
+def test_a_ca_file_that_is_not_pem_is_named_with_the_reason(tmp_path):
+    """Finding 15: a bad CA file was logged for ever as "TLS CA file: asio.ssl error"."""
+    bad = tmp_path / "ca.pem"
+    bad.write_text("not a certificate\n")
+    path = tmp_path / "c.yaml"
+    path.write_text(GOOD_SOURCE.replace("tcp://", "ssl://") + f"    tls:\n      ca_file: {bad}\n"
+                    + GOOD_SINK.replace("http://", "https://") + f"    tls:\n      ca_file: {bad}\n")
+    for command in (["validate", "--config", str(path)], ["--config", str(path)]):
+        r = subprocess.run([BIN, *command], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2, (command, r.stderr)
+        assert r.stderr.count(f"tls.ca_file {bad}: not a PEM file of CA certificates (") == 2, r.stderr
+        assert "asio.ssl error" not in r.stderr

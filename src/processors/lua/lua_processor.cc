@@ -4,13 +4,11 @@
 #include <rapidjson/error/en.h>
 #include <sys/stat.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "core/json_check.h"
 #include "core/plugin_context.h"
 #include "processors/lua/lua_json.h"
 #include "processors/lua/lua_script.h"
+#include "util/fd_io.h"
 #include "util/log.h"
 
 extern "C" {
@@ -37,12 +35,11 @@ bool Stat(const std::string& path, FileSignature* sig) {
   return true;
 }
 
+// Scripts are small; the limit keeps a wrong path (a log file, a device) from costing memory.
+constexpr size_t kMaxScriptBytes = 1 << 20;
+
 Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError("cannot read script " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return util::ReadRegularFile(path, kMaxScriptBytes, "script");
 }
 
 class LuaProcessor final : public Processor {

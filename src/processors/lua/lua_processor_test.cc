@@ -288,6 +288,16 @@ TEST_F(LuaProcessorTest, ReloadsAChangedFileAndKeepsTheOldOneWhenBroken) {
   EXPECT_EQ(out.main[0].payload, R"({"v":1})");
   EXPECT_EQ(out.main[1].payload, R"({"v":2})");
   EXPECT_EQ(out.main[2].payload, R"({"v":2})");
+  // A script path that turns into a device (here a link to /dev/zero) read for ever and
+  // wedged the processing thread; now the reload is refused at once.
+  std::filesystem::remove(path);
+  std::filesystem::create_symlink("/dev/zero", path);
+  auto t0 = std::chrono::steady_clock::now();
+  p->Tick(now += 10'000'000, out);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  p->Process(JsonEvent("{}"), out);
+  ASSERT_EQ(out.main.size(), 4u);
+  EXPECT_EQ(out.main[3].payload, R"({"v":2})");
   std::filesystem::remove_all(dir);
 }
 

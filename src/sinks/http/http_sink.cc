@@ -11,15 +11,9 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
-#include <openssl/err.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cstddef>
-#include <cstring>
 #include <map>
 #include <memory_resource>
 #include <optional>
@@ -34,6 +28,7 @@
 #include "util/handler_slot.h"
 #include "util/log.h"
 #include "util/strings.h"
+#include "util/tls_files.h"
 
 namespace seedance::sinks {
 namespace {
@@ -94,20 +89,6 @@ Status CheckHeaderFields(const ParamValue& v) {
   return Status::Ok();
 }
 
-// A file `run` will read at start: it must be a readable regular file now.
-Status CheckReadableFile(const ParamValue& v) {
-  const std::string& path = std::get<std::string>(v);
-  if (path.empty()) return Status::Ok();
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return InvalidArgumentError(fmt::format("{}: {}", path, std::strerror(errno)));
-  }
-  if (!S_ISREG(st.st_mode)) return InvalidArgumentError(path + ": not a regular file");
-  if (::access(path.c_str(), R_OK) != 0) {
-    return InvalidArgumentError(fmt::format("{}: {}", path, std::strerror(errno)));
-  }
-  return Status::Ok();
-}
 
 
 // A connection: a socket, or TLS over one, and its read buffer. Timeouts are the client's
@@ -213,24 +194,7 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   Status Init() {
     if (!o_.url.tls) return Status::Ok();
     ssl_ = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
-    error_code ec;
-    if (!o_.ca_file.empty())
-      ssl_->load_verify_file(o_.ca_file, ec);
-    else
-      ssl_->set_default_verify_paths(ec);
-    if (ec) {
-      // Asio's message for a failed load is only "asio.ssl error": name the file and why.
-      const unsigned long err = ERR_get_error();  // NOLINT(runtime/int): OpenSSL's type
-      char reason[256] = "no reason given";
-      if (err != 0) ERR_error_string_n(err, reason, sizeof reason);
-      ERR_clear_error();
-      if (o_.ca_file.empty()) return InvalidArgumentError("system CA certificates: " + ec.message());
-      if (Status s = CheckReadableFile(o_.ca_file); !s.ok()) {
-        return InvalidArgumentError("tls.ca_file " + s.message());
-      }
-      return InvalidArgumentError(fmt::format(
-          "tls.ca_file {}: not a PEM file of CA certificates ({})", o_.ca_file, reason));
-    }
+    SEEDANCE_RETURN_IF_ERROR(util::LoadCaFile(*ssl_, o_.ca_file));
     ssl_->set_verify_mode(o_.tls_verify ? asio::ssl::verify_peer : asio::ssl::verify_none);
     return Status::Ok();
   }
@@ -707,7 +671,7 @@ void HttpClient::Retry(Delivery* d, const Status& failure, std::chrono::millisec
 class HttpSink final : public Sink {
  public:
   explicit HttpSink(std::shared_ptr<HttpClient> client) : client_(std::move(client)) {}
-  Status Start() override { return client_->Init(); }
+  Status Start() override { return Status::Ok(); }  // TLS files were loaded by create
   void Deliver(std::shared_ptr<const Batch> batch, DeliveryCallback done) override {
     client_->Deliver(std::move(batch), std::move(done));
   }
@@ -831,7 +795,7 @@ SinkFactory HttpSinkFactory() {
                {.name = "ca_file",
                 .type = ParamType::kString,
                 .doc = "PEM CAs; system CAs when unset",
-                .validator = CheckReadableFile},
+                .validator = util::CheckReadableFile},
                {.name = "verify",
                 .type = ParamType::kBool,
                 .doc = "verify the server certificate",
@@ -874,6 +838,8 @@ SinkFactory HttpSinkFactory() {
     o.ca_file = tls.GetString("ca_file");
     o.tls_verify = tls.Has("verify") ? tls.GetBool("verify") : true;
     auto client = std::make_shared<HttpClient>(std::move(o), ctx);
+    // Here, not at Start: `validate` builds the sink too, so it reports a bad CA file.
+    SEEDANCE_RETURN_IF_ERROR(client->Init());
     return std::unique_ptr<Sink>(new HttpSink(std::move(client)));
   };
   return f;

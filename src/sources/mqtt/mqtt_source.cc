@@ -12,6 +12,7 @@
 #include "mqtt/topic.h"
 #include "sources/mqtt/mqtt_uri.h"
 #include "util/log.h"
+#include "util/tls_files.h"
 
 namespace seedance::sources {
 namespace {
@@ -234,9 +235,16 @@ SourceFactory MqttSourceFactory() {
            {
                {.name = "ca_file",
                 .type = ParamType::kString,
-                .doc = "PEM file of CAs to verify the broker; system CAs when unset"},
-               {.name = "cert_file", .type = ParamType::kString, .doc = "client certificate (PEM)"},
-               {.name = "key_file", .type = ParamType::kString, .doc = "client private key (PEM)"},
+                .doc = "PEM file of CAs to verify the broker; system CAs when unset",
+                .validator = util::CheckReadableFile},
+               {.name = "cert_file",
+                .type = ParamType::kString,
+                .doc = "client certificate (PEM)",
+                .validator = util::CheckReadableFile},
+               {.name = "key_file",
+                .type = ParamType::kString,
+                .doc = "client private key (PEM)",
+                .validator = util::CheckReadableFile},
                {.name = "verify",
                 .type = ParamType::kBool,
                 .doc = "verify the broker's certificate and name",
@@ -261,6 +269,16 @@ SourceFactory MqttSourceFactory() {
     if (o.tls.cert_file.empty() != o.tls.key_file.empty()) {
       return InvalidArgumentError(p.Location("tls") +
                                   ": tls.cert_file and tls.key_file go together");
+    }
+    if (o.tls.enabled) {
+      // Load the files once now, so `validate` and start-up refuse what every connection
+      // attempt would (the client loads them again when it connects).
+      boost::asio::ssl::context probe(boost::asio::ssl::context::tls_client);
+      Status s = util::LoadCaFile(probe, o.tls.ca_file);
+      if (s.ok() && !o.tls.cert_file.empty()) {
+        s = util::LoadClientCertificate(probe, o.tls.cert_file, o.tls.key_file);
+      }
+      if (!s.ok()) return InvalidArgumentError(p.Location("tls") + ": " + s.message());
     }
     o.version = p.GetString("protocol") == "3.1.1" ? mqtt::Version::kV311 : mqtt::Version::kV5;
     o.client_id = p.Has("client_id") ? p.GetString("client_id") : DefaultClientId(ctx.name);
