@@ -43,6 +43,11 @@ class SourceOutput {
   // Hands `event` to the pipeline. Returns false, leaving `event` untouched, when the pipeline
   // is full. REQUIRES: called on the event loop.
   virtual bool TryEmit(Event& event, AckHandle ack) = 0;
+  // Hands on an input that could not be taken (e.g. an MQTT message over max_packet_size):
+  // the pipeline routes `event` (what is known of it) to the `error` output with `reason`, and
+  // acknowledges it once that is safe, so upstream does not send it again. Same refusal rule
+  // as TryEmit.
+  virtual bool TryEmitInvalid(Event& event, AckHandle ack, std::string_view reason) = 0;
   // Runs `callback` on the event loop once TryEmit may succeed again.
   virtual void WhenWritable(std::function<void()> callback) = 0;
   // A new event id, unique in this process.

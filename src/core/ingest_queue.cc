@@ -2,13 +2,13 @@
 
 namespace seedance {
 
-bool IngestQueue::TryPush(Event& event, AckHandle ack) {
+bool IngestQueue::TryPush(Event& event, AckHandle ack, std::string_view invalid) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_ || items_.size() >= capacity_) return false;
     const uint64_t bytes = budget_ ? event.MemoryBytes() : 0;
     if (budget_ && !items_.empty() && bytes_ + bytes > max_bytes_) return false;
-    items_.push_back(IngestItem{std::move(event), ack, bytes});
+    items_.push_back(IngestItem{std::move(event), ack, bytes, std::string(invalid)});
     bytes_ += bytes;
     if (budget_) budget_->Charge(bytes);
   }

@@ -24,7 +24,8 @@ namespace seedance {
 struct IngestItem {
   Event event;
   AckHandle ack;
-  uint64_t bytes = 0;  // charged to the memory budget
+  uint64_t bytes = 0;   // charged to the memory budget
+  std::string invalid;  // why the source could not take this input (routed to `error`)
 };
 
 class IngestQueue {
@@ -34,7 +35,7 @@ class IngestQueue {
       : capacity_(capacity), loop_(loop), budget_(budget), max_bytes_(max_bytes) {}
 
   // Moves `event` in and returns true, or returns false (event untouched) when full or closed.
-  bool TryPush(Event& event, AckHandle ack);
+  bool TryPush(Event& event, AckHandle ack, std::string_view invalid = {});
   // Runs `callback` on the event loop once there is room again (at once if there is now).
   void WhenWritable(std::function<void()> callback);
   // Waits up to `timeout` for items and moves up to `max` of them into `out`. Returns false

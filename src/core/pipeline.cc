@@ -344,6 +344,11 @@ bool Pipeline::TryEmit(Event& event, AckHandle ack) {
   return true;
 }
 
+bool Pipeline::TryEmitInvalid(Event& event, AckHandle ack, std::string_view reason) {
+  if (event.id == 0) event.id = NextEventId();
+  return ingest_->TryPush(event, ack, reason);
+}
+
 void Pipeline::WhenWritable(std::function<void()> callback) {
   ingest_->WhenWritable(std::move(callback));
 }
@@ -422,6 +427,11 @@ void Pipeline::ProcessingLoop() {
 
 void Pipeline::ProcessOne(IngestItem& item) {
   Event& event = item.event;
+  if (!item.invalid.empty()) {  // the source could not take it: counted there
+    const std::string source = event.source;
+    RouteSide(Output::kError, std::move(event), item.invalid, /*from_loop=*/false, source);
+    return;
+  }
   if (event.format == PayloadFormat::kJson) {
     Status s = CheckJson(event.payload);
     if (!s.ok()) {

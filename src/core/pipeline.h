@@ -85,6 +85,7 @@ class Pipeline : private SourceOutput {
 
   // SourceOutput
   bool TryEmit(Event& event, AckHandle ack) override;
+  bool TryEmitInvalid(Event& event, AckHandle ack, std::string_view reason) override;
   void WhenWritable(std::function<void()> callback) override;
   uint64_t NextEventId() override;
   Event TakeEvent() override;

@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "mqtt/codec.h"
+#include "util/strings.h"
 #include "util/tls_files.h"
 
 namespace seedance::mqtt {
@@ -57,6 +58,83 @@ std::string ConnackReasonText(Version v, uint8_t code) {
     }
   }
   return fmt::format("reason code 0x{:02x}", code);
+}
+
+// MQTT 5 DISCONNECT reason codes a broker sends (§3.14.2.1).
+std::string DisconnectReasonText(uint8_t code) {
+  switch (code) {
+    case 0x00:
+      return "normal disconnection";
+    case 0x80:
+      return "unspecified error";
+    case 0x81:
+      return "malformed packet";
+    case 0x82:
+      return "protocol error";
+    case 0x83:
+      return "implementation specific error";
+    case 0x87:
+      return "not authorized";
+    case 0x89:
+      return "server busy";
+    case 0x8B:
+      return "server shutting down";
+    case 0x8D:
+      return "keep alive timeout";
+    case 0x8E:
+      return "session taken over (another client connected with this client_id)";
+    case 0x8F:
+      return "topic filter invalid";
+    case 0x93:
+      return "receive maximum exceeded";
+    case 0x94:
+      return "topic alias invalid";
+    case 0x95:
+      return "packet too large";
+    case 0x96:
+      return "message rate too high";
+    case 0x97:
+      return "quota exceeded";
+    case 0x98:
+      return "administrative action";
+    case 0x9C:
+      return "use another server";
+    case 0x9D:
+      return "server moved";
+    case 0x9F:
+      return "connection rate exceeded";
+  }
+  return "reason code";
+}
+
+std::string SubackReasonText(uint8_t code) {
+  switch (code) {
+    case 0x80:
+      return "unspecified error";
+    case 0x83:
+      return "implementation specific error";
+    case 0x87:
+      return "not authorized";
+    case 0x8F:
+      return "topic filter invalid";
+    case 0x91:
+      return "packet identifier in use";
+    case 0x97:
+      return "quota exceeded";
+    case 0x9E:
+      return "shared subscriptions not supported";
+    case 0xA1:
+      return "subscription identifiers not supported";
+    case 0xA2:
+      return "wildcard subscriptions not supported";
+  }
+  return "refused";
+}
+
+bool ValidTopicName(std::string_view topic) {
+  if (topic.find('\0') != std::string_view::npos) return false;
+  if (topic.find_first_of("+#") != std::string_view::npos) return false;
+  return util::IsValidUtf8(topic);
 }
 
 }  // namespace
@@ -158,7 +236,19 @@ void Client::SetState(ClientState s, const std::string& detail) {
   if (s == reported_state_ && detail == last_detail_) return;
   reported_state_ = s;
   last_detail_ = detail;
-  if (on_state_) on_state_(s, detail);
+  // Within an outage (connections that do not last), each reason and the reconnect are news
+  // once: a broker that accepts and drops every connection costs two log lines, not two per
+  // cycle.
+  bool news = true;
+  if (in_outage_ && s != ClientState::kStopped) {
+    const std::string key = std::string(ClientStateName(s)) + ":" + detail;
+    if (std::find(outage_news_.begin(), outage_news_.end(), key) != outage_news_.end()) {
+      news = false;
+    } else if (outage_news_.size() < 32) {
+      outage_news_.push_back(key);
+    }
+  }
+  if (on_state_) on_state_(s, detail, news);
 }
 
 awaitable<void> Client::Run([[maybe_unused]] std::shared_ptr<Client> self) {
@@ -166,11 +256,20 @@ awaitable<void> Client::Run([[maybe_unused]] std::shared_ptr<Client> self) {
   while (!stopped_) {
     Status s = co_await ConnectOnce();
     if (s.ok()) {
-      backoff = opts_.reconnect_min;
       s = co_await ReadLoop();
+      if (std::chrono::steady_clock::now() - connected_at_ >= kStableAfter) {
+        // It was up long enough: a new problem, not more of the old one.
+        backoff = opts_.reconnect_min;
+        in_outage_ = false;
+        outage_news_.clear();
+      }
     }
     CloseSocket();
     if (stopped_) break;
+    if (!in_outage_) {
+      in_outage_ = true;
+      outage_news_.clear();
+    }
     SetState(ClientState::kDisconnected, s.message());
     // Capped exponential backoff with jitter in [backoff/2, backoff].
     auto ms = backoff.count();
@@ -272,6 +371,8 @@ awaitable<Status> Client::ConnectOnce() {
   }
   ++generation_;
   ++connects_;
+  connected_at_ = std::chrono::steady_clock::now();
+  skip_bytes_ = 0;
   inbound_.clear();
   std::fill(acked_.begin(), acked_.end(), 0);
   last_rx_ = std::chrono::steady_clock::now();
@@ -288,23 +389,72 @@ awaitable<Status> Client::ConnectOnce() {
 }
 
 Result<bool> Client::TakeBufferedPacket() {
+  rx_invalid_.clear();
   std::string_view avail(rx_.data() + rx_pos_, rx_.size() - rx_pos_);
   auto frame = PeekFrame(avail, opts_.max_packet_size);
-  if (!frame) return frame.error();
-  if (!frame->has_value()) return false;
-  const FrameInfo& f = **frame;
-  const std::string_view body = avail.substr(f.header_size, f.remaining);
-  Status decoded;
-  if (static_cast<PacketType>(f.first_byte >> 4) == PacketType::kPublish) {
-    // Into the Publish already there: its strings keep their storage from packet to packet.
+  const bool is_publish =
+      !avail.empty() && static_cast<PacketType>(static_cast<uint8_t>(avail[0]) >> 4) ==
+                            PacketType::kPublish;
+  size_t consumed = 0;
+  if (!frame && frame.error().code() == StatusCode::kResourceExhausted && is_publish) {
+    // Too large to take: read its head, skip the rest as it arrives (never buffered), and
+    // hand it on as a message that cannot be taken, so it is acknowledged, not redelivered
+    // for ever (MQTT 3.1.1 cannot tell the broker our limit).
+    auto fixed = PeekFixedHeader(avail);
+    if (!fixed) return fixed.error();
+    const FrameInfo f = **fixed;
+    auto head = PeekPublishHead(f.first_byte, avail.substr(f.header_size));
+    if (!head) return head.error();
+    if (!head->has_value()) return false;  // the topic is still coming (at most 64 KiB)
+    consumed = std::min(avail.size(), f.total());
+    skip_bytes_ = f.total() - consumed;
     if (!std::holds_alternative<Publish>(rx_packet_)) rx_packet_ = Publish{};
-    decoded = DecodePublishInto(f.first_byte, body, opts_.version, &std::get<Publish>(rx_packet_));
+    Publish& pub = std::get<Publish>(rx_packet_);
+    pub.topic = std::move((*head)->topic);
+    pub.qos = (*head)->qos;
+    pub.packet_id = (*head)->packet_id;
+    pub.payload.clear();
+    pub.props.clear();
+    pub.dup = (f.first_byte & 0x08) != 0;
+    pub.retain = (f.first_byte & 1) != 0;
+    rx_invalid_ = fmt::format("message of {} bytes exceeds max_packet_size ({} bytes)",
+                              f.total(), opts_.max_packet_size);
   } else {
-    Result<Packet> p = Decode(f.first_byte, body, opts_.version);
-    if (p) rx_packet_ = std::move(*p);
-    else decoded = p.error();
+    if (!frame) return frame.error();
+    if (!frame->has_value()) return false;
+    const FrameInfo& f = **frame;
+    const std::string_view body = avail.substr(f.header_size, f.remaining);
+    Status decoded;
+    if (is_publish) {
+      // Into the Publish already there: its strings keep their storage from packet to packet.
+      if (!std::holds_alternative<Publish>(rx_packet_)) rx_packet_ = Publish{};
+      Publish& pub = std::get<Publish>(rx_packet_);
+      decoded = DecodePublishInto(f.first_byte, body, opts_.version, &pub);
+      if (!decoded.ok()) {
+        // Undecodable, but with a readable head: one bad message, acknowledged and reported.
+        auto head = PeekPublishHead(f.first_byte, body);
+        if (head && head->has_value()) {
+          pub.topic = std::move((*head)->topic);
+          pub.qos = (*head)->qos;
+          pub.packet_id = (*head)->packet_id;
+          pub.payload.clear();
+          pub.props.clear();
+          rx_invalid_ = decoded.message();
+          decoded = Status::Ok();
+        }
+      } else {
+        rx_invalid_ = CheckPublish(pub);
+        if (!rx_invalid_.empty()) pub.payload.clear();
+      }
+    } else {
+      Result<Packet> p = Decode(f.first_byte, body, opts_.version);
+      if (p) rx_packet_ = std::move(*p);
+      else decoded = p.error();
+    }
+    consumed = f.total();
+    if (!decoded.ok()) return decoded;
   }
-  rx_pos_ += f.total();
+  rx_pos_ += consumed;
   if (rx_pos_ == rx_.size()) {
     rx_.clear();
     rx_pos_ = 0;
@@ -313,8 +463,31 @@ Result<bool> Client::TakeBufferedPacket() {
     rx_pos_ = 0;
   }
   last_rx_ = std::chrono::steady_clock::now();
-  if (!decoded.ok()) return decoded;
   return true;
+}
+
+std::string Client::CheckPublish(const Publish& p) const {
+  if (p.topic.empty()) {
+    if (FindProperty(p.props, prop::kTopicAlias) != nullptr) {
+      return "PUBLISH uses a topic alias, which was never negotiated (Seedance allows none)";
+    }
+    return "PUBLISH without a topic name";
+  }
+  if (!ValidTopicName(p.topic)) {
+    return "topic name is not valid UTF-8, or holds U+0000 or a wildcard";
+  }
+  return std::string();
+}
+
+void Client::DisconnectNow(uint8_t reason) {
+  if (opts_.version != Version::kV5 || !IsOpen() || writing_) return;
+  std::string bytes;
+  Encode(Disconnect{.reason = reason}, opts_.version, bytes).IgnoreError();
+  error_code ec;
+  if (tls_)
+    asio::write(*tls_, asio::buffer(bytes), ec);
+  else
+    asio::write(*socket_, asio::buffer(bytes), ec);
 }
 
 Status Client::Received(error_code ec, size_t n) {
@@ -322,7 +495,9 @@ Status Client::Received(error_code ec, size_t n) {
     return UnavailableError(ec == asio::error::eof ? std::string("broker closed the connection")
                                                    : "connection lost: " + ec.message());
   }
-  rx_.append(read_buffer_.data(), n);
+  const size_t skipped = std::min(n, skip_bytes_);
+  skip_bytes_ -= skipped;
+  rx_.append(read_buffer_.data() + skipped, n - skipped);
   return Status::Ok();
 }
 
@@ -371,7 +546,7 @@ awaitable<Status> Client::ReadLoop() {
       paused_ = false;
       last_rx_ = std::chrono::steady_clock::now();
       if (stopped_ || !IsOpen()) break;
-      if (on_message_(*refused_, refused_token_)) refused_.reset();
+      if (on_message_(*refused_, refused_token_, refused_invalid_)) refused_.reset();
     }
   }
   // Stopped: keep the socket open so pending acknowledgements can still be sent; Close()
@@ -413,13 +588,21 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
         return Status::Ok();
       }
       if (acked_[id] != 0) return Status::Ok();  // redelivery of a message we still hold
+      if (opts_.version == Version::kV5 && inbound_.size() >= opts_.receive_maximum) {
+        DisconnectNow(0x93);
+        return UnavailableError(fmt::format(
+            "protocol error: the broker sent more than receive_maximum ({}) unacknowledged "
+            "messages; sent DISCONNECT 0x93",
+            opts_.receive_maximum));
+      }
       acked_[id] = 1;
       inbound_.push_back(Inbound{id, pub->qos});
       token = (generation_ << 16) | id;
     }
-    if (!on_message_(*pub, token)) {
+    if (!on_message_(*pub, token, rx_invalid_)) {
       refused_ = std::move(*pub);
       refused_token_ = token;
+      refused_invalid_ = rx_invalid_;
       *refused = true;
     }
     return Status::Ok();
@@ -432,12 +615,14 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
     return Status::Ok();
   }
   if (auto* s = std::get_if<Suback>(&packet)) {
+    // Connected without the subscription would receive nothing for ever: a refusal fails the
+    // connection, retried with backoff (and logged once per outage).
     for (size_t i = 0; i < s->reasons.size(); ++i) {
       if (s->reasons[i] >= 0x80) {
         std::string filter = i < opts_.subscriptions.size() ? opts_.subscriptions[i].filter : "?";
-        SetState(ClientState::kConnected,
-                 fmt::format("broker refused subscription to \"{}\" (reason 0x{:02x})", filter,
-                             s->reasons[i]));
+        return UnavailableError(fmt::format(
+            "broker refused subscription to \"{}\" (0x{:02x} {})", filter, s->reasons[i],
+            SubackReasonText(s->reasons[i])));
       }
     }
     return Status::Ok();
@@ -445,8 +630,9 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
   if (std::holds_alternative<PingResp>(packet)) return Status::Ok();
   if (auto* d = std::get_if<Disconnect>(&packet)) {
     const Property* why = FindProperty(d->props, prop::kReasonString);
-    return UnavailableError(fmt::format("broker sent DISCONNECT (reason 0x{:02x}{}{})", d->reason,
-                                        why ? ": " : "", why ? why->text : ""));
+    return UnavailableError(fmt::format("broker sent DISCONNECT (0x{:02x} {}{}{})", d->reason,
+                                        DisconnectReasonText(d->reason), why ? ": " : "",
+                                        why ? why->text.substr(0, 256) : ""));
   }
   return UnavailableError(fmt::format("unexpected {} from broker", PacketTypeName(TypeOf(packet))));
 }

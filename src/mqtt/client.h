@@ -11,7 +11,19 @@
 //
 // Flow control: the handler may refuse a message (returns false); the client then stops
 // reading the socket until Resume(), and redelivers that message first. With MQTT 5 the
-// broker also limits unacknowledged messages to `receive_maximum`.
+// broker also limits unacknowledged messages to `receive_maximum`; a broker that sends more
+// gets DISCONNECT 0x93 (a protocol error, as the spec requires).
+//
+// A misbehaving broker costs one message, not the connection: a PUBLISH that cannot be taken
+// (larger than max_packet_size — its bytes are skipped, never buffered — undecodable, no
+// topic or an alias never negotiated, a topic with U+0000, wildcards or bad UTF-8) reaches
+// the handler with `invalid` saying why, its topic if known and no payload, and is
+// acknowledged like any other message once the handler's side has it.
+//
+// Reconnects: the backoff doubles from reconnect_min to reconnect_max and resets only after
+// a connection stayed up kStableAfter; a broker that accepts and then drops the connection
+// gets no fast loop. During an outage (until a connection is stable again) each distinct
+// reason is news once: the state handler's `news` flag says whether to log it.
 //
 // Threading: everything runs on the io_context's thread; Acknowledge() and Resume() may be
 // called from any thread (they post). Owned through shared_ptr: call Stop() before release.
@@ -34,6 +46,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mqtt/packet.h"
@@ -80,9 +93,15 @@ class Client : public std::enable_shared_from_this<Client> {
  public:
   // Called for each PUBLISH. `ack_token` is 0 for QoS 0. Return false to refuse for now: the
   // client pauses reading and calls again with the same message after Resume().
-  using MessageHandler = std::function<bool(Publish& message, uint64_t ack_token)>;
-  // Called on each state change with a one-line detail (e.g. why a connection failed).
-  using StateHandler = std::function<void(ClientState state, const std::string& detail)>;
+  // `invalid` is empty for a normal message, else why it cannot be taken (see above).
+  using MessageHandler =
+      std::function<bool(Publish& message, uint64_t ack_token, std::string_view invalid)>;
+  // Called on each state change with a one-line detail (e.g. why a connection failed);
+  // `news` is false for a repeat within one outage (log it once, count it always).
+  using StateHandler =
+      std::function<void(ClientState state, const std::string& detail, bool news)>;
+  // A connection that lasts this long ends an outage and resets the reconnect backoff.
+  static constexpr std::chrono::seconds kStableAfter{10};
 
   Client(boost::asio::io_context& io, ClientOptions options, MessageHandler on_message,
          StateHandler on_state = nullptr);
@@ -125,6 +144,10 @@ class Client : public std::enable_shared_from_this<Client> {
   void DrainAcks();
   void CloseSocket();
   void SetState(ClientState s, const std::string& detail);
+  // Why the PUBLISH just decoded into rx_packet_ cannot be taken; empty when it can.
+  std::string CheckPublish(const Publish& p) const;
+  // Writes DISCONNECT with `reason` at once (MQTT 5), before the socket is closed.
+  void DisconnectNow(uint8_t reason);
   bool IsOpen() const;
 
   boost::asio::io_context& io_;
@@ -139,6 +162,8 @@ class Client : public std::enable_shared_from_this<Client> {
   std::string rx_;
   size_t rx_pos_ = 0;
   Packet rx_packet_;  // the packet just read (reused: see TakeBufferedPacket)
+  std::string rx_invalid_;  // why rx_packet_ (a PUBLISH) cannot be taken; empty when fine
+  size_t skip_bytes_ = 0;   // bytes of an oversized PUBLISH still to discard as they arrive
 
   std::string tx_pending_;  // encoded packets waiting for the current write to finish
   // The bytes being written; reused (with its storage) once no write holds it any more.
@@ -158,6 +183,7 @@ class Client : public std::enable_shared_from_this<Client> {
   std::vector<uint8_t> awaiting_rel_;  // QoS 2: PUBREC sent, waiting for PUBREL
   std::optional<Publish> refused_;     // message the handler refused, redelivered on Resume
   uint64_t refused_token_ = 0;
+  std::string refused_invalid_;
   boost::asio::steady_timer resume_timer_;
   bool resume_pending_ = false;
   bool paused_ = false;
@@ -168,6 +194,9 @@ class Client : public std::enable_shared_from_this<Client> {
   ClientState state_ = ClientState::kDisconnected;
   ClientState reported_state_ = ClientState::kConnecting;  // last state given to on_state_
   std::string last_detail_;
+  bool in_outage_ = false;                  // disconnected since the last stable connection
+  std::vector<std::string> outage_news_;    // details already reported in this outage
+  std::chrono::steady_clock::time_point connected_at_;
   bool stopped_ = false;
   bool closed_ = false;
   uint64_t connects_ = 0;

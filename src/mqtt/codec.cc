@@ -439,6 +439,41 @@ Result<std::optional<FrameInfo>> PeekFrame(std::string_view buffer, size_t max_p
   return InvalidArgumentError("malformed remaining length");
 }
 
+Result<std::optional<FrameInfo>> PeekFixedHeader(std::string_view buffer) {
+  if (buffer.size() < 2) return std::optional<FrameInfo>();
+  FrameInfo f;
+  f.first_byte = static_cast<uint8_t>(buffer[0]);
+  size_t value = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    if (1 + i >= buffer.size()) return std::optional<FrameInfo>();
+    auto b = static_cast<uint8_t>(buffer[1 + i]);
+    value |= static_cast<size_t>(b & 0x7F) << (7 * i);
+    if ((b & 0x80) == 0) {
+      f.header_size = 2 + i;
+      f.remaining = value;
+      return std::optional<FrameInfo>(f);
+    }
+  }
+  return InvalidArgumentError("malformed remaining length");
+}
+
+Result<std::optional<PublishHead>> PeekPublishHead(uint8_t first_byte, std::string_view prefix) {
+  PublishHead head;
+  head.qos = (first_byte >> 1) & 3;
+  if (head.qos == 3) return Malformed("PUBLISH (QoS 3)");
+  if (prefix.size() < 2) return std::optional<PublishHead>();
+  const size_t topic_len = (static_cast<uint8_t>(prefix[0]) << 8) | static_cast<uint8_t>(prefix[1]);
+  const size_t need = 2 + topic_len + (head.qos > 0 ? 2 : 0);
+  if (prefix.size() < need) return std::optional<PublishHead>();
+  head.topic.assign(prefix.substr(2, topic_len));
+  if (head.qos > 0) {
+    head.packet_id = static_cast<uint16_t>((static_cast<uint8_t>(prefix[2 + topic_len]) << 8) |
+                                           static_cast<uint8_t>(prefix[3 + topic_len]));
+    if (head.packet_id == 0) return Malformed("PUBLISH (packet id 0)");
+  }
+  return std::optional<PublishHead>(std::move(head));
+}
+
 Status DecodePublishInto(uint8_t first_byte, std::string_view body, Version version,
                          Publish* out) {
   const bool v5 = version == Version::kV5;

@@ -31,6 +31,21 @@ struct FrameInfo {
 // the packet exceeds `max_packet_size`.
 Result<std::optional<FrameInfo>> PeekFrame(std::string_view buffer, size_t max_packet_size);
 
+// Reads only the fixed header at the start of `buffer`, whatever the packet's size: nullopt
+// when more bytes are needed, kInvalidArgument for a malformed length. For skipping a packet
+// too large to buffer.
+Result<std::optional<FrameInfo>> PeekFixedHeader(std::string_view buffer);
+
+// What a PUBLISH says before its properties and payload.
+struct PublishHead {
+  uint8_t qos = 0;
+  uint16_t packet_id = 0;  // when qos > 0
+  std::string topic;
+};
+// Reads the head of a PUBLISH from the first bytes of its body (`prefix`, possibly cut):
+// nullopt when more bytes are needed, kInvalidArgument when malformed (QoS 3, packet id 0).
+Result<std::optional<PublishHead>> PeekPublishHead(uint8_t first_byte, std::string_view prefix);
+
 // Decodes one packet whose fixed header was `first_byte` and whose variable header and payload
 // are `body`. kInvalidArgument with what is wrong for malformed packets.
 Result<Packet> Decode(uint8_t first_byte, std::string_view body, Version version);

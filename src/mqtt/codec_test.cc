@@ -212,3 +212,32 @@ TEST(CodecBytesTest, MalformedPacketsAreRejected) {
 
 }  // namespace
 }  // namespace seedance::mqtt
+
+namespace seedance::mqtt {
+namespace {
+
+// What the client needs to skip a PUBLISH too large to buffer: its length from the fixed
+// header alone, and its topic and packet id from the first bytes of its body.
+TEST(CodecPeekTest, FixedHeaderAndPublishHeadOfAnOversizedPacket) {
+  Publish p{.topic = "t/big", .payload = std::string(300000, 'x'), .qos = 1, .packet_id = 42};
+  std::string bytes = EncodeOrDie(p, Version::kV311);
+  auto whole = PeekFrame(bytes, 1024);
+  ASSERT_FALSE(whole.has_value());
+  EXPECT_EQ(whole.error().code(), StatusCode::kResourceExhausted);
+  for (size_t cut : {1, 2, 3}) EXPECT_FALSE(PeekFixedHeader(bytes.substr(0, cut))->has_value());
+  auto fixed = PeekFixedHeader(bytes.substr(0, 12));
+  ASSERT_TRUE(fixed.has_value() && fixed->has_value());
+  EXPECT_EQ((*fixed)->total(), bytes.size());
+  const std::string body = bytes.substr((*fixed)->header_size);
+  EXPECT_FALSE(PeekPublishHead((*fixed)->first_byte, body.substr(0, 6))->has_value());
+  auto head = PeekPublishHead((*fixed)->first_byte, body.substr(0, 9));
+  ASSERT_TRUE(head.has_value() && head->has_value());
+  EXPECT_EQ((*head)->topic, "t/big");
+  EXPECT_EQ((*head)->packet_id, 42);
+  EXPECT_EQ((*head)->qos, 1);
+  EXPECT_FALSE(PeekPublishHead(0x36, body).has_value());  // QoS 3
+  EXPECT_FALSE(PeekFixedHeader(Bytes({0x30, 0xff, 0xff, 0xff, 0xff, 0x01})).has_value());
+}
+
+}  // namespace
+}  // namespace seedance::mqtt

@@ -47,8 +47,12 @@ class MqttSource final : public Source, public Acknowledger {
     output_ = &output;
     client_ = std::make_shared<mqtt::Client>(
         ctx_.loop->io(), options_,
-        [this](mqtt::Publish& m, uint64_t token) { return OnMessage(m, token); },
-        [this](mqtt::ClientState s, const std::string& detail) { OnState(s, detail); });
+        [this](mqtt::Publish& m, uint64_t token, std::string_view invalid) {
+          return OnMessage(m, token, invalid);
+        },
+        [this](mqtt::ClientState s, const std::string& detail, bool news) {
+          OnState(s, detail, news);
+        });
     client_->Start();
     return Status::Ok();
   }
@@ -63,7 +67,7 @@ class MqttSource final : public Source, public Acknowledger {
   void Acknowledge(uint64_t token) override { client_->Acknowledge(token); }
 
  private:
-  bool OnMessage(mqtt::Publish& m, uint64_t token) {
+  bool OnMessage(mqtt::Publish& m, uint64_t token, std::string_view invalid) {
     const auto packet_id = static_cast<uint16_t>(token & 0xFFFF);
     if (token != 0 && ctx_.redelivery != nullptr &&
         ctx_.redelivery->Skip(ctx_.name, packet_id, m.dup)) {
@@ -88,7 +92,17 @@ class MqttSource final : public Source, public Acknowledger {
     e.ingest_time_ns = ctx_.now_ns();
     e.event_time_ns = e.ingest_time_ns;
     AckHandle ack{token ? this : nullptr, token, token ? packet_id + 1u : 0u};
-    if (output_->TryEmit(e, ack)) {
+    if (!invalid.empty()) {
+      // Cannot be taken: an `error` event with what is known (topic, packet, reason), made
+      // safe and acknowledged like any other, so the broker does not send it again.
+      e.format = PayloadFormat::kRaw;
+      e.SetHeader("mqtt_packet_id", std::to_string(m.packet_id));
+      if (output_->TryEmitInvalid(e, ack, invalid)) {
+        ctx_.stats->errors.Add();
+        ctx_.stats->Dropped("invalid_message");
+        return true;
+      }
+    } else if (output_->TryEmit(e, ack)) {
       ctx_.stats->events_in.Add();
       ctx_.stats->events_out.Add();
       return true;
@@ -106,20 +120,16 @@ class MqttSource final : public Source, public Acknowledger {
     return false;
   }
 
-  void OnState(mqtt::ClientState s, const std::string& detail) {
+  void OnState(mqtt::ClientState s, const std::string& detail, bool news) {
     connected_->Set(s == mqtt::ClientState::kConnected ? 1 : 0);
     switch (s) {
       case mqtt::ClientState::kConnected:
-        if (detail.rfind("broker refused", 0) == 0) {
-          SEEDANCE_LOG_ERROR(ctx_.name, "{}", detail);
-        } else {
-          connects_->Add();
-          SEEDANCE_LOG_INFO(ctx_.name, "connected to {}", detail);
-        }
+        connects_->Add();
+        if (news) SEEDANCE_LOG_INFO(ctx_.name, "connected to {}", detail);
         break;
       case mqtt::ClientState::kDisconnected:
         ctx_.stats->errors.Add();
-        SEEDANCE_LOG_WARN(ctx_.name, "{}; retrying with backoff", detail);
+        if (news) SEEDANCE_LOG_WARN(ctx_.name, "{}; retrying with backoff", detail);
         break;
       case mqtt::ClientState::kConnecting:
       case mqtt::ClientState::kStopped:
