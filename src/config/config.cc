@@ -1,6 +1,7 @@
 #include "config/config.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -572,31 +573,65 @@ Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
   return config;
 }
 
+// Where a second, non-empty YAML document starts, if there is one. Not YAML::LoadAll: in
+// yaml-cpp 0.7 it loops for ever, allocating, on input such as "," (jbeder/yaml-cpp#1319,
+// found by tests/fuzz/config_fuzz.cc); the parser is asked for two documents at most.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { mark_ = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { content_ = true; }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    content_ = true;
+  }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    content_ = true;
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    content_ = true;
+  }
+  void OnMapEnd() override {}
+  bool content() const { return content_; }
+  const YAML::Mark& mark() const { return mark_; }
+
+ private:
+  bool content_ = false;
+  YAML::Mark mark_;
+};
+
+std::optional<YAML::Mark> SecondDocument(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts first, second;
+  if (!parser.HandleNextDocument(first)) return std::nullopt;
+  if (!parser.HandleNextDocument(second) || !second.content()) return std::nullopt;
+  return second.mark();
+}
+
 }  // namespace
 
 Result<PipelineConfig> LoadConfigText(const std::string& text, const std::string& file,
                                       const PluginRegistry& registry, const EnvLookup& env) {
   YAML::Node root;
   try {
-    std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.empty() || (documents.size() == 1 && documents[0].IsNull())) {
+    root = YAML::Load(text);
+    if (root.IsNull()) {
       return InvalidArgumentError(fmt::format(
-          "{}:1:1: the file is empty; expected a map with \"sources\" and \"sinks\"", file));
+          "{}:1:1: no configuration in the file (empty, only comments, or null); expected a map "
+          "with \"sources\" and \"sinks\"",
+          file));
     }
-    if (documents.size() > 1) {
-      // A second document is easy to add by mistake (a pasted "---") and would be ignored.
-      int line = documents[1].Mark().line;
-      if (line < 0) {  // an empty document has no mark: find its "---"
-        size_t at = text.find("\n---", text.compare(0, 3, "---") == 0 ? 3 : 0);
-        line = at == std::string::npos
-                   ? 0
-                   : static_cast<int>(std::count(text.begin(), text.begin() + at + 1, '\n'));
-      }
+    // A second document is easy to add by mistake (a pasted "---") and would be ignored.
+    if (std::optional<YAML::Mark> second = SecondDocument(text)) {
       return InvalidArgumentError(fmt::format(
           "{}:{}: a second YAML document starts here; a config file holds exactly one", file,
-          line + 1));
+          second->line + 1));
     }
-    root = documents[0];
   } catch (const YAML::Exception& e) {
     return InvalidArgumentError(
         fmt::format("{}:{}:{}: invalid YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg));

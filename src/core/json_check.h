@@ -11,10 +11,12 @@
 #include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
 
+#include <cmath>
 #include <string>
 #include <string_view>
 
 #include "seedance/status.h"
+#include "util/strings.h"
 
 namespace seedance {
 
@@ -43,12 +45,25 @@ class DepthLimit {
   bool Uint(unsigned u) { return inner_.Uint(u); }
   bool Int64(int64_t i) { return inner_.Int64(i); }
   bool Uint64(uint64_t u) { return inner_.Uint64(u); }
-  bool Double(double d) { return inner_.Double(d); }
+  bool Double(double d) {
+    // RapidJSON turns some numbers past ±1.8e308 (e.g. 1111111111111111111111e308) into
+    // infinity instead of an error; no JSON writer can write that back. Refused, as
+    // serde_json does ("number out of range").
+    if (!std::isfinite(d)) {
+      out_of_range_ = true;
+      return false;
+    }
+    return inner_.Double(d);
+  }
   bool RawNumber(const Ch* s, rapidjson::SizeType n, bool copy) {
     return inner_.RawNumber(s, n, copy);
   }
-  bool String(const Ch* s, rapidjson::SizeType n, bool copy) { return inner_.String(s, n, copy); }
-  bool Key(const Ch* s, rapidjson::SizeType n, bool copy) { return inner_.Key(s, n, copy); }
+  bool String(const Ch* s, rapidjson::SizeType n, bool copy) {
+    return Utf8(s, n) && inner_.String(s, n, copy);
+  }
+  bool Key(const Ch* s, rapidjson::SizeType n, bool copy) {
+    return Utf8(s, n) && inner_.Key(s, n, copy);
+  }
   bool StartObject() { return Enter() && inner_.StartObject(); }
   bool EndObject(rapidjson::SizeType n) {
     --depth_;
@@ -60,8 +75,18 @@ class DepthLimit {
     return inner_.EndArray(n);
   }
   bool too_deep() const { return too_deep_; }
+  bool lone_surrogate() const { return lone_surrogate_; }
+  bool out_of_range() const { return out_of_range_; }
 
  private:
+  // The reader validates the input's UTF-8, but decodes a lone trailing surrogate escape
+  // ("\udc00") into bytes that are not UTF-8. Refused, as serde_json does: every string a
+  // payload carries is then valid UTF-8 downstream.
+  bool Utf8(const Ch* s, rapidjson::SizeType n) {
+    if (util::IsValidUtf8(std::string_view(s, n))) return true;
+    lone_surrogate_ = true;
+    return false;
+  }
   bool Enter() {
     if (++depth_ > kMaxJsonDepth) too_deep_ = true;
     return !too_deep_;
@@ -69,6 +94,8 @@ class DepthLimit {
   Inner& inner_;
   int depth_ = 0;
   bool too_deep_ = false;
+  bool lone_surrogate_ = false;
+  bool out_of_range_ = false;
 };
 
 // Runs the reader over `text` into `inner`; OK or the error with its offset.
@@ -82,7 +109,9 @@ Status Read(std::string_view text, Inner& inner) {
     const std::string what =
         limited.too_deep()
             ? "arrays and objects nested deeper than " + std::to_string(kMaxJsonDepth) + " levels"
-            : std::string(rapidjson::GetParseError_En(r.Code()));
+        : limited.lone_surrogate() ? std::string("a \\u escape is an unpaired UTF-16 surrogate")
+        : limited.out_of_range()   ? std::string("a number is out of range (beyond ±1.8e308)")
+                                   : std::string(rapidjson::GetParseError_En(r.Code()));
     return InvalidArgumentError("invalid JSON at offset " + std::to_string(r.Offset()) + ": " +
                                 what);
   }

@@ -54,3 +54,30 @@ TEST(JsonCheckTest, ParseJsonBuildsTheDocumentWithTheSameRules) {
 
 }  // namespace
 }  // namespace seedance
+
+namespace seedance {
+namespace {
+
+// Found by the json_check fuzz target: RapidJSON decodes a lone trailing surrogate escape
+// into bytes that are not UTF-8, which then reached Lua and the sinks.
+TEST(JsonCheckSurrogateTest, UnpairedSurrogatesAreRefusedPairsAccepted) {
+  EXPECT_TRUE(CheckJson(R"({"c": "\ud83d\ude00"})").ok());
+  for (const char* bad : {R"({"c": "\udc00"})", R"(["\ude00x"])", R"({"\udfff": 1})",
+                          R"({"c": "\ud83d"})"}) {
+    Status s = CheckJson(bad);
+    EXPECT_FALSE(s.ok()) << bad;
+  }
+  EXPECT_NE(CheckJson(R"({"c": "\udc00"})").message().find("unpaired UTF-16 surrogate"),
+            std::string::npos);
+}
+
+// Also found by the fuzz target: a number RapidJSON rounds to infinity was accepted.
+TEST(JsonCheckSurrogateTest, NumbersBeyondDoubleRangeAreRefused) {
+  EXPECT_TRUE(CheckJson("[1.7976931348623157e308, -1e-400, 1e308]").ok());
+  Status s = CheckJson(R"({"k": 1111111111111111111111e308})");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("out of range"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace seedance

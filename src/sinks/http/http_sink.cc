@@ -24,7 +24,7 @@
 #include "governor/memory_budget.h"
 #include "sinks/common/event_encoding.h"
 #include "sinks/http/http_url.h"
-#include "sinks/http/retry_after.h"
+#include "sinks/http/response_policy.h"
 #include "util/handler_slot.h"
 #include "util/log.h"
 #include "util/strings.h"
@@ -594,43 +594,34 @@ void HttpClient::Received(Delivery* d, error_code ec) {
     return Retry(d, UnavailableError("HTTP exchange: " + ec.message()), {});
   }
   const auto& r = d->parser->get();
-  const unsigned code = r.result_int();
-  if (code == 429 || code == 503) controller_.RecordBackpressure();
+  std::optional<std::string_view> retry_after;
+  if (auto ra = r.find(http::field::retry_after); ra != r.end()) {
+    retry_after = std::string_view(ra->value().data(), ra->value().size());
+  }
+  const ResponseVerdict verdict = ClassifyResponse(
+      r.result_int(), std::string_view(r.reason().data(), r.reason().size()), r.body(),
+      retry_after, d->batch->events.size(), o_.retry_max, std::chrono::system_clock::now());
+  if (verdict.backpressure) controller_.RecordBackpressure();
   if (r.keep_alive()) {
     KeepIdle(std::move(d->conn));
   } else {
     d->conn.reset();
   }
-  if (code >= 200 && code < 300) {
-    if (failing_) {
-      failing_ = false;
-      SEEDANCE_LOG_INFO(ctx_.name, "delivery to {} recovered", o_.url_text);
-    }
-    return Finish(d, Status::Ok());
+  switch (verdict.kind) {
+    case ResponseVerdict::Kind::kDelivered:
+      if (failing_) {
+        failing_ = false;
+        SEEDANCE_LOG_INFO(ctx_.name, "delivery to {} recovered", o_.url_text);
+      }
+      return Finish(d, Status::Ok());
+    case ResponseVerdict::Kind::kSplit:
+      return Split(d, verdict.what);
+    case ResponseVerdict::Kind::kRejected:
+      ctx_.stats->errors.Add();
+      return Finish(d, InvalidArgumentError(verdict.what));
+    case ResponseVerdict::Kind::kRetry:
+      return Retry(d, UnavailableError(verdict.what), verdict.retry_after);
   }
-  std::string snippet = r.body().substr(0, 200);
-  for (char& ch : snippet) {
-    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';  // one log line per failure
-  }
-  while (!snippet.empty() && snippet.back() == ' ') snippet.pop_back();
-  std::string what = fmt::format("HTTP {} {}{}{}", code, std::string(r.reason()),
-                                 snippet.empty() ? "" : ": ", snippet);
-  if (code == 413 && d->batch->events.size() > 1) return Split(d, what);
-  if (code != 408 && code != 429 && code < 500) {
-    ctx_.stats->errors.Add();
-    return Finish(d, InvalidArgumentError(what));
-  }
-  // The server's wish, never longer than retry_max (the operator's bound on any wait).
-  std::chrono::milliseconds retry_after{0};
-  auto ra = r.find(http::field::retry_after);
-  if (ra != r.end()) {
-    const auto value = ra->value();
-    if (auto wait = ParseRetryAfter(std::string_view(value.data(), value.size()),
-                                    std::chrono::system_clock::now())) {
-      retry_after = std::min(*wait, o_.retry_max);
-    }
-  }
-  Retry(d, UnavailableError(what), retry_after);
 }
 
 void HttpClient::Retry(Delivery* d, const Status& failure, std::chrono::milliseconds retry_after) {
