@@ -77,7 +77,18 @@ struct HttpListener::State : std::enable_shared_from_this<HttpListener::State> {
       // The whole request (headers and body) within the idle limit: a client that dribbles
       // bytes or says nothing loses its connection.
       stream.expires_after(kListenerIdleTimeout);
-      co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+      // The header first: Beast 1.74's eager parsing (async_read of a whole message) skips the
+      // body_limit check on Content-Length and reserves what the client announces, so one
+      // "Content-Length: 66666666666666666" threw bad_alloc. The length is checked here.
+      co_await http::async_read_header(stream, buffer, parser,
+                                       asio::redirect_error(use_awaitable, ec));
+      if (!ec) {
+        const auto length = parser.content_length();
+        if (length && *length > kMaxListenerBodyBytes) ec = http::error::body_limit;
+      }
+      if (!ec && !parser.is_done()) {
+        co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+      }
       if (ec == http::error::body_limit || ec == http::error::header_limit) {
         http::response<http::string_body> res{http::status::payload_too_large, 11};
         res.set(http::field::server, "seedance");

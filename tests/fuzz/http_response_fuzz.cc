@@ -18,10 +18,19 @@ SEEDANCE_FUZZ_TARGET(http_response) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
   for (int interim = 0; interim <= 8; ++interim) {
     http::response_parser<http::string_body> parser;
-    parser.eager(true);
     parser.body_limit(1 << 20);
     boost::beast::error_code ec;
-    // Fed as the socket would: until the message is done, then EOF if the bytes run out.
+    // As the sink reads: the header alone (not eager), its Content-Length checked against
+    // the limit, then the body eagerly until done, then EOF if the bytes run out.
+    for (int step = 0; step < 64 && !parser.is_header_done(); ++step) {
+      const size_t used = parser.put(boost::asio::buffer(bytes.data(), bytes.size()), ec);
+      bytes.remove_prefix(used);
+      if (ec == http::error::need_more) ec = {};
+      if (ec || used == 0) return 0;
+    }
+    if (!parser.is_header_done()) return 0;
+    if (auto length = parser.content_length(); length && *length > (1u << 20)) return 0;
+    parser.eager(true);
     for (int step = 0; step < 64 && !parser.is_done(); ++step) {
       const size_t used = parser.put(boost::asio::buffer(bytes.data(), bytes.size()), ec);
       bytes.remove_prefix(used);
