@@ -12,7 +12,9 @@
 // Flow control: the handler may refuse a message (returns false); the client then stops
 // reading the socket until Resume(), and redelivers that message first. With MQTT 5 the
 // broker also limits unacknowledged messages to `receive_maximum`; a broker that sends more
-// gets DISCONNECT 0x93 (a protocol error, as the spec requires).
+// is reported once per connection and tolerated (mosquitto 2.0.11 does it under
+// backpressure; the spec's DISCONNECT 0x93 would stall a real deployment). What the client
+// holds stays bounded by the 65,535 packet ids.
 //
 // A misbehaving broker costs one message, not the connection: a PUBLISH that cannot be taken
 // (larger than max_packet_size — its bytes are skipped, never buffered — undecodable, no
@@ -146,8 +148,6 @@ class Client : public std::enable_shared_from_this<Client> {
   void SetState(ClientState s, const std::string& detail);
   // Why the PUBLISH just decoded into rx_packet_ cannot be taken; empty when it can.
   std::string CheckPublish(const Publish& p) const;
-  // Writes DISCONNECT with `reason` at once (MQTT 5), before the socket is closed.
-  void DisconnectNow(uint8_t reason);
   bool IsOpen() const;
 
   boost::asio::io_context& io_;
@@ -197,6 +197,7 @@ class Client : public std::enable_shared_from_this<Client> {
   bool in_outage_ = false;                  // disconnected since the last stable connection
   std::vector<std::string> outage_news_;    // details already reported in this outage
   std::chrono::steady_clock::time_point connected_at_;
+  bool warned_receive_maximum_ = false;
   bool stopped_ = false;
   bool closed_ = false;
   uint64_t connects_ = 0;

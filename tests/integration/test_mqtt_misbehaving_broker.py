@@ -12,7 +12,6 @@ from testing.seedance_process import Seedance
 from testing.waiting import wait_until
 
 PUBACK = 4
-DISCONNECT = 14
 
 
 def job(uri, tmp_path, protocol="3.1.1", extra=""):
@@ -149,15 +148,17 @@ def test_a_refused_subscription_is_retried_not_left_silent(tmp_path):
         broker.stop()
 
 
-def test_more_than_receive_maximum_unacknowledged_messages_is_a_protocol_error(tmp_path):
+def test_more_than_receive_maximum_unacknowledged_messages_is_reported_and_tolerated(tmp_path):
+    # The spec says DISCONNECT 0x93, but mosquitto 2.0.11 itself goes past the limit under
+    # backpressure (test_mqtt_interop's backpressure test): disconnecting would loop. The
+    # violation is logged once per connection; every message is still taken and acknowledged.
     def script(index, client):
         client.send(connack(True))
         _, body = client.read_packet()
         packet_id = struct.unpack(">H", body[:2])[0]
         client.send(suback(packet_id, 1, True))
-        if index == 0:
-            client.send(b"".join(publish(b"t/x", b'{"n": %d}' % i, packet_id=i, v5=True)
-                                 for i in range(1, 5)))
+        client.send(b"".join(publish(b"t/x", b'{"n": %d}' % i, packet_id=i, v5=True)
+                             for i in range(1, 7)))
         client.drain(10)
 
     broker = FakeBroker(script).start()
@@ -165,9 +166,11 @@ def test_more_than_receive_maximum_unacknowledged_messages_is_a_protocol_error(t
         sd = Seedance(job(broker.uri, tmp_path, protocol="5",
                           extra="    receive_maximum: 2")).start()
         try:
-            assert wait_until(lambda: broker.received(DISCONNECT), timeout=10), sd.stderr()
-            assert broker.received(DISCONNECT)[0][:1] == b"\x93"
-            assert sd.wait_log("more than receive_maximum"), sd.stderr()
+            assert wait_until(lambda: len(broker.received(PUBACK)) == 6, timeout=10), sd.stderr()
+            assert len(lines(tmp_path / "out.ndjson")) == 6
+            log = sd.stderr()
+            assert log.count("the broker sent more than receive_maximum (2)") == 1, log
+            assert broker.connection_count() == 1
         finally:
             assert sd.stop() == 0, sd.stderr()[-3000:]
     finally:
