@@ -1,5 +1,6 @@
 #include "sinks/http/retry_after.h"
 
+#include <algorithm>
 #include <charconv>
 #include <ctime>
 #include <string>
@@ -33,9 +34,12 @@ std::optional<std::chrono::milliseconds> ParseRetryAfter(
     if (end == nullptr || *end != '\0') continue;
     const time_t at = timegm(&parts);
     if (at == static_cast<time_t>(-1)) continue;
-    const auto delay = std::chrono::system_clock::from_time_t(at) - now;
-    if (delay <= std::chrono::system_clock::duration::zero()) return std::chrono::milliseconds(0);
-    return std::chrono::duration_cast<std::chrono::milliseconds>(delay);
+    // In whole seconds: a date in year 9999 is past what system_clock's nanoseconds hold
+    // (UBSan caught the overflow in a fuzz run).
+    const int64_t delay = static_cast<int64_t>(at) -
+                          static_cast<int64_t>(std::chrono::system_clock::to_time_t(now));
+    if (delay <= 0) return std::chrono::milliseconds(0);
+    return std::chrono::seconds(std::min<int64_t>(delay, kSaturateSeconds));
   }
   return std::nullopt;
 }

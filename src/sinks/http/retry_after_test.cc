@@ -23,6 +23,10 @@ TEST(RetryAfterTest, ReadsTheThreeHttpDateForms) {
   EXPECT_EQ(ParseRetryAfter("Sun, 06 Nov 1994 08:50:37 GMT", kNow), milliseconds(60000));
   EXPECT_EQ(ParseRetryAfter("Sunday, 06-Nov-94 08:49:47 GMT", kNow), milliseconds(10000));
   EXPECT_EQ(ParseRetryAfter("Sun Nov  6 08:49:39 1994", kNow), milliseconds(2000));
+  // Far future dates saturate instead of overflowing nanoseconds (UBSan).
+  auto far = ParseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", kNow);
+  ASSERT_TRUE(far.has_value());
+  EXPECT_GT(*far, std::chrono::hours(24 * 365 * 1000));
   // A date in the past means "now".
   EXPECT_EQ(ParseRetryAfter("Sat, 05 Nov 1994 08:49:37 GMT", kNow), milliseconds(0));
 }
