@@ -12,6 +12,7 @@
 #include <rapidjson/reader.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -83,6 +84,9 @@ class DepthLimit {
   // ("\udc00") into bytes that are not UTF-8. Refused, as serde_json does: every string a
   // payload carries is then valid UTF-8 downstream.
   bool Utf8(const Ch* s, rapidjson::SizeType n) {
+    // The input is already validated, so only a decoded surrogate (0xED 0xA0-0xBF ...) can be
+    // malformed: the full check runs only for strings holding 0xED (hot path).
+    if (std::memchr(s, 0xED, n) == nullptr) return true;
     if (util::IsValidUtf8(std::string_view(s, n))) return true;
     lone_surrogate_ = true;
     return false;

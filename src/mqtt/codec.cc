@@ -416,29 +416,6 @@ Status Encode(const Packet& packet, Version version, std::string& out) {
   return Status::Ok();
 }
 
-Result<std::optional<FrameInfo>> PeekFrame(std::string_view buffer, size_t max_packet_size) {
-  if (buffer.size() < 2) return std::optional<FrameInfo>();
-  FrameInfo f;
-  f.first_byte = static_cast<uint8_t>(buffer[0]);
-  size_t value = 0;
-  for (size_t i = 0; i < 4; ++i) {
-    if (1 + i >= buffer.size()) return std::optional<FrameInfo>();
-    auto b = static_cast<uint8_t>(buffer[1 + i]);
-    value |= static_cast<size_t>(b & 0x7F) << (7 * i);
-    if ((b & 0x80) == 0) {
-      f.header_size = 2 + i;
-      f.remaining = value;
-      if (f.total() > max_packet_size) {
-        return ResourceExhaustedError(fmt::format("packet of {} bytes exceeds the maximum of {}",
-                                                  f.total(), max_packet_size));
-      }
-      if (buffer.size() < f.total()) return std::optional<FrameInfo>();
-      return std::optional<FrameInfo>(f);
-    }
-  }
-  return InvalidArgumentError("malformed remaining length");
-}
-
 Result<std::optional<FrameInfo>> PeekFixedHeader(std::string_view buffer) {
   if (buffer.size() < 2) return std::optional<FrameInfo>();
   FrameInfo f;
@@ -455,6 +432,18 @@ Result<std::optional<FrameInfo>> PeekFixedHeader(std::string_view buffer) {
     }
   }
   return InvalidArgumentError("malformed remaining length");
+}
+
+Result<std::optional<FrameInfo>> PeekFrame(std::string_view buffer, size_t max_packet_size) {
+  auto header = PeekFixedHeader(buffer);
+  if (!header || !header->has_value()) return header;
+  const FrameInfo& f = **header;
+  if (f.total() > max_packet_size) {
+    return ResourceExhaustedError(fmt::format("packet of {} bytes exceeds the maximum of {}",
+                                              f.total(), max_packet_size));
+  }
+  if (buffer.size() < f.total()) return std::optional<FrameInfo>();
+  return header;
 }
 
 Result<std::optional<PublishHead>> PeekPublishHead(uint8_t first_byte, std::string_view prefix) {
