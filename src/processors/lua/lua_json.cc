@@ -47,26 +47,44 @@ size_t CountKeys(lua_State* L, int index) {
   return n;
 }
 
-void AppendNumber(std::string& out, double d) {
-  if (!std::isfinite(d)) {
-    out += "null";
-    return;
-  }
+// Where serialization writes, and how much it may write: a table can hold the same large string
+// many times, so the output is bounded on its own, not only by the state's memory.
+struct JsonOut {
+  std::string& text;
+  size_t max_bytes;
+};
+
+// A failure at this value: the message starts with ": " so that each enclosing level can put
+// its step in front (".key", "[3]") and the caller the root's name.
+Status Here(std::string_view reason) { return InvalidArgumentError(": " + std::string(reason)); }
+
+Status Under(Status s, std::string_view step) {
+  if (s.ok()) return s;
+  constexpr size_t kMaxStep = 64;  // keys come from payloads: keep the path readable
+  std::string path(step.substr(0, kMaxStep));
+  if (step.size() > kMaxStep) path += "...";
+  return InvalidArgumentError(path + s.message());
+}
+
+Status AppendNumber(std::string& out, double d) {
+  if (!std::isfinite(d)) return Here(std::isnan(d) ? "NaN is not a JSON number" : "infinity is not a JSON number");
   char buf[32];
   if (d == std::floor(d) && std::fabs(d) < 1e15) {
     auto r = std::to_chars(buf, buf + sizeof buf, static_cast<long long>(d));
     out.append(buf, r.ptr);
-    return;
+    return Status::Ok();
   }
   auto r = std::to_chars(buf, buf + sizeof buf, d);
   out.append(buf, r.ptr);
+  return Status::Ok();
 }
 
-Status Serialize(lua_State* L, int index, const rapidjson::Value* hint, std::string& out,
+Status Serialize(lua_State* L, int index, const rapidjson::Value* hint, JsonOut& json,
                  int depth);
 
-Status SerializeTable(lua_State* L, int t, const rapidjson::Value* hint, std::string& out,
+Status SerializeTable(lua_State* L, int t, const rapidjson::Value* hint, JsonOut& json,
                       int depth) {
+  std::string& out = json.text;
   const size_t n = lua_objlen(L, t);
   const size_t keys = CountKeys(L, t);
   bool as_array =
@@ -79,9 +97,9 @@ Status SerializeTable(lua_State* L, int t, const rapidjson::Value* hint, std::st
       const rapidjson::Value* h = hint && hint->IsArray() && i - 1 < hint->Size()
                                       ? &(*hint)[static_cast<rapidjson::SizeType>(i - 1)]
                                       : nullptr;
-      Status s = Serialize(L, -1, h, out, depth + 1);
+      Status s = Serialize(L, -1, h, json, depth + 1);
       lua_pop(L, 1);
-      if (!s.ok()) return s;
+      if (!s.ok()) return Under(std::move(s), "[" + std::to_string(i) + "]");
     }
     out.push_back(']');
     return Status::Ok();
@@ -93,9 +111,13 @@ Status SerializeTable(lua_State* L, int t, const rapidjson::Value* hint, std::st
   auto emit = [&](std::string_view key, const rapidjson::Value* h) -> Status {
     if (!first) out.push_back(',');
     first = false;
+    if (out.size() + key.size() > json.max_bytes) {
+      return Here("the JSON text would be larger than " + std::to_string(json.max_bytes) +
+                  " bytes");
+    }
     util::AppendJsonString(out, key);
     out.push_back(':');
-    return Serialize(L, -1, h, out, depth + 1);
+    return Under(Serialize(L, -1, h, json, depth + 1), "." + std::string(key));
   };
   if (hint && hint->IsObject()) {
     for (auto m = hint->MemberBegin(); m != hint->MemberEnd(); ++m) {
@@ -128,7 +150,8 @@ Status SerializeTable(lua_State* L, int t, const rapidjson::Value* hint, std::st
       lua_pop(L, 1);
     } else {
       lua_pop(L, 1);
-      return InvalidArgumentError("table keys must be strings or numbers to become JSON");
+      return Here(std::string("a table key is a ") + lua_typename(L, lua_type(L, -1)) +
+                  "; keys must be strings or numbers to become JSON");
     }
     if (std::find(done.begin(), done.end(), key) == done.end()) rest.push_back(std::move(key));
   }
@@ -149,9 +172,15 @@ Status SerializeTable(lua_State* L, int t, const rapidjson::Value* hint, std::st
   return Status::Ok();
 }
 
-Status Serialize(lua_State* L, int index, const rapidjson::Value* hint, std::string& out,
+Status Serialize(lua_State* L, int index, const rapidjson::Value* hint, JsonOut& json,
                  int depth) {
-  if (depth > kMaxDepth) return InvalidArgumentError("value nested deeper than 64 levels");
+  std::string& out = json.text;
+  if (depth > kMaxDepth) return Here("nested deeper than 64 levels (or a cycle)");
+  // Checked at every value: a table may hold the same large table or key many times.
+  if (out.size() > json.max_bytes) {
+    return Here("the JSON text would be larger than " + std::to_string(json.max_bytes) +
+                " bytes");
+  }
   index = AbsIndex(L, index);
   luaL_checkstack(L, 6, "JSON serialization");
   switch (lua_type(L, index)) {
@@ -162,11 +191,14 @@ Status Serialize(lua_State* L, int index, const rapidjson::Value* hint, std::str
       out += lua_toboolean(L, index) ? "true" : "false";
       return Status::Ok();
     case LUA_TNUMBER:
-      AppendNumber(out, lua_tonumber(L, index));
-      return Status::Ok();
+      return AppendNumber(out, lua_tonumber(L, index));
     case LUA_TSTRING: {
       size_t len = 0;
       const char* s = lua_tolstring(L, index, &len);
+      if (out.size() + len > json.max_bytes) {
+        return Here("the JSON text would be larger than " + std::to_string(json.max_bytes) +
+                    " bytes");
+      }
       util::AppendJsonString(out, std::string_view(s, len));
       return Status::Ok();
     }
@@ -177,12 +209,12 @@ Status Serialize(lua_State* L, int index, const rapidjson::Value* hint, std::str
       }
       break;
     case LUA_TTABLE:
-      return SerializeTable(L, index, hint, out, depth);
+      return SerializeTable(L, index, hint, json, depth);
     default:
       break;
   }
-  return InvalidArgumentError(std::string("a ") + lua_typename(L, lua_type(L, index)) +
-                              " cannot be written as JSON");
+  return Here(std::string("a ") + lua_typename(L, lua_type(L, index)) +
+              " cannot be written as JSON");
 }
 
 }  // namespace
@@ -275,8 +307,10 @@ bool LuaEqualsJson(lua_State* L, int index, const rapidjson::Value& v) {
   return false;
 }
 
-Status LuaToJson(lua_State* L, int index, const rapidjson::Value* hint, std::string& out) {
-  return Serialize(L, index, hint, out, 0);
+Status LuaToJson(lua_State* L, int index, const rapidjson::Value* hint, std::string& out,
+                 std::string_view root, size_t max_bytes) {
+  JsonOut json{out, max_bytes};
+  return Under(Serialize(L, index, hint, json, 0), root);
 }
 
 }  // namespace seedance::processors

@@ -8,7 +8,9 @@
 
 #include <rapidjson/document.h>
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "seedance/status.h"
 
@@ -32,7 +34,10 @@ bool LuaEqualsJson(lua_State* L, int index, const rapidjson::Value& v);
 
 // Appends the JSON text of the Lua value at `index` to `out`. `hint` (may be null) is the
 // document the value was built from, for key order. kInvalidArgument for values JSON cannot
-// hold (functions, cyclic or too deep tables, mixed tables).
-Status LuaToJson(lua_State* L, int index, const rapidjson::Value* hint, std::string& out);
+// hold (functions, NaN and infinity, cyclic or too deep tables, keys that are neither strings
+// nor numbers) and for text over `max_bytes`; the message names where, starting with `root`:
+// "payload.readings[3].value: NaN is not a JSON number".
+Status LuaToJson(lua_State* L, int index, const rapidjson::Value* hint, std::string& out,
+                 std::string_view root = "value", size_t max_bytes = SIZE_MAX);
 
 }  // namespace seedance::processors

@@ -2,13 +2,15 @@
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
-#include <sys/stat.h>
+#include <fmt/format.h>
+
+#include <cstring>
 
 #include "core/json_check.h"
 #include "core/plugin_context.h"
 #include "processors/lua/lua_json.h"
+#include "processors/lua/lua_reloader.h"
 #include "processors/lua/lua_script.h"
-#include "util/fd_io.h"
 #include "util/log.h"
 
 extern "C" {
@@ -19,72 +21,83 @@ extern "C" {
 namespace seedance::processors {
 namespace {
 
-struct FileSignature {
-  int64_t mtime_ns = 0;
-  int64_t size = -1;
-  uint64_t inode = 0;
-  bool operator==(const FileSignature&) const = default;
+// A document whose parse stack comes from a pool too (rapidjson::Document's uses malloc on
+// every parse).
+using JsonDocument = rapidjson::GenericDocument<rapidjson::UTF8<>, rapidjson::MemoryPoolAllocator<>,
+                                                rapidjson::MemoryPoolAllocator<>>;
+
+struct LuaProcessorOptions {
+  LuaScriptOptions script;
+  std::string chunk_name;  // the script's path, or the component's name for inline code
+  int64_t max_events_per_call = 10'000;
 };
-
-bool Stat(const std::string& path, FileSignature* sig) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return false;
-  sig->mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  sig->size = st.st_size;
-  sig->inode = st.st_ino;
-  return true;
-}
-
-// Scripts are small; the limit keeps a wrong path (a log file, a device) from costing memory.
-constexpr size_t kMaxScriptBytes = 1 << 20;
-
-Result<std::string> ReadFile(const std::string& path) {
-  return util::ReadRegularFile(path, kMaxScriptBytes, "script");
-}
 
 class LuaProcessor final : public Processor {
  public:
-  LuaProcessor(std::unique_ptr<LuaScript> script, std::string path, FileSignature sig,
-               std::chrono::nanoseconds reload_check, LuaScriptOptions options, PluginContext ctx)
+  LuaProcessor(std::unique_ptr<LuaScript> script, std::string code, LuaProcessorOptions options,
+               PluginContext ctx)
       : script_(std::move(script)),
-        path_(std::move(path)),
-        signature_(sig),
-        reload_check_ns_(reload_check.count()),
+        code_(std::move(code)),
         options_(std::move(options)),
         ctx_(std::move(ctx)) {
-    reloads_ok_ =
-        &ctx_.metrics->GetCounter("seedance_lua_reloads_total", "Script reloads, by result.",
-                                  {{"component", ctx_.name}, {"result", "ok"}});
-    reloads_failed_ =
-        &ctx_.metrics->GetCounter("seedance_lua_reloads_total", "Script reloads, by result.",
-                                  {{"component", ctx_.name}, {"result", "failed"}});
+    for (LuaLimit l : {LuaLimit::kInstructions, LuaLimit::kTime, LuaLimit::kMemory}) {
+      exceeded_[static_cast<int>(l)] = &ExceededCounter(LuaLimitName(l));
+    }
+    events_exceeded_ = &ExceededCounter("events");
+    state_resets_ = &ctx_.metrics->GetCounter(
+        "seedance_lua_state_resets_total",
+        "Script states replaced by a fresh one after the memory limit (globals lost).",
+        {{"component", ctx_.name}});
+    memory_ = &ctx_.metrics->GetGauge("seedance_lua_memory_bytes",
+                                      "Heap of the script's Lua state, after the last event.",
+                                      {{"component", ctx_.name}});
+  }
+
+  // Starts watching the script file for new versions.
+  void WatchFile(const std::string& path, FileSignature sig, std::chrono::nanoseconds every) {
+    auto reloads = [&](const char* result) -> observe::Counter& {
+      return ctx_.metrics->GetCounter("seedance_lua_reloads_total", "Script reloads, by result.",
+                                      {{"component", ctx_.name}, {"result", result}});
+    };
+    reloader_ = std::make_unique<ScriptReloader>(path, sig, every, options_.script, ctx_.name,
+                                                 &reloads("ok"), &reloads("failed"));
   }
 
   void Process(Event&& event, ProcessorOutput& out) override;
   void Tick(int64_t now_ns, ProcessorOutput& out) override;
 
  private:
+  observe::Counter& ExceededCounter(const char* limit) {
+    return ctx_.metrics->GetCounter(
+        "seedance_lua_budget_exceeded_total",
+        "Script calls ended by a limit: instructions, time, memory, events (fan-out).",
+        {{"component", ctx_.name}, {"limit", limit}});
+  }
   // Builds the event table for `event` (payload from `doc` when JSON) on the stack.
   void PushEvent(const Event& event, const rapidjson::Value* doc);
-  // Reads the event table at `index` into `out`, based on `in`. kInvalidArgument on bad shape.
+  // Reads the event table at `index` into `out`, based on `in`. kInvalidArgument naming the
+  // field on a value of the wrong type.
   Status ReadEvent(int index, const Event& in, const rapidjson::Value* doc, Event& out);
   void Fail(Event&& event, ProcessorOutput& out, const std::string& why);
+  // After a call that ran into the memory limit: collect, and when the state still holds more
+  // than half the limit (it keeps data across events), replace it with a fresh one.
+  void RecoverMemory();
   // What a run of the script made of one event.
   enum class RunResult { kOne, kList, kFiltered };
   // Pushes the event, calls the script and reads what it returned: into `scratch_` (kOne) or
   // `produced_` (kList). Every Lua API call in here can raise (memory, a metamethod on a
-  // returned table, the instruction budget), so it runs only under LuaScript::Protected.
+  // returned table, a limit), so it runs only under LuaScript::Protected.
   Status Run(const Event& event, const rapidjson::Value* parsed, RunResult* result);
 
   std::unique_ptr<LuaScript> script_;
-  std::string path_;
-  FileSignature signature_;
-  int64_t reload_check_ns_;
-  int64_t next_check_ns_ = 0;
-  LuaScriptOptions options_;
+  std::string code_;  // the running version's source
+  LuaProcessorOptions options_;
   PluginContext ctx_;
-  observe::Counter* reloads_ok_;
-  observe::Counter* reloads_failed_;
+  std::unique_ptr<ScriptReloader> reloader_;
+  observe::Counter* exceeded_[4] = {};
+  observe::Counter* events_exceeded_;
+  observe::Counter* state_resets_;
+  observe::Gauge* memory_;
   // Per-event scratch, kept between events so the hot path does not allocate: the parsed
   // payload's values and the parser's stack live in these buffers, and the event a script
   // returns is read into `scratch_` (whose strings keep their storage), then swapped with
@@ -93,32 +106,34 @@ class LuaProcessor final : public Processor {
   char json_stack_[16 * 1024];
   Event scratch_;
   std::vector<Event> produced_;
+  size_t produced_bytes_ = 0;  // payload, topic and headers of what one call returned
 };
 
-// A document whose parse stack comes from a pool too (rapidjson::Document's uses malloc on
-// every parse).
-using JsonDocument = rapidjson::GenericDocument<rapidjson::UTF8<>, rapidjson::MemoryPoolAllocator<>,
-                                                rapidjson::MemoryPoolAllocator<>>;
+void LuaProcessor::Tick(int64_t /*now_ns*/, ProcessorOutput& /*out*/) {
+  if (reloader_ == nullptr) return;
+  std::optional<ScriptReloader::Version> next = reloader_->TakeReady();
+  if (!next) return;
+  script_ = std::move(next->script);
+  code_ = std::move(next->code);
+  SEEDANCE_LOG_INFO(ctx_.name, "reloaded {}", options_.chunk_name);
+}
 
-void LuaProcessor::Tick(int64_t now_ns, ProcessorOutput& /*out*/) {
-  if (path_.empty() || reload_check_ns_ <= 0 || now_ns < next_check_ns_) return;
-  next_check_ns_ = now_ns + reload_check_ns_;
-  FileSignature sig;
-  if (!Stat(path_, &sig) || sig == signature_) return;
-  signature_ = sig;  // try each version once
-  auto code = ReadFile(path_);
-  Result<std::unique_ptr<LuaScript>> loaded =
-      code ? LuaScript::Load(*code, path_, options_)
-           : Result<std::unique_ptr<LuaScript>>(code.error());
-  if (!loaded) {
-    reloads_failed_->Add();
-    SEEDANCE_LOG_ERROR(ctx_.name, "reload of {} refused, the previous version keeps running: {}",
-                       path_, loaded.error().message());
+void LuaProcessor::RecoverMemory() {
+  const size_t limit = options_.script.limits.memory;
+  const size_t used = script_->Collect();
+  if (limit == 0 || used <= limit / 2) return;
+  auto fresh = LuaScript::Load(code_, options_.chunk_name, options_.script);
+  if (!fresh) {
+    SEEDANCE_LOG_ERROR(ctx_.name, "cannot build a fresh Lua state ({}); keeping the full one",
+                       fresh.error().message());
     return;
   }
-  script_ = std::move(loaded).value();
-  reloads_ok_->Add();
-  SEEDANCE_LOG_INFO(ctx_.name, "reloaded {}", path_);
+  script_ = std::move(fresh).value();
+  state_resets_->Add();
+  SEEDANCE_LOG_WARN(ctx_.name,
+                    "the script's state held {} bytes after a full collection, over half its "
+                    "memory limit of {}: replaced by a fresh state (globals reset)",
+                    used, limit);
 }
 
 void LuaProcessor::PushEvent(const Event& event, const rapidjson::Value* doc) {
@@ -145,6 +160,14 @@ void LuaProcessor::PushEvent(const Event& event, const rapidjson::Value* doc) {
   lua_setfield(L, -2, "headers");
 }
 
+// "a table", "a number", ...: for messages about a field of the wrong type.
+std::string TypeOf(lua_State* L, int index) {
+  return std::string("a ") + lua_typename(L, lua_type(L, index));
+}
+
+// A string field or header must not hide a NUL: sinks would cut it there.
+bool HasNul(const char* s, size_t len) { return std::memchr(s, 0, len) != nullptr; }
+
 Status LuaProcessor::ReadEvent(int index, const Event& in, const rapidjson::Value* doc,
                                Event& out) {
   lua_State* L = script_->state();
@@ -153,12 +176,15 @@ Status LuaProcessor::ReadEvent(int index, const Event& in, const rapidjson::Valu
   out.ingest_time_ns = in.ingest_time_ns;
   out.format = in.format;
   lua_getfield(L, index, "topic");
-  if (lua_type(L, -1) == LUA_TSTRING) {
+  if (lua_isnil(L, -1)) {
+    out.topic = in.topic;
+  } else if (lua_type(L, -1) == LUA_TSTRING) {
     size_t len = 0;
     const char* s = lua_tolstring(L, -1, &len);
+    if (HasNul(s, len)) return InvalidArgumentError("event.topic contains a NUL byte");
     out.topic.assign(s, len);
   } else {
-    out.topic = in.topic;
+    return InvalidArgumentError("event.topic must be a string, got " + TypeOf(L, -1));
   }
   lua_pop(L, 1);
   lua_getfield(L, index, "time");
@@ -168,12 +194,14 @@ Status LuaProcessor::ReadEvent(int index, const Event& in, const rapidjson::Valu
     // out of range were converted with undefined behaviour before.
     const double seconds = lua_tonumber(L, -1);
     if (!(seconds >= 0 && seconds < 9.2e9)) {
-      lua_pop(L, 1);
       return InvalidArgumentError(
           "event.time must be seconds since 1970 between 0 and 9.2e9 (year 2261), got " +
           std::to_string(seconds));
     }
     out.event_time_ns = static_cast<int64_t>(seconds * 1e9);
+  } else if (!lua_isnil(L, -1)) {
+    return InvalidArgumentError("event.time must be a number (seconds since 1970), got " +
+                                TypeOf(L, -1));
   }
   lua_pop(L, 1);
   lua_getfield(L, index, "headers");
@@ -181,16 +209,39 @@ Status LuaProcessor::ReadEvent(int index, const Event& in, const rapidjson::Valu
     out.headers.clear();
     lua_pushnil(L);
     while (lua_next(L, -2) != 0) {
-      if (lua_type(L, -2) == LUA_TSTRING && lua_type(L, -1) == LUA_TSTRING) {
-        out.headers.push_back(Header{lua_tostring(L, -2), lua_tostring(L, -1)});
+      if (lua_type(L, -2) != LUA_TSTRING) {
+        return InvalidArgumentError("event.headers keys must be strings, got " + TypeOf(L, -2));
       }
+      size_t name_len = 0;
+      const char* name = lua_tolstring(L, -2, &name_len);
+      const std::string_view shown(name, std::min<size_t>(name_len, 64));
+      if (lua_type(L, -1) != LUA_TSTRING) {
+        return InvalidArgumentError(fmt::format("event.headers[\"{}\"] must be a string, got {}",
+                                                shown, TypeOf(L, -1)));
+      }
+      size_t value_len = 0;
+      const char* value = lua_tolstring(L, -1, &value_len);
+      if (HasNul(name, name_len) || HasNul(value, value_len)) {
+        return InvalidArgumentError(
+            fmt::format("event.headers[\"{}\"] contains a NUL byte", shown));
+      }
+      out.headers.push_back(Header{std::string(name, name_len), std::string(value, value_len)});
+      produced_bytes_ += name_len + value_len;
       lua_pop(L, 1);
     }
-  } else {
+  } else if (lua_isnil(L, -1)) {
     out.headers = in.headers;
+  } else {
+    return InvalidArgumentError("event.headers must be a table of strings, got " +
+                                TypeOf(L, -1));
   }
   lua_pop(L, 1);
 
+  // What one call returns is bounded like the state's heap: one table can hold the same large
+  // string many times.
+  const size_t limit = options_.script.limits.memory > 0 ? options_.script.limits.memory
+                                                          : SIZE_MAX;
+  produced_bytes_ += out.topic.size();
   lua_getfield(L, index, "payload");
   Status s;
   if (lua_isnil(L, -1)) {
@@ -204,9 +255,15 @@ Status LuaProcessor::ReadEvent(int index, const Event& in, const rapidjson::Valu
   } else {
     out.format = PayloadFormat::kJson;
     out.payload.clear();
-    s = LuaToJson(L, -1, doc, out.payload);
+    s = LuaToJson(L, -1, doc, out.payload, "event.payload",
+                  produced_bytes_ < limit ? limit - produced_bytes_ : 0);
   }
   lua_pop(L, 1);
+  produced_bytes_ += out.payload.size();
+  if (s.ok() && produced_bytes_ > limit) {
+    return InvalidArgumentError(fmt::format(
+        "the events returned by one call hold more than {} bytes (max_memory)", limit));
+  }
   return s;
 }
 
@@ -232,12 +289,20 @@ void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
     parsed = &doc;
   }
   produced_.clear();
+  produced_bytes_ = 0;
   RunResult result = RunResult::kFiltered;
-  Status s = script_->Protected(
-      [&] { return Run(event, parsed, &result); });
+  Status s = script_->Protected([&] { return Run(event, parsed, &result); });
+  const LuaLimit exceeded = script_->limits().exceeded();
+  if (exceeded != LuaLimit::kNone) {
+    exceeded_[static_cast<int>(exceeded)]->Add();
+    // A call can catch "not enough memory" and still return: the event fails all the same.
+    if (s.ok()) s = InvalidArgumentError(script_->limits().Reason());
+  }
+  memory_->Set(static_cast<int64_t>(script_->limits().used()));
   if (!s.ok()) {
     produced_.clear();
     Fail(std::move(event), out, s.message());
+    if (exceeded == LuaLimit::kMemory) RecoverMemory();
     return;
   }
   switch (result) {
@@ -263,7 +328,7 @@ Status LuaProcessor::Run(const Event& event, const rapidjson::Value* parsed, Run
   PushEvent(event, parsed);
   lua_pushvalue(L, -1);
   lua_insert(L, top + 1);  // keep the input table below the call, to recognise it
-  SEEDANCE_RETURN_IF_ERROR(script_->Call(1));
+  script_->Call(1);
   // Stack: top+1 input table, top+2 result.
   const int result = top + 2;
   if (lua_isnil(L, result) || (lua_type(L, result) == LUA_TBOOLEAN && !lua_toboolean(L, result))) {
@@ -271,8 +336,7 @@ Status LuaProcessor::Run(const Event& event, const rapidjson::Value* parsed, Run
     return Status::Ok();
   }
   if (lua_type(L, result) != LUA_TTABLE) {
-    return InvalidArgumentError(options_.function + "() returned a " +
-                                lua_typename(L, lua_type(L, result)) +
+    return InvalidArgumentError(options_.script.function + "() returned " + TypeOf(L, result) +
                                 "; expected the event, a list of events or nil");
   }
   lua_getfield(L, result, "payload");
@@ -284,6 +348,14 @@ Status LuaProcessor::Run(const Event& event, const rapidjson::Value* parsed, Run
   }
   *outcome = RunResult::kList;
   const size_t n = lua_objlen(L, result);
+  if (options_.max_events_per_call > 0 &&
+      n > static_cast<size_t>(options_.max_events_per_call)) {
+    events_exceeded_->Add();
+    return InvalidArgumentError(fmt::format(
+        "{}() returned {} events; max_events_per_call is {}", options_.script.function, n,
+        options_.max_events_per_call));
+  }
+  produced_.reserve(n);
   for (size_t i = 1; i <= n; ++i) {
     lua_rawgeti(L, result, static_cast<int>(i));
     if (!lua_istable(L, -1)) {
@@ -291,7 +363,8 @@ Status LuaProcessor::Run(const Event& event, const rapidjson::Value* parsed, Run
                                   " of the returned list is not an event table");
     }
     Event e;
-    SEEDANCE_RETURN_IF_ERROR(ReadEvent(lua_gettop(L), event, parsed, e));
+    Status s = ReadEvent(lua_gettop(L), event, parsed, e);
+    if (!s.ok()) return InvalidArgumentError(fmt::format("event {} of {}: {}", i, n, s.message()));
     produced_.push_back(std::move(e));
     lua_pop(L, 1);
   }
@@ -323,8 +396,30 @@ ProcessorFactory LuaProcessorFactory() {
        .default_value = "process"},
       {.name = "instruction_limit",
        .type = ParamType::kInt,
-       .doc = "Lua VM instructions allowed per call (0 = unlimited)",
-       .default_value = "10000000"},
+       .doc = "Lua VM instructions (and pattern-matching steps) allowed per call (0 = unlimited)",
+       .default_value = "10000000",
+       .validator = IntInRange(0)},
+      {.name = "max_time",
+       .type = ParamType::kDuration,
+       .doc = "wall-clock time allowed per call (0 = unlimited)",
+       .default_value = "1s"},
+      {.name = "max_memory",
+       .type = ParamType::kSize,
+       .doc = "heap of the script's Lua state, and bytes one call may return; counted in "
+              "limits.memory (0 = unlimited)",
+       .default_value = "64MiB",
+       .validator =
+           [](const ParamValue& v) {
+             const uint64_t bytes = std::get<uint64_t>(v);
+             if (bytes != 0 && bytes < (uint64_t{1} << 20))
+               return InvalidArgumentError("must be at least 1MiB (or 0 for unlimited)");
+             return Status::Ok();
+           }},
+      {.name = "max_events_per_call",
+       .type = ParamType::kInt,
+       .doc = "events one call may return in a list (0 = unlimited)",
+       .default_value = "10000",
+       .validator = IntInRange(0)},
       {.name = "jit",
        .type = ParamType::kBool,
        .doc = "enable the JIT compiler (faster, but JIT-compiled loops escape instruction_limit)",
@@ -350,24 +445,33 @@ ProcessorFactory LuaProcessorFactory() {
   };
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Processor>> {
     SEEDANCE_RETURN_IF_ERROR(ValidateScriptSource(p));
-    LuaScriptOptions o;
-    o.function = p.GetString("function");
-    o.instruction_limit = p.GetInt("instruction_limit");
-    o.jit = p.GetBool("jit");
-    o.allow = p.GetStringList("allow");
-    o.log_name = ctx.name;
+    LuaProcessorOptions o;
+    o.script.function = p.GetString("function");
+    o.script.limits.instructions = p.GetInt("instruction_limit");
+    o.script.limits.time = p.GetDuration("max_time");
+    o.script.limits.memory = p.GetSize("max_memory");
+    o.script.jit = p.GetBool("jit");
+    o.script.sandbox.allow = p.GetStringList("allow");
+    o.script.sandbox.log_name = ctx.name;
+    o.script.budget = ctx.memory;
+    o.max_events_per_call = p.GetInt("max_events_per_call");
     std::string path = p.GetString("script");
     std::string code = p.GetString("code");
     FileSignature sig;
     if (!path.empty()) {
-      if (!Stat(path, &sig))
+      if (!StatFile(path, &sig))
         return NotFoundError(p.Location("script") + ": script " + path + " not found");
-      SEEDANCE_ASSIGN_OR_RETURN(code, ReadFile(path));
+      SEEDANCE_ASSIGN_OR_RETURN(code, ReadScriptFile(path));
     }
-    auto script = LuaScript::Load(code, path.empty() ? ctx.name : path, o);
+    o.chunk_name = path.empty() ? ctx.name : path;
+    auto script = LuaScript::Load(code, o.chunk_name, o.script);
     if (!script) return script.error();
-    return std::unique_ptr<Processor>(new LuaProcessor(std::move(script).value(), path, sig,
-                                                       p.GetDuration("reload_check"), o, ctx));
+    auto processor = std::make_unique<LuaProcessor>(std::move(script).value(), std::move(code),
+                                                    o, ctx);
+    const auto every = p.GetDuration("reload_check");
+    if (!path.empty() && every.count() > 0 && !ctx.validate_only)
+      processor->WatchFile(path, sig, every);
+    return std::unique_ptr<Processor>(std::move(processor));
   };
   return f;
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "governor/memory_budget.h"
 #include "testing/plugin_harness.h"
 
 namespace seedance::processors {
@@ -24,6 +25,18 @@ class LuaProcessorTest : public ::testing::Test {
     auto p = LuaProcessorFactory().create(ProcessorParams("lua", yaml), ctx);
     EXPECT_TRUE(p.has_value()) << (p ? "" : p.error().message());
     return p ? std::move(p).value() : nullptr;
+  }
+  observe::Counter& Reloads(const char* result) {
+    return harness_.metrics.GetCounter("seedance_lua_reloads_total", "",
+                                       {{"component", "lua"}, {"result", result}});
+  }
+  observe::Counter& Exceeded(const char* limit) {
+    return harness_.metrics.GetCounter("seedance_lua_budget_exceeded_total", "",
+                                       {{"component", "lua"}, {"limit", limit}});
+  }
+  observe::Counter& StateResets() {
+    return harness_.metrics.GetCounter("seedance_lua_state_resets_total", "",
+                                       {{"component", "lua"}});
   }
   Harness harness_;
 };
@@ -275,30 +288,237 @@ TEST_F(LuaProcessorTest, ReloadsAChangedFileAndKeepsTheOldOneWhenBroken) {
   };
   write("function process(e) e.payload.v = 1 return e end");
   auto p = Make("script: " + path + "\nreload_check: 1ms");
+  auto& ok = Reloads("ok");
+  auto& failed = Reloads("failed");
   RecordingOutput out;
   int64_t now = 1;
+  // The reloader loads on its own thread; the processing thread takes the result in Tick.
+  auto wait_for = [&](observe::Counter& c, uint64_t n) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (c.Value() < n && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_GE(c.Value(), n);
+    p->Tick(now += 10'000'000, out);
+  };
   p->Process(JsonEvent("{}"), out);
   write("function process(e) e.payload.v = 2 return e end");
-  p->Tick(now += 10'000'000, out);
+  wait_for(ok, 1);
   p->Process(JsonEvent("{}"), out);
   write("function process(e) e.payload.v = ");  // broken
-  p->Tick(now += 10'000'000, out);
+  wait_for(failed, 1);
   p->Process(JsonEvent("{}"), out);
   ASSERT_EQ(out.main.size(), 3u);
   EXPECT_EQ(out.main[0].payload, R"({"v":1})");
   EXPECT_EQ(out.main[1].payload, R"({"v":2})");
   EXPECT_EQ(out.main[2].payload, R"({"v":2})");
   // A script path that turns into a device (here a link to /dev/zero) read for ever and
-  // wedged the processing thread; now the reload is refused at once.
+  // wedged the processing thread; now the reload is refused, and off the processing thread.
   std::filesystem::remove(path);
   std::filesystem::create_symlink("/dev/zero", path);
-  auto t0 = std::chrono::steady_clock::now();
-  p->Tick(now += 10'000'000, out);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  wait_for(failed, 2);
   p->Process(JsonEvent("{}"), out);
   ASSERT_EQ(out.main.size(), 4u);
   EXPECT_EQ(out.main[3].payload, R"({"v":2})");
+  EXPECT_EQ(ok.Value(), 1u);
   std::filesystem::remove_all(dir);
+}
+
+// A new version whose top-level code runs until its limit is loaded on the reloader's thread:
+// events keep flowing through the old version meanwhile.
+TEST_F(LuaProcessorTest, ASlowNewVersionDoesNotStopTheEvents) {
+  auto dir = std::filesystem::temp_directory_path() / ("lua_slow_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto path = (dir / "f.lua").string();
+  std::ofstream(path) << "function process(e) return e end";
+  auto p = Make("script: " + path + "\nreload_check: 1ms\nmax_time: 1s\ninstruction_limit: 0");
+  std::ofstream(path + ".tmp") << "local t = os.clock() while os.clock() - t < 5 do end\n"
+                                  "function process(e) return e end";
+  std::filesystem::rename(path + ".tmp", path);
+  RecordingOutput out;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 200; ++i) {
+    p->Tick(i * 1'000'000, out);
+    p->Process(JsonEvent("{}"), out);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(out.main.size(), 200u);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(900));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (Reloads("failed").Value() < 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(Reloads("failed").Value(), 1u);  // its top-level code ran out of time
+  p.reset();
+  std::filesystem::remove_all(dir);
+}
+
+// One call of a hostile script: the event goes to error with the limit's reason, the limit is
+// counted, and the next event is processed by the same processor.
+struct HostileCase {
+  const char* name;
+  const char* body;    // the body of process(e)
+  const char* reason;  // part of the error reason
+  const char* limit;   // the seedance_lua_budget_exceeded_total label, or "" for none
+};
+
+class LuaHostileTest : public LuaProcessorTest,
+                       public ::testing::WithParamInterface<HostileCase> {};
+
+TEST_P(LuaHostileTest, CostsOneEventAndTheNextOneFlows) {
+  const HostileCase& c = GetParam();
+  auto p = Make(std::string("max_time: 300ms\nmax_memory: 16MiB\ncode: |\n") +
+                "  function process(e)\n    if e.payload.evil then\n      " + c.body +
+                "\n    end\n    return e\n  end\n");
+  RecordingOutput out;
+  auto t0 = std::chrono::steady_clock::now();
+  p->Process(JsonEvent(R"({"evil":true})"), out);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  ASSERT_EQ(out.side.size(), 1u);
+  EXPECT_NE(out.side[0].reason.find(c.reason), std::string::npos) << out.side[0].reason;
+  if (*c.limit != '\0') {
+    EXPECT_EQ(Exceeded(c.limit).Value(), 1u);
+  }
+  p->Process(JsonEvent(R"({"evil":false})"), out);
+  ASSERT_EQ(out.main.size(), 1u);
+  EXPECT_EQ(out.main[0].payload, R"({"evil":false})");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Scripts, LuaHostileTest,
+    ::testing::Values(
+        HostileCase{"runaway", "while true do end", "instruction limit", "instructions"},
+        HostileCase{"pcall_swallows_budget",
+                    "while true do pcall(function() while true do end end) end",
+                    "instruction limit", "instructions"},
+        HostileCase{"catch_and_return",
+                    "pcall(function() while true do end end) return e", "instruction limit",
+                    "instructions"},
+        HostileCase{"xpcall_handler_loops",
+                    "xpcall(function() while true do end end, function() while true do end end)"
+                    " return e",
+                    "instruction limit", "instructions"},
+        HostileCase{"coroutine_swallows",
+                    "while true do coroutine.resume(coroutine.create(function() while true do "
+                    "end end)) end",
+                    "instruction limit", "instructions"},
+        HostileCase{"backtracking_find",
+                    "string.find(string.rep('a', 40), string.rep('a*', 25) .. 'b')",
+                    "limit", "instructions"},
+        HostileCase{"quadratic_find", "string.find(string.rep('a', 1e6), '.-b')", "limit",
+                    "instructions"},
+        HostileCase{"backtracking_gmatch",
+                    "for x in string.gmatch(string.rep('a', 40), string.rep('a*', 25) .. 'b') "
+                    "do end",
+                    "limit", "instructions"},
+        HostileCase{"long_date_format", "os.date(string.rep('%c', 1e6))", "os.date: format",
+                    ""},
+        HostileCase{"huge_gsub", "string.rep('a', 1e7):gsub('a', 'aaaaaaaaaa')",
+                    "memory limit", "memory"},
+        HostileCase{"huge_rep", "local s = string.rep('x', 2^30)", "string.rep", ""},
+        HostileCase{"table_of_strings",
+                    "local t = {} for i = 1, 1e9 do t[i] = tostring(i) .. 'padding-padding' end",
+                    "memory limit", "memory"},
+        HostileCase{"caught_memory_error",
+                    "pcall(function() local t = {} for i = 1, 1e9 do t[i] = {} end end) return e",
+                    "memory limit", "memory"},
+        HostileCase{"stop_the_collector", "collectgarbage('stop')", "not allowed", ""},
+        HostileCase{"fan_out", "local l = {} for i = 1, 20000 do l[i] = {payload = {}} end "
+                               "return l",
+                    "max_events_per_call", "events"},
+        HostileCase{"amplified_output",
+                    "local s = string.rep('x', 1e6) local l = {} for i = 1, 100 do "
+                    "l[i] = {payload = {s = s}} end return l",
+                    "larger than", ""},
+        HostileCase{"time_string", "e.time = 'yesterday'", "event.time must be a number", ""},
+        HostileCase{"table_topic", "e.topic = {}", "event.topic must be a string", ""},
+        HostileCase{"number_headers", "e.headers = 5", "event.headers must be a table", ""},
+        HostileCase{"header_value_number", "e.headers = {n = 5}",
+                    "event.headers[\"n\"] must be a string", ""},
+        HostileCase{"header_nul", "e.headers = {n = 'a\\0b'}", "contains a NUL", ""},
+        HostileCase{"payload_nan", "e.payload.v = 0/0", "event.payload.v: NaN", ""},
+        HostileCase{"payload_inf", "e.payload.list = {1, 1/0}",
+                    "event.payload.list[2]: infinity", ""}),
+    [](const ::testing::TestParamInfo<HostileCase>& info) { return info.param.name; });
+
+// A script that keeps what it sees fills its state; at the memory limit the event fails and
+// the state is replaced by a fresh one (counted), after which events flow again.
+TEST_F(LuaProcessorTest, AStateThatKeepsGrowingIsReplaced) {
+  auto p = Make(R"(max_memory: 4MiB
+code: |
+  kept = {}
+  function process(e)
+    kept[#kept + 1] = string.rep("x", 1000) .. #kept
+    return e
+  end
+)");
+  RecordingOutput out;
+  for (int i = 0; i < 6000; ++i) p->Process(JsonEvent("{}"), out);
+  ASSERT_GE(out.side.size(), 1u);
+  EXPECT_NE(out.side[0].reason.find("memory limit of 4 MiB exceeded"), std::string::npos)
+      << out.side[0].reason;
+  EXPECT_GE(StateResets().Value(), 1u);
+  EXPECT_EQ(out.main.size() + out.side.size(), 6000u);
+  EXPECT_GT(out.main.size(), 5000u);
+}
+
+// Lua memory counts toward limits.memory: the state's heap is charged to the budget.
+TEST_F(LuaProcessorTest, ScriptMemoryIsChargedToTheBudget) {
+  governor::MemoryBudget budget(governor::MemoryBudgetOptions{.capacity = 64 << 20},
+                                harness_.metrics);
+  auto ctx = harness_.Context("lua");
+  ctx.memory = &budget;
+  auto p = LuaProcessorFactory().create(
+      ProcessorParams("lua", "code: |\n  big = string.rep('x', 8 * 1024 * 1024)\n"
+                             "  function process(e) return e end\n"),
+      ctx);
+  ASSERT_TRUE(p.has_value()) << p.error().message();
+  EXPECT_GE(budget.used(), 8u << 20);
+  p->reset();
+  EXPECT_EQ(budget.used(), 0u);
+}
+
+TEST_F(LuaProcessorTest, PatternsKeepLuaSemantics) {
+  auto p = Make(R"lua(code: |
+  function process(e)
+    local r = {}
+    r[#r+1] = table.concat({string.find("hello world", "o w")}, ",")
+    r[#r+1] = table.concat({string.find("hello world", "(o)%s(w)")}, ",")
+    r[#r+1] = table.concat({string.find("a.b", ".", 1, true)}, ",")
+    r[#r+1] = string.match("key=value", "(%w+)=(%w+)")
+    r[#r+1] = select(2, string.match("key=value", "(%w+)=(%w+)"))
+    r[#r+1] = tostring(string.match("  x", "()x"))
+    r[#r+1] = string.match("THE (quick) fox", "%((%a+)%)")
+    r[#r+1] = string.match("f(a(b)c)d", "%b()")
+    r[#r+1] = string.gsub("hello world", "o", "0")
+    r[#r+1] = string.gsub("hello", "", "-")
+    r[#r+1] = string.gsub("abc", "%w", "%0%0")
+    r[#r+1] = string.gsub("$name is $age", "%$(%w+)", {name = "bob", age = 3})
+    r[#r+1] = string.gsub("a b", "%w", function(c) return c:upper() end)
+    r[#r+1] = string.gsub("abc", "^a", "x")
+    r[#r+1] = string.gsub("THE (quick) fox", "%f[%a]%a+", "W")
+    local words = {}
+    for k, v in string.gmatch("a=1, b=2", "(%w+)=(%w+)") do words[#words+1] = k .. v end
+    r[#r+1] = table.concat(words, ";")
+    r[#r+1] = tostring(string.find("abc", "b", -1))
+    r[#r+1] = ("x"):rep(3, ",")
+    r[#r+1] = tostring(("aaa"):find("a-", 2))
+    r[#r+1] = string.match("2024-01-02", "^(%d+)-(%d%d)-(%d%d)$")
+    r[#r+1] = tostring(string.match("[x]", "[]]"))
+    r[#r+1] = string.gsub("abcabc", "(b)(c)", "%2%1", 1)
+    r[#r+1] = tostring(pcall(string.find, "a", "%"))
+    r[#r+1] = tostring(pcall(string.find, "a", "[a"))
+    r[#r+1] = tostring(pcall(string.rep, "x", 2^40))
+    e.payload.r = r
+    return e
+  end
+)lua");
+  RecordingOutput out;
+  p->Process(JsonEvent("{}"), out);
+  ASSERT_EQ(out.main.size(), 1u) << (out.side.empty() ? "" : out.side[0].reason);
+  EXPECT_EQ(out.main[0].payload,
+            R"js({"r":["5,7","5,7,o,w","2,2","key","value","3","quick","(a(b)c)",)js"
+            R"js("hell0 w0rld","-h-e-l-l-o-","aabbcc","bob is 3","A B","xbc",)js"
+            R"js("W (W) W","a1;b2","nil","x,x,x","2","2024","]","acbabc","false","false",)js"
+            R"js("false"]})js");
 }
 
 }  // namespace
