@@ -34,7 +34,8 @@ std::vector<ParamSpec> PipelineSpecs() {
        .validator = IntInRange(1)},
       {.name = "shutdown_timeout",
        .type = ParamType::kDuration,
-       .doc = "how long shutdown waits for in-flight batches",
+       .doc = "how long shutdown waits for in-flight batches; the process exits at most 1s "
+              "after it, abandoning what still runs",
        .default_value = "5s"},
   };
 }

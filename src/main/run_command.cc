@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "core/pipeline.h"
 #include "main/commands.h"
@@ -18,6 +20,28 @@
 namespace seedance::cli {
 
 namespace {
+
+// After `pipeline.shutdown_timeout` the pipeline gives up on its sinks; this much more is left
+// for the last steps (closing connections, the final sync of the durable queue and cursors).
+constexpr auto kShutdownGrace = std::chrono::seconds(1);
+
+// The shutdown timeout is a hard promise: if the orderly shutdown has not ended by the timeout
+// plus kShutdownGrace — a thread that cannot be interrupted (a script with its limits off, a
+// stuck system call) — the process exits with kExitRuntime. Nothing acknowledged upstream is
+// lost: it was committed to the durable queue before its acknowledgement, and the rest is sent
+// again by the source.
+void StartShutdownWatchdog(std::chrono::nanoseconds timeout) {
+  std::thread([timeout] {
+    std::this_thread::sleep_for(timeout + kShutdownGrace);
+    SEEDANCE_LOG_ERROR(
+        "seedance",
+        "shutdown did not finish within pipeline.shutdown_timeout ({} ms) + {} s; exiting, "
+        "abandoning the work in progress (acknowledged events are in the durable queue)",
+        std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count(),
+        kShutdownGrace.count());
+    std::_Exit(kExitRuntime);
+  }).detach();
+}
 
 // SIGHUP: re-reads the configuration (and --filter) and hands processor changes to the
 // running pipeline. A configuration that does not load, or a change the pipeline refuses,
@@ -120,6 +144,7 @@ int Run(const RunOptions& options) {
   SEEDANCE_LOG_INFO("seedance", "received {}, stopping",
                     signal_number == SIGINT ? "SIGINT" : "SIGTERM");
   util::NotifyServiceManager("STOPPING=1");
+  StartShutdownWatchdog(config->shutdown_timeout);
   if (listener) (*pipeline)->loop().Post([&] { listener->Stop(); });
   bool clean = (*pipeline)->Shutdown();
   return clean ? kExitOk : kExitRuntime;
