@@ -106,6 +106,7 @@ sources:
 processors:
   - type: lua
     script: {script}
+    max_memory: 256MiB  # room for the 50 MB message (and its copy with the position)
 sinks:
   - type: file
     path: {tmp_path}/out.ndjson
