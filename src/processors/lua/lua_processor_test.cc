@@ -441,6 +441,32 @@ INSTANTIATE_TEST_SUITE_P(
                     "event.payload.list[2]: infinity", ""}),
     [](const ::testing::TestParamInfo<HostileCase>& info) { return info.param.name; });
 
+// With the instruction limit off, the matcher's own clock checks (every 4,096 steps) end a
+// backtracking pattern at max_time; the state's heap is published as a gauge.
+TEST_F(LuaProcessorTest, PatternMatchingStopsAtTheTimeLimitAndMemoryIsAGauge) {
+  auto p = Make(R"lua(instruction_limit: 0
+max_time: 200ms
+code: |
+  kept = string.rep("k", 2 * 1024 * 1024)
+  function process(e)
+    if e.payload.evil then string.find(string.rep("a", 40), string.rep("a*", 25) .. "b") end
+    return e
+  end
+)lua");
+  RecordingOutput out;
+  auto t0 = std::chrono::steady_clock::now();
+  p->Process(JsonEvent(R"({"evil":true})"), out);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  ASSERT_EQ(out.side.size(), 1u);
+  EXPECT_NE(out.side[0].reason.find("time limit of 200 ms exceeded"), std::string::npos)
+      << out.side[0].reason;
+  EXPECT_EQ(Exceeded("time").Value(), 1u);
+  EXPECT_GE(harness_.metrics
+                .GetGauge("seedance_lua_memory_bytes", "", {{"component", "lua"}})
+                .Value(),
+            2 << 20);
+}
+
 // A script that keeps what it sees fills its state; at the memory limit the event fails and
 // the state is replaced by a fresh one (counted), after which events flow again.
 TEST_F(LuaProcessorTest, AStateThatKeepsGrowingIsReplaced) {
