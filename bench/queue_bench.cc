@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/durable_queue.h"
+#include "storage/durable_queue.h"
 
 namespace {
 

@@ -173,11 +173,11 @@ Status Pipeline::RestoreCheckpoint() {
   for (const auto& p : processors_) stateful = stateful || p.processor->stateful();
   if (!stateful) return Status::Ok();
   const auto& q = config_.queue;
-  auto fsync = q.fsync == config::QueueSettings::Fsync::kAlways ? state::CheckpointLog::Fsync::kAlways
+  auto fsync = q.fsync == config::QueueSettings::Fsync::kAlways ? storage::CheckpointLog::Fsync::kAlways
                : q.fsync == config::QueueSettings::Fsync::kNever
-                   ? state::CheckpointLog::Fsync::kNever
-                   : state::CheckpointLog::Fsync::kInterval;
-  auto log = state::CheckpointLog::Open(q.data_dir + "/checkpoint", fsync, q.fsync_interval);
+                   ? storage::CheckpointLog::Fsync::kNever
+                   : storage::CheckpointLog::Fsync::kInterval;
+  auto log = storage::CheckpointLog::Open(q.data_dir + "/checkpoint", fsync, q.fsync_interval);
   if (!log) return log.error();
   checkpoint_ = std::move(log).value();
   const auto& entries = checkpoint_->entries();
@@ -202,7 +202,7 @@ Status Pipeline::RestoreCheckpoint() {
   return Status::Ok();
 }
 
-void Pipeline::SaveCheckpoint() {
+bool Pipeline::SaveCheckpoint() {
   for (auto& p : processors_) {
     if (!p.processor->stateful()) continue;
     p.processor->TakeChangedState([&](std::string_view key, std::string_view value) {
@@ -213,14 +213,25 @@ void Pipeline::SaveCheckpoint() {
   batch_ids_.clear();
   while (true) {
     Status s = checkpoint_->Commit();
-    if (s.ok()) return;
+    if (s.ok()) return true;
     uint64_t suppressed = 0;
     if (log_limiter_.Allow("checkpoint", &suppressed)) {
       SEEDANCE_LOG_ERROR("checkpoint", "{}; retrying (sources are not acknowledged meanwhile)",
                          s.message());
     }
+    if (PastShutdownDeadline()) {
+      SEEDANCE_LOG_ERROR("checkpoint",
+                         "shutdown deadline reached while the checkpoint cannot be written; the "
+                         "last batch stays unacknowledged (its sources send it again)");
+      return false;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+}
+
+bool Pipeline::PastShutdownDeadline() const {
+  return std::chrono::steady_clock::now().time_since_epoch().count() >=
+         push_deadline_ns_.load(std::memory_order_relaxed);
 }
 
 Status Pipeline::Reconfigure(const config::PipelineConfig& next,
@@ -401,10 +412,14 @@ void Pipeline::ProcessingLoop() {
       ProcessOne(item);
     }
     // Acknowledge upstream only once the batch's events, and the state they changed, are safe.
-    if (queue_ && !items.empty()) CommitBatch();
-    if (checkpoint_ && !items.empty()) SaveCheckpoint();
+    bool safe = !batch_failed_;
+    batch_failed_ = false;
+    if (queue_ && !items.empty()) safe = CommitBatch() && safe;
+    if (safe && checkpoint_ && !items.empty()) safe = SaveCheckpoint();
     if (test_ack_delay_.count() > 0 && !items.empty()) std::this_thread::sleep_for(test_ack_delay_);
-    for (IngestItem& item : items) item.ack.Ack();
+    if (safe) {
+      for (IngestItem& item : items) item.ack.Ack();
+    }
     if (queue_) RecycleEvents(items);  // memory mode: the events went on to the sinks
     if (queue_) queue_->Tick();
     auto now = std::chrono::steady_clock::now();
@@ -415,8 +430,7 @@ void Pipeline::ProcessingLoop() {
         processors_[i].processor->Tick(wall, out);
       }
       if (checkpoint_) {  // ticks may fire windows: their results and state are committed too
-        if (queue_) CommitBatch();
-        SaveCheckpoint();
+        if (!queue_ || CommitBatch()) SaveCheckpoint();
         checkpoint_->Tick();
       }
       next_tick = now + kTickInterval;
@@ -450,16 +464,22 @@ void Pipeline::ProcessOne(IngestItem& item) {
   RunFrom(0, std::move(event));
 }
 
-void Pipeline::CommitBatch() {
+bool Pipeline::CommitBatch() {
   while (true) {
     Status s = queue_->Commit();
-    if (s.ok()) return;
+    if (s.ok()) return true;
     uint64_t suppressed = 0;
     if (log_limiter_.Allow("commit", &suppressed)) {
       SEEDANCE_LOG_ERROR("queue",
                          "cannot write the durable queue: {}; retrying (sources are not "
                          "acknowledged meanwhile)",
                          s.message());
+    }
+    if (PastShutdownDeadline()) {
+      SEEDANCE_LOG_ERROR("queue",
+                         "shutdown deadline reached while the durable queue cannot be written; "
+                         "the last batch stays unacknowledged (its sources send it again)");
+      return false;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -506,6 +526,7 @@ void Pipeline::Route(Output output, Event&& event, bool from_loop) {
                 "seedance_events_dropped_total", "Events that left the main stream, by reason.",
                 {{"component", "queue"}, {"kind", "queue"}, {"reason", "queue_write_failed"}})
             .Add();
+        if (!from_loop) batch_failed_ = true;  // its batch must not be acknowledged
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -25,7 +25,7 @@
 
 #include "config/config.h"
 #include "core/component_stats.h"
-#include "core/durable_queue.h"
+#include "storage/durable_queue.h"
 #include "core/event_loop.h"
 #include "core/ingest_queue.h"
 #include "core/redelivery_guard.h"
@@ -33,7 +33,7 @@
 #include "governor/memory_budget.h"
 #include "observe/metrics.h"
 #include "seedance/plugin_registry.h"
-#include "state/checkpoint_log.h"
+#include "storage/checkpoint_log.h"
 #include "util/log.h"
 
 namespace seedance {
@@ -95,12 +95,16 @@ class Pipeline : private SourceOutput {
 
   void ProcessingLoop();
   void ProcessOne(IngestItem& item);
-  // Durable mode: makes the batch's records visible and durable, retrying on I/O errors.
-  void CommitBatch();
+  // Durable mode: makes the batch's records visible and durable, retrying on I/O errors and
+  // a full disk until the shutdown deadline. False when it gave up (nothing may be acked).
+  bool CommitBatch();
   // Stateful processors: opens <data_dir>/checkpoint and restores their state.
   Status RestoreCheckpoint();
-  // Commits the state changed by the batch (and its redelivery ids) before it is acknowledged.
-  void SaveCheckpoint();
+  // Commits the state changed by the batch (and its redelivery ids) before it is acknowledged,
+  // retrying until the shutdown deadline. False when it gave up.
+  bool SaveCheckpoint();
+  // True once the shutdown deadline has passed (retry loops give up then).
+  bool PastShutdownDeadline() const;
   void RunFrom(size_t stage, Event&& event);
   // Hands `event` to every sink that consumes `output`. From the processing thread it may
   // wait for room; from the event loop it never waits.
@@ -132,11 +136,13 @@ class Pipeline : private SourceOutput {
   std::atomic<bool> stopping_{false};
   // Steady-clock ns after which sink pushes stop waiting for room (set by Shutdown).
   std::atomic<int64_t> push_deadline_ns_{INT64_MAX};
+  // Processing thread: an event of the current batch could not be appended (shutdown).
+  bool batch_failed_ = false;
   util::LogLimiter log_limiter_;
   // Fault injection for tests: SEEDANCE_TEST_ACK_DELAY_MS widens the gap between a batch's
   // commit and its acknowledgements, where a crash makes the broker redeliver.
   std::chrono::milliseconds test_ack_delay_{0};
-  std::unique_ptr<state::CheckpointLog> checkpoint_;  // null without stateful processors
+  std::unique_ptr<storage::CheckpointLog> checkpoint_;  // null without stateful processors
   RedeliveryGuard redelivery_;
   std::map<std::string, std::vector<uint16_t>> batch_ids_;  // by source, this batch
   struct PendingReconfig {

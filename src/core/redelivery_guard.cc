@@ -8,7 +8,7 @@ namespace seedance {
 
 // An entry: key "<source>\n<batch number>", value [i64 commit time][u16 packet id]...
 
-void RedeliveryGuard::Restore(const state::CheckpointLog::Entries& entries, int64_t now_ns) {
+void RedeliveryGuard::Restore(const storage::CheckpointLog::Entries& entries, int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries.find(kComponent);
   if (it == entries.end()) return;
@@ -26,7 +26,7 @@ void RedeliveryGuard::Restore(const state::CheckpointLog::Entries& entries, int6
 }
 
 void RedeliveryGuard::Commit(const std::map<std::string, std::vector<uint16_t>>& ids_by_source,
-                             int64_t now_ns, state::CheckpointLog& log) {
+                             int64_t now_ns, storage::CheckpointLog& log) {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [source, ids] : ids_by_source) {
     if (ids.empty()) continue;

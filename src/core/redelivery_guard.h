@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "state/checkpoint_log.h"
+#include "storage/checkpoint_log.h"
 
 namespace seedance {
 
@@ -34,10 +34,10 @@ class RedeliveryGuard {
   static constexpr int64_t kKeepNs = 10'000'000'000;
 
   // Rebuilds the set from the checkpoint's entries (at start, before sources run).
-  void Restore(const state::CheckpointLog::Entries& entries, int64_t now_ns);
+  void Restore(const storage::CheckpointLog::Entries& entries, int64_t now_ns);
   // Records the packet ids of a committed batch, and forgets batches older than kKeepNs.
   void Commit(const std::map<std::string, std::vector<uint16_t>>& ids_by_source, int64_t now_ns,
-              state::CheckpointLog& log);
+              storage::CheckpointLog& log);
   // True when the message was committed before a restart: acknowledge it, do not process it.
   bool Skip(const std::string& source, uint16_t packet_id, bool dup);
 

@@ -26,7 +26,7 @@
 #include <string>
 
 #include "core/component_stats.h"
-#include "core/durable_queue.h"
+#include "storage/durable_queue.h"
 #include "core/event_loop.h"
 #include "util/loop_signal.h"
 #include "governor/memory_budget.h"

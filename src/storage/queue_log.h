@@ -3,11 +3,16 @@
 // Records go into segment files "<first sequence>.log" in one directory (layout in
 // log_format.h and docs/formats/queue-log.md). Append() buffers, Flush() hands the buffer to
 // the kernel with write(2) (survives a process crash), Sync() also fdatasyncs (survives a
-// power cut). A segment is closed (and synced) once it reaches `segment_bytes`.
+// power cut). A segment is closed (and synced) once it reaches `segment_bytes`. Every write,
+// sync, truncate, rename and unlink goes through `options.fs`.
 //
 // Open() recovers: it scans every segment, truncates a torn record at the end of the newest
-// one, and counts corrupt records (they stay on disk; readers skip them). A LOCK file held
-// with flock(2) keeps two processes from sharing a directory.
+// one, and reports every sequence gap it finds (records lost to corruption, a missing segment,
+// a torn tail) with its range; damaged bytes stay on disk and readers skip them. A LOCK file
+// held with flock(2) keeps two processes from sharing a directory.
+//
+// A full file system (ENOSPC, EDQUOT) is kResourceExhausted, not an I/O error: what could not
+// be written stays buffered and the next Flush() retries it.
 //
 // Thread-safe: all methods lock one mutex.
 #pragma once
@@ -20,20 +25,35 @@
 #include <vector>
 
 #include "seedance/result.h"
+#include "storage/file_system.h"
 
 namespace seedance::storage {
 
 struct LogOptions {
   std::string dir;
   uint64_t segment_bytes = 64ull * 1024 * 1024;
+  FileSystem* fs = &PosixFileSystem();
+};
+
+// Why records are missing from the log.
+enum class LossReason { kCorrupt, kMissingSegment, kTornTail, kLostTail };
+const char* LossReasonName(LossReason reason);
+
+// Sequences [first, last] that the log should hold and does not.
+struct SequenceGap {
+  uint64_t first = 0;
+  uint64_t last = 0;
+  LossReason reason = LossReason::kCorrupt;
+  uint64_t records() const { return last - first + 1; }
 };
 
 struct RecoveryReport {
   uint64_t segments = 0;
   uint64_t records = 0;          // valid records found
-  uint64_t corrupt_records = 0;  // records or header regions that failed their CRC
-  uint64_t corrupt_bytes = 0;    // bytes skipped over because of them
+  uint64_t damaged_regions = 0;  // stretches of bytes that failed a CRC (skipped)
+  uint64_t damaged_bytes = 0;    // bytes in them
   uint64_t truncated_bytes = 0;  // torn tail removed from the newest segment
+  std::vector<SequenceGap> gaps;  // oldest first
 };
 
 struct SegmentInfo {
@@ -51,18 +71,26 @@ class QueueLog {
   ~QueueLog();
 
   // Appends one record and returns its sequence number. Buffered until Flush().
-  // kInvalidArgument for payloads over 64 MiB; kUnavailable when a segment cannot be created.
+  // kInvalidArgument for payloads over 64 MiB; kUnavailable when a segment cannot be created,
+  // kResourceExhausted when the file system is full.
   Result<uint64_t> Append(uint8_t tag, std::string_view payload);
-  // Writes buffered records to the kernel. kUnavailable on I/O errors (ENOSPC included).
+  // Writes buffered records to the kernel. kResourceExhausted when the file system is full
+  // (the records stay buffered), kUnavailable on other I/O errors.
   Status Flush();
   // Flush() and fdatasync.
   Status Sync();
 
-  // Deletes closed segments that hold only records with sequence < `sequence`.
-  void DeleteBefore(uint64_t sequence);
-  // Deletes the oldest closed segment (drop-oldest policy). Returns the number of records it
-  // held, or kFailedPrecondition when only the active segment is left.
-  Result<uint64_t> DropOldestSegment();
+  // Sequence numbers continue from `sequence` at least (never backwards): records that other
+  // state (a sink's saved position) proves were written are not numbered again.
+  Status SkipTo(uint64_t sequence);
+  // Deletes closed segments that hold only records with sequence < `sequence`. With
+  // `reclaim_active`, a fully consumed active segment is emptied too (the only segment on a
+  // full disk must not stay there for good).
+  void DeleteBefore(uint64_t sequence, bool reclaim_active = false);
+  // Deletes the oldest segment (drop-oldest policy); the active one only when it is the last
+  // and holds records. Returns the sequences it held, [first, last], or kFailedPrecondition
+  // when nothing can be dropped.
+  Result<std::pair<uint64_t, uint64_t>> DropOldestSegment();
 
   uint64_t next_sequence() const;
   // Sequence of the oldest record still on disk (== next_sequence() when empty).
@@ -82,6 +110,7 @@ class QueueLog {
   };
   SegmentPosition Locate(uint64_t first_sequence) const;
   const std::string& dir() const { return options_.dir; }
+  FileSystem& fs() const { return *options_.fs; }
 
  private:
   struct Segment {
@@ -94,14 +123,21 @@ class QueueLog {
   Status OpenActive(uint64_t first_sequence);
   Status FlushLocked();
   Status RotateLocked();
-  void SyncDir();
+  // Empties the active segment and renames it to start at `first_sequence` (buffered records,
+  // which start there, are written to it next).
+  Status RestartActiveLocked(uint64_t first_sequence);
+  Status Error(const std::string& what, const std::string& path) const;
 
   LogOptions options_;
+  FileSystem& fs_;
   mutable std::mutex mu_;
   std::vector<Segment> segments_;  // oldest first; the last one is active
   int fd_ = -1;                    // active segment
   int lock_fd_ = -1;
   std::string buffer_;  // appended, not yet written
+  // Sequence of the first record in buffer_ (next_sequence_ when empty); 0 when a failed write
+  // left buffer_ starting inside a record.
+  uint64_t buffer_first_ = 1;
   uint64_t next_sequence_ = 1;
   uint64_t disk_bytes_ = 0;
 };

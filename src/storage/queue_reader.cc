@@ -1,7 +1,6 @@
 #include "storage/queue_reader.h"
 
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <cerrno>
 
@@ -10,10 +9,14 @@
 namespace seedance::storage {
 
 QueueReader::QueueReader(const QueueLog& log, uint64_t start_sequence)
-    : log_(log), next_wanted_(start_sequence) {}
+    : log_(log), fs_(log.fs()), next_wanted_(start_sequence) {}
 
-QueueReader::~QueueReader() {
-  if (fd_ >= 0) ::close(fd_);
+QueueReader::~QueueReader() { CloseSegment(); }
+
+void QueueReader::CloseSegment() {
+  if (fd_ >= 0) fs_.Close(fd_);
+  fd_ = -1;
+  have_segment_ = false;
 }
 
 bool QueueReader::OpenSegmentFor(uint64_t sequence) {
@@ -25,8 +28,8 @@ bool QueueReader::OpenSegmentFor(uint64_t sequence) {
     if (segments[i].first_sequence <= sequence) idx = i;
   }
   if (have_segment_ && segments[idx].first_sequence == segment_first_) return true;
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = ::open(segments[idx].path.c_str(), O_RDONLY | O_CLOEXEC);
+  CloseSegment();
+  fd_ = fs_.Open(segments[idx].path, O_RDONLY, 0);
   have_segment_ = fd_ >= 0;
   segment_first_ = segments[idx].first_sequence;
   file_offset_ = 0;
@@ -46,7 +49,7 @@ bool QueueReader::ReadMore(uint64_t limit) {
   buffer_.resize(old + want);
   ssize_t n;
   do {
-    n = ::pread(fd_, buffer_.data() + old, want, static_cast<off_t>(file_offset_));
+    n = fs_.PRead(fd_, buffer_.data() + old, want, static_cast<off_t>(file_offset_));
   } while (n < 0 && errno == EINTR);
   if (n <= 0) {
     buffer_.resize(old);
@@ -58,7 +61,8 @@ bool QueueReader::ReadMore(uint64_t limit) {
 }
 
 bool QueueReader::Next(uint64_t* sequence, uint8_t* tag, std::string_view* payload) {
-  if (next_wanted_ < log_.first_sequence()) next_wanted_ = log_.first_sequence();  // dropped
+  const uint64_t oldest = log_.first_sequence();
+  if (next_wanted_ < oldest) next_wanted_ = oldest;  // dropped (drop_oldest): not a gap
   if (!have_segment_ && !OpenSegmentFor(next_wanted_)) return false;
   while (true) {
     ScannedRecord r;
@@ -66,6 +70,9 @@ bool QueueReader::Next(uint64_t* sequence, uint8_t* tag, std::string_view* paylo
     ScanResult s = ScanRecord(buffer_, &pos_, &r, &skipped);
     if (s == ScanResult::kRecord) {
       if (r.sequence < next_wanted_) continue;
+      if (r.sequence > next_wanted_) {
+        gaps_.push_back(SequenceGap{next_wanted_, r.sequence - 1, LossReason::kCorrupt});
+      }
       next_wanted_ = r.sequence + 1;
       *sequence = r.sequence;
       *tag = r.tag;
@@ -73,17 +80,18 @@ bool QueueReader::Next(uint64_t* sequence, uint8_t* tag, std::string_view* paylo
       return true;
     }
     if (s == ScanResult::kCorruption) {
-      ++skipped_records_;
-      skipped_bytes_ += skipped;
+      damaged_bytes_ += skipped;
       continue;
     }
     // Need more bytes: from this segment if it has them, else move to the next segment.
     const QueueLog::SegmentPosition at = log_.Locate(segment_first_);
     uint64_t limit = at.found ? at.size : file_offset_;
-    if (!at.found && at.any && at.oldest_first > segment_first_) {
-      // Our segment was deleted under us (drop-oldest): continue with what is retained.
-      have_segment_ = false;
-      if (!OpenSegmentFor(std::max(next_wanted_, at.oldest_first))) return false;
+    if (!at.found && at.any) {
+      // Our segment was deleted under us (drop-oldest, or an emptied active segment that
+      // restarted at a later sequence): continue with what is retained.
+      CloseSegment();
+      if (at.oldest_first > segment_first_) next_wanted_ = std::max(next_wanted_, at.oldest_first);
+      if (!OpenSegmentFor(next_wanted_)) return false;
       continue;
     }
     if (ReadMore(limit)) continue;
@@ -93,10 +101,9 @@ bool QueueReader::Next(uint64_t* sequence, uint8_t* tag, std::string_view* paylo
       return false;
     }
     if (pos_ < buffer_.size()) {  // bytes at the end of a closed segment that form no record
-      ++skipped_records_;
-      skipped_bytes_ += buffer_.size() - pos_;
+      damaged_bytes_ += buffer_.size() - pos_;
     }
-    have_segment_ = false;
+    CloseSegment();
     if (!OpenSegmentFor(std::max(next_wanted_, at.next_first))) return false;
   }
 }

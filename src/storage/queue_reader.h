@@ -1,14 +1,17 @@
 // QueueReader: reads the durable queue's records in sequence order from a start sequence,
 // following the writer (records flushed later are returned by later calls).
 //
-// Corrupt records are skipped and counted (skipped_records()); the reader never fails on
-// bad bytes. When the segment it is reading was deleted (drop-oldest), it continues with the
-// oldest retained one. Not thread-safe: one reader per consumer; the QueueLog it reads must
-// outlive it.
+// Damaged bytes are skipped (damaged_bytes()); the reader never fails on bad bytes. Records
+// the log should hold and does not (a sequence gap behind damage, a lost segment) are
+// collected as gaps for the caller to report (TakeGaps). When the segment it is reading was
+// deleted (drop-oldest), it continues with the oldest retained one; records dropped that way
+// are not gaps (the queue counts them when it drops them). Not thread-safe: one reader per
+// consumer; the QueueLog it reads must outlive it.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "storage/queue_log.h"
 
@@ -25,14 +28,19 @@ class QueueReader {
   // available yet. `payload` is valid until the next call.
   bool Next(uint64_t* sequence, uint8_t* tag, std::string_view* payload);
 
-  uint64_t skipped_records() const { return skipped_records_; }
-  uint64_t skipped_bytes() const { return skipped_bytes_; }
+  // Sequence gaps passed since the last call (their reason is always kCorrupt here: the queue
+  // tells them apart from gaps it already knows).
+  bool has_gaps() const { return !gaps_.empty(); }
+  std::vector<SequenceGap> TakeGaps() { return std::move(gaps_); }
+  uint64_t damaged_bytes() const { return damaged_bytes_; }
 
  private:
   bool OpenSegmentFor(uint64_t sequence);
   bool ReadMore(uint64_t limit);
+  void CloseSegment();
 
   const QueueLog& log_;
+  FileSystem& fs_;
   uint64_t next_wanted_;
   uint64_t segment_first_ = 0;
   bool have_segment_ = false;
@@ -40,8 +48,8 @@ class QueueReader {
   uint64_t file_offset_ = 0;  // bytes of the segment read into buffer_ so far
   std::string buffer_;
   size_t pos_ = 0;
-  uint64_t skipped_records_ = 0;
-  uint64_t skipped_bytes_ = 0;
+  uint64_t damaged_bytes_ = 0;
+  std::vector<SequenceGap> gaps_;
 };
 
 }  // namespace seedance::storage

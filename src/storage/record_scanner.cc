@@ -21,6 +21,24 @@ bool SoundHeader(const char* p) {
 
 }  // namespace
 
+size_t CountRecordStarts(std::string_view bytes) {
+  size_t count = 0;
+  size_t p = 0;
+  bool at_boundary = true;  // p is where a record would start
+  while (p < bytes.size()) {
+    if (bytes.size() - p >= kHeaderSize && SoundHeader(bytes.data() + p)) {
+      ++count;
+      p += kHeaderSize + GetFixed32(bytes.data() + p + 4);
+      at_boundary = true;
+      continue;
+    }
+    if (at_boundary) ++count;  // bytes that start a record we cannot read
+    at_boundary = false;
+    ++p;
+  }
+  return count;
+}
+
 void EncodeRecord(uint64_t sequence, uint8_t tag, std::string_view payload, std::string& out) {
   size_t start = out.size();
   PutFixed32(out, kRecordMagic);

@@ -28,6 +28,11 @@ enum class ScanResult {
 ScanResult ScanRecord(std::string_view buffer, size_t* pos, ScannedRecord* record,
                       size_t* corrupt_bytes);
 
+// How many records start in `bytes` (a torn tail): sound headers, each followed by its
+// length, plus one for a trailing fragment too short to hold a header. Used to report how
+// many records a truncation loses.
+size_t CountRecordStarts(std::string_view bytes);
+
 // Encodes one record (header + payload) onto `out`.
 void EncodeRecord(uint64_t sequence, uint8_t tag, std::string_view payload, std::string& out);
 

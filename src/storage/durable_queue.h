@@ -6,9 +6,21 @@
 // through its own SinkCursor and keeps its own position (persisted under
 // <data_dir>/cursors/); a segment is deleted once every sink has passed it.
 //
-// Disk limit: when the log reaches `max_disk`, Append either waits for the sinks to free
-// space (kBlock: sources stop being acknowledged and pause) or deletes the oldest segment
-// (kDropOldest, counted).
+// Disk limit: when the log reaches `max_disk`, or the file system is full (ENOSPC, EDQUOT),
+// Append either waits for the sinks to free space (kBlock: sources stop being acknowledged and
+// pause) or deletes the oldest segment (kDropOldest, counting the records no sink had
+// delivered). A fully delivered active segment is emptied then too, and writing resumes by
+// itself once space returns.
+//
+// Positions: each cursor file holds one CRC-checked record (docs/formats/queue-log.md). A
+// damaged one restarts its sink from the oldest retained record (duplicates, never loss); one
+// beyond the log's end is clamped to it. Sequence numbers never go backwards across restarts:
+// the log continues after the highest saved position. Positions are saved at most every
+// 100 ms, on a timer too (Tick), so an idle sink's position is never stale.
+//
+// Losses: every sequence the log should hold and does not (damage, a missing segment, a torn
+// or lost tail) is logged with its record count for each sink that had not delivered it, and
+// counted once in seedance_queue_lost_records_total{reason}.
 //
 // Thread-safety: Append/Commit/Tick from the processing thread; AppendNoWait and the
 // SinkCursor methods from the event loop; everything else from any thread.
@@ -29,6 +41,7 @@
 #include "observe/metrics.h"
 #include "seedance/event.h"
 #include "seedance/result.h"
+#include "storage/file_system.h"
 #include "storage/queue_log.h"
 #include "storage/queue_reader.h"
 
@@ -57,8 +70,10 @@ class SinkCursor {
   size_t returned() const { return returned_.size(); }
   // Records appended or returned, and not read (again) yet.
   uint64_t Backlog() const;
-  // Persists the position now.
+  // Persists the position now (any thread).
   void Save();
+  // Persists the position if the last save is 100 ms old (any thread).
+  void MaybeSave(std::chrono::steady_clock::time_point now);
   uint64_t committed() const { return committed_.load(); }
   ~SinkCursor();
 
@@ -68,7 +83,10 @@ class SinkCursor {
   // Reads the events of [first, last] for this sink's inputs again.
   // Decoders write into (*out)[*n] and advance *n.
   void ReadAgain(uint64_t first, uint64_t last, std::vector<Event>* out, size_t* n);
-  void Decode(uint8_t tag, std::string_view payload, std::vector<Event>* out, size_t* n);
+  void Decode(uint64_t sequence, uint8_t tag, std::string_view payload, std::vector<Event>* out,
+              size_t* n);
+  // Hands the reader's sequence gaps to the queue, which counts each record once.
+  void ReportGaps(storage::QueueReader& reader);
 
   DurableQueue& queue_;
   std::string name_;
@@ -84,6 +102,7 @@ class SinkCursor {
   static constexpr size_t kSpareEvents = 16;
   // Resizes `out` to `n`, moving a shrink's tail to spare_.
   void Truncate(std::vector<Event>* out, size_t n);
+  std::mutex save_mu_;  // Save runs on the event loop (Done) and the processing thread (Tick)
   std::chrono::steady_clock::time_point last_save_{};
   uint64_t saved_ = 0;
   const std::string path_;      // <data_dir>/cursors/<name>
@@ -92,8 +111,10 @@ class SinkCursor {
 
 class DurableQueue {
  public:
-  static Result<std::unique_ptr<DurableQueue>> Open(const QueueConfig& config,
-                                                    observe::MetricsRegistry& metrics);
+  // Every file operation goes through `fs` (tests inject faults there).
+  static Result<std::unique_ptr<DurableQueue>> Open(
+      const QueueConfig& config, observe::MetricsRegistry& metrics,
+      storage::FileSystem& fs = storage::PosixFileSystem());
   ~DurableQueue();
 
   // Appends `event` for `output`. At the disk limit it waits for space (kBlock) until
@@ -104,9 +125,10 @@ class DurableQueue {
   // Appends without waiting and commits at once (side outputs raised on the event loop).
   Status AppendNoWait(Output output, const Event& event);
   // Makes the appended records visible and durable per the fsync policy, then runs the
-  // listener. kUnavailable on I/O errors (nothing may be acknowledged then).
+  // listener. kUnavailable on I/O errors, kResourceExhausted while the file system is full
+  // (nothing may be acknowledged then; call again, the records stay buffered).
   Status Commit();
-  // Interval fsync; call often.
+  // Interval fsync and periodic position saves; call often (at least every 100 ms).
   void Tick();
   // Any thread: from now on appends wait for space no later than `deadline` (shutdown).
   void SetShutdownDeadline(std::chrono::steady_clock::time_point deadline) {
@@ -131,9 +153,23 @@ class DurableQueue {
   friend class SinkCursor;
   DurableQueue(QueueConfig config, std::unique_ptr<storage::QueueLog> log,
                observe::MetricsRegistry& metrics);
+  struct KnownGap {
+    storage::SequenceGap gap;
+    bool counted = false;
+  };
   void CollectGarbage();
   std::string CursorPath(const std::string& name) const;
   Status MakeRoom(std::chrono::steady_clock::time_point deadline);
+  bool Full() const;
+  void NoteNoSpace(const Status& status);
+  // drop_oldest: deletes the oldest segment, counting the records no sink had delivered.
+  bool DropOldest();
+  uint64_t MinCommitted();
+  // Counts (once) and logs the records of `gap` that sink `sink` will never deliver.
+  // gaps_mu_ held.
+  void ReportLoss(const std::string& sink, const storage::SequenceGap& gap);
+  void ReportGaps(const std::string& sink, const std::vector<storage::SequenceGap>& gaps);
+  observe::Counter& Lost(storage::LossReason reason);
 
   QueueConfig config_;
   std::unique_ptr<storage::QueueLog> log_;
@@ -146,11 +182,19 @@ class DurableQueue {
   bool dirty_ = false;  // flushed but not synced
   std::atomic<int64_t> shutdown_deadline_ns_{INT64_MAX};
   std::string scratch_;
+  uint64_t log_end_at_open_ = 0;  // next sequence after recovery, before any SkipTo
+  std::mutex gaps_mu_;
+  std::vector<KnownGap> gaps_;  // missing sequences known so far, oldest first
+  std::atomic<bool> no_space_{false};
+  std::chrono::steady_clock::time_point last_cursor_save_{};
+  observe::MetricsRegistry& metrics_;
   observe::Gauge& disk_gauge_;
   observe::Counter& appended_;
   observe::Counter& dropped_;
   observe::Counter& blocked_;
   observe::Counter& corrupt_;
+  observe::Counter& damaged_bytes_;
+  observe::Counter& disk_full_;
   observe::Histogram& fsync_latency_;
 };
 

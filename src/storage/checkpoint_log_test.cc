@@ -1,4 +1,4 @@
-#include "state/checkpoint_log.h"
+#include "storage/checkpoint_log.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace seedance::state {
+namespace seedance::storage {
 namespace {
 
 class CheckpointLogTest : public ::testing::Test {
@@ -88,4 +88,4 @@ TEST_F(CheckpointLogTest, ASecondWriterIsRefused) {
 }
 
 }  // namespace
-}  // namespace seedance::state
+}  // namespace seedance::storage

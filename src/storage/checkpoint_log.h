@@ -20,7 +20,7 @@
 
 #include "seedance/result.h"
 
-namespace seedance::state {
+namespace seedance::storage {
 
 class CheckpointLog {
  public:
@@ -66,4 +66,4 @@ class CheckpointLog {
   std::string pending_;
 };
 
-}  // namespace seedance::state
+}  // namespace seedance::storage

@@ -1,4 +1,4 @@
-#include "state/checkpoint_log.h"
+#include "storage/checkpoint_log.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -15,7 +15,7 @@
 #include "util/fd_io.h"
 #include "util/little_endian.h"
 
-namespace seedance::state {
+namespace seedance::storage {
 namespace {
 
 constexpr size_t kHeader = 8;  // length + masked CRC
@@ -186,4 +186,4 @@ Status CheckpointLog::Compact() {
   return SyncDir(dir_);
 }
 
-}  // namespace seedance::state
+}  // namespace seedance::storage

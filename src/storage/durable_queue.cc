@@ -1,0 +1,593 @@
+#include "storage/durable_queue.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <tuple>
+
+#include "storage/event_codec.h"
+#include "storage/record_scanner.h"
+#include "util/log.h"
+
+namespace seedance {
+namespace {
+
+std::string SafeFileName(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.';
+    out.push_back(ok ? c : '_');
+  }
+  return out;
+}
+
+util::LogLimiter& Limiter() {
+  static util::LogLimiter limiter(std::chrono::seconds(10));
+  return limiter;
+}
+
+constexpr auto kSaveInterval = std::chrono::milliseconds(100);
+constexpr uint8_t kCursorTag = 0;
+
+// A saved position: one record of the queue's framing whose sequence is the position, or (as
+// written before 0.3) the position in decimal and a newline.
+enum class CursorFile { kMissing, kOk, kDamaged };
+
+CursorFile ReadCursorFile(storage::FileSystem& fs, const std::string& path, uint64_t* position) {
+  auto data = fs.ReadFile(path, 4096);
+  if (!data) return data.error().code() == StatusCode::kNotFound ? CursorFile::kMissing
+                                                                  : CursorFile::kDamaged;
+  const std::string& bytes = *data;
+  size_t pos = 0;
+  storage::ScannedRecord record;
+  size_t skipped = 0;
+  if (storage::ScanRecord(bytes, &pos, &record, &skipped) == storage::ScanResult::kRecord &&
+      pos == bytes.size() && record.tag == kCursorTag && record.payload.empty()) {
+    *position = record.sequence;
+    return CursorFile::kOk;
+  }
+  // The text form: digits, one newline.
+  std::string_view text(bytes);
+  if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  if (text.empty() || text.size() > 19) return CursorFile::kDamaged;
+  uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return CursorFile::kDamaged;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *position = value;
+  return CursorFile::kOk;
+}
+
+}  // namespace
+
+// ---- SinkCursor ----
+
+SinkCursor::SinkCursor(DurableQueue& queue, std::string name, std::vector<Output> inputs,
+                       uint64_t start)
+    : queue_(queue),
+      name_(std::move(name)),
+      wanted_(kOutputCount, false),
+      reader_(*queue.log_, start),
+      read_next_(start),
+      committed_(start),
+      saved_(start),
+      path_(queue.CursorPath(name_)),
+      tmp_path_(path_ + ".tmp") {
+  for (Output o : inputs) wanted_[static_cast<int>(o)] = true;
+  spare_.reserve(kSpareEvents);
+}
+
+SinkCursor::~SinkCursor() {
+  std::lock_guard<std::mutex> lock(queue_.cursors_mu_);
+  auto& v = queue_.cursors_;
+  v.erase(std::remove(v.begin(), v.end(), this), v.end());
+}
+
+void SinkCursor::Decode(uint64_t sequence, uint8_t tag, std::string_view payload,
+                        std::vector<Event>* out, size_t* n) {
+  if (tag >= wanted_.size() || !wanted_[tag]) return;
+  // Decode into the element already there (its strings keep their storage), a spare one, or
+  // a new one.
+  if (*n == out->size()) {
+    if (spare_.empty()) {
+      out->emplace_back();
+    } else {
+      out->push_back(std::move(spare_.back()));
+      spare_.pop_back();
+    }
+  }
+  Status s = storage::DecodeEvent(payload, &(*out)[*n]);
+  if (!s.ok()) {  // its CRC held, its content does not: lost like a damaged record
+    queue_.ReportGaps(name_, {storage::SequenceGap{sequence, sequence,
+                                                   storage::LossReason::kCorrupt}});
+    return;
+  }
+  ++*n;
+}
+
+void SinkCursor::ReportGaps(storage::QueueReader& reader) {
+  if (reader.has_gaps()) queue_.ReportGaps(name_, reader.TakeGaps());
+}
+
+void SinkCursor::Truncate(std::vector<Event>* out, size_t n) {
+  while (out->size() > n && spare_.size() < kSpareEvents) {
+    spare_.push_back(std::move(out->back()));
+    out->pop_back();
+  }
+  out->resize(n);
+}
+
+void SinkCursor::Return(uint64_t first, uint64_t last) { returned_.emplace_back(first, last); }
+
+void SinkCursor::ReadAgain(uint64_t first, uint64_t last, std::vector<Event>* out, size_t* n) {
+  // The range is not finished, so its segments are still there (unless drop_oldest deleted
+  // them: then what is left of it).
+  storage::QueueReader again(queue_.log(), first);
+  uint64_t seq = 0;
+  uint8_t tag = 0;
+  std::string_view payload;
+  while (again.Next(&seq, &tag, &payload) && seq <= last) Decode(seq, tag, payload, out, n);
+  ReportGaps(again);
+}
+
+bool SinkCursor::Read(size_t max, std::vector<Event>* out, uint64_t* first, uint64_t* last) {
+  size_t n = 0;
+  if (!returned_.empty()) {
+    std::tie(*first, *last) = returned_.front();
+    returned_.pop_front();
+    ReadAgain(*first, *last, out, &n);
+    Truncate(out, n);
+    return true;
+  }
+  *first = read_next_;
+  bool any = false;
+  uint64_t seq = 0;
+  uint8_t tag = 0;
+  std::string_view payload;
+  size_t scanned = 0;
+  while (n < max && scanned < 4 * max + 64 && reader_.Next(&seq, &tag, &payload)) {
+    ++scanned;
+    any = true;
+    *last = seq;
+    read_next_ = seq + 1;
+    Decode(seq, tag, payload, out, &n);
+  }
+  Truncate(out, n);
+  ReportGaps(reader_);
+  return any;
+}
+
+void SinkCursor::Done(uint64_t first, uint64_t last) {
+  finished_.emplace_back(first, last);
+  std::sort(finished_.begin(), finished_.end());
+  uint64_t c = committed_.load();
+  while (!finished_.empty() && finished_.front().first <= c) {
+    c = std::max(c, finished_.front().second + 1);
+    finished_.erase(finished_.begin());
+  }
+  committed_.store(c);
+  MaybeSave(std::chrono::steady_clock::now());
+  queue_.CollectGarbage();
+}
+
+uint64_t SinkCursor::Backlog() const {
+  uint64_t next = queue_.log_->next_sequence();
+  uint64_t backlog = next > read_next_ ? next - read_next_ : 0;
+  for (const auto& [first, last] : returned_) backlog += last - first + 1;
+  return backlog;
+}
+
+void SinkCursor::MaybeSave(std::chrono::steady_clock::time_point now) {
+  {
+    std::lock_guard<std::mutex> lock(save_mu_);
+    if (now - last_save_ < kSaveInterval || committed_.load() == saved_) return;
+    last_save_ = now;
+  }
+  Save();
+}
+
+void SinkCursor::Save() {
+  std::lock_guard<std::mutex> lock(save_mu_);
+  const uint64_t c = committed_.load();
+  if (c == saved_) return;
+  // One record written to a temporary file and renamed over the old one; paths made once, a
+  // buffer on the stack, so the saves (up to ten a second) allocate nothing after the first.
+  // Not fsynced: a position lost in a power cut is an older one (duplicates, never loss).
+  thread_local std::string record;
+  record.clear();
+  storage::EncodeRecord(c, kCursorTag, {}, record);
+  storage::FileSystem& fs = queue_.log_->fs();
+  const int fd = fs.Open(tmp_path_, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return;
+  const bool written = fs.WriteAll(fd, record) == 0;
+  fs.Close(fd);
+  if (written && fs.Rename(tmp_path_, path_) == 0) {
+    saved_ = c;
+  } else {
+    fs.Unlink(tmp_path_);  // a full disk: do not leave a partial file behind
+  }
+}
+
+// ---- DurableQueue ----
+
+DurableQueue::DurableQueue(QueueConfig config, std::unique_ptr<storage::QueueLog> log,
+                           observe::MetricsRegistry& m)
+    : config_(std::move(config)),
+      log_(std::move(log)),
+      metrics_(m),
+      disk_gauge_(
+          m.GetGauge("seedance_queue_disk_bytes", "Bytes of the durable queue on disk.", {})),
+      appended_(m.GetCounter("seedance_queue_appended_total",
+                             "Records appended to the durable queue.", {})),
+      dropped_(m.GetCounter("seedance_queue_dropped_total",
+                            "Records no sink had delivered, deleted at the disk limit "
+                            "(drop_oldest).",
+                            {})),
+      blocked_(m.GetCounter("seedance_queue_blocked_total",
+                            "Times appends waited for the sinks at the disk limit.", {})),
+      corrupt_(m.GetCounter("seedance_queue_corrupt_records_total",
+                            "Records lost to damaged bytes, each counted once.", {})),
+      damaged_bytes_(m.GetCounter("seedance_queue_damaged_bytes_total",
+                                  "Bytes of the durable queue that failed their CRC and were "
+                                  "skipped.",
+                                  {})),
+      disk_full_(m.GetCounter("seedance_queue_disk_full_total",
+                              "Times a write found the file system full (ENOSPC, EDQUOT).", {})),
+      fsync_latency_(m.GetHistogram("seedance_queue_fsync_seconds", "Time taken by fsync.", {})) {
+  for (auto reason : {storage::LossReason::kCorrupt, storage::LossReason::kMissingSegment,
+                      storage::LossReason::kTornTail, storage::LossReason::kLostTail}) {
+    Lost(reason);  // every reason shows from the start, at 0
+  }
+  for (const char* reason : {"damaged", "ahead"}) {
+    m.GetCounter("seedance_queue_cursor_resets_total",
+                 "Saved sink positions that could not be used as they were, by reason.",
+                 {{"reason", reason}});
+  }
+}
+
+DurableQueue::~DurableQueue() { SaveCursors(); }
+
+observe::Counter& DurableQueue::Lost(storage::LossReason reason) {
+  return metrics_.GetCounter("seedance_queue_lost_records_total",
+                             "Records the durable queue should hold and does not, by reason; "
+                             "each counted once.",
+                             {{"reason", storage::LossReasonName(reason)}});
+}
+
+Result<std::unique_ptr<DurableQueue>> DurableQueue::Open(const QueueConfig& config,
+                                                         observe::MetricsRegistry& metrics,
+                                                         storage::FileSystem& fs) {
+  QueueConfig c = config;
+  if (c.segment_bytes > c.max_disk / 4) {
+    c.segment_bytes = std::max<uint64_t>(64 * 1024, c.max_disk / 4);
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(c.data_dir + "/cursors", ec);
+  if (ec) {
+    return UnavailableError(fmt::format("queue.data_dir {}: {}", c.data_dir, ec.message()));
+  }
+  storage::RecoveryReport report;
+  auto log = storage::QueueLog::Open(
+      storage::LogOptions{c.data_dir + "/queue", c.segment_bytes, &fs}, &report);
+  if (!log) return log.error().WithContext("durable queue");
+  std::unique_ptr<DurableQueue> q(new DurableQueue(c, std::move(log).value(), metrics));
+  q->log_end_at_open_ = q->log_->next_sequence();
+  q->damaged_bytes_.Add(report.damaged_bytes);
+  for (const auto& gap : report.gaps) q->gaps_.push_back(KnownGap{gap, false});
+
+  // Sequence numbers never go backwards: a saved position beyond the log's end proves that
+  // the sequences below it were used (the log lost its tail, or its files were removed).
+  uint64_t highest = 0;
+  DIR* d = ::opendir((c.data_dir + "/cursors").c_str());
+  while (d != nullptr) {
+    dirent* e = ::readdir(d);
+    if (e == nullptr) break;
+    const std::string name = e->d_name;
+    if (name == "." || name == ".." || name.ends_with(".tmp")) continue;
+    uint64_t position = 0;
+    if (ReadCursorFile(fs, c.data_dir + "/cursors/" + name, &position) == CursorFile::kOk) {
+      highest = std::max(highest, position);
+    }
+  }
+  if (d != nullptr) ::closedir(d);
+  if (highest > q->log_end_at_open_) {
+    q->gaps_.push_back(KnownGap{
+        storage::SequenceGap{q->log_end_at_open_, highest - 1, storage::LossReason::kLostTail},
+        false});
+    SEEDANCE_RETURN_IF_ERROR(q->log_->SkipTo(highest).WithContext("durable queue"));
+  }
+
+  q->disk_gauge_.Set(static_cast<int64_t>(q->log_->disk_bytes()));
+  if (report.damaged_regions > 0 || report.truncated_bytes > 0) {
+    SEEDANCE_LOG_WARN("queue",
+                      "recovery: {} damaged region(s) skipped ({} bytes), {} bytes of torn tail "
+                      "truncated",
+                      report.damaged_regions, report.damaged_bytes, report.truncated_bytes);
+  }
+  SEEDANCE_LOG_INFO("queue", "durable queue in {}: {} record(s) in {} segment(s) recovered",
+                    c.data_dir, report.records, report.segments);
+  return q;
+}
+
+std::string DurableQueue::CursorPath(const std::string& name) const {
+  return config_.data_dir + "/cursors/" + SafeFileName(name);
+}
+
+std::unique_ptr<SinkCursor> DurableQueue::OpenCursor(const std::string& name,
+                                                     std::vector<Output> inputs) {
+  const uint64_t oldest = log_->first_sequence();
+  uint64_t start = oldest;
+  uint64_t saved = 0;
+  switch (ReadCursorFile(log_->fs(), CursorPath(name), &saved)) {
+    case CursorFile::kMissing:
+      break;
+    case CursorFile::kDamaged:
+      metrics_
+          .GetCounter("seedance_queue_cursor_resets_total", "", {{"reason", "damaged"}})
+          .Add();
+      SEEDANCE_LOG_ERROR(name,
+                         "durable queue: saved position {} is damaged; re-sending from the "
+                         "oldest retained record {} (duplicates, never loss)",
+                         CursorPath(name), oldest);
+      break;
+    case CursorFile::kOk:
+      if (saved > log_end_at_open_) {
+        metrics_
+            .GetCounter("seedance_queue_cursor_resets_total", "", {{"reason", "ahead"}})
+            .Add();
+        SEEDANCE_LOG_ERROR(name,
+                           "durable queue: saved position {} is beyond the log's end {} (the "
+                           "log lost its tail, or its files were removed); clamped to the end",
+                           saved, log_end_at_open_);
+        saved = log_end_at_open_;
+      }
+      start = std::max(start, saved);
+      break;
+  }
+  std::unique_ptr<SinkCursor> cursor(new SinkCursor(*this, name, std::move(inputs), start));
+  {
+    std::lock_guard<std::mutex> lock(gaps_mu_);
+    for (const auto& known : gaps_) {
+      if (known.gap.last >= start) ReportLoss(name, known.gap);
+    }
+  }
+  std::lock_guard<std::mutex> lock(cursors_mu_);
+  cursors_.push_back(cursor.get());
+  return cursor;
+}
+
+void DurableQueue::ReportLoss(const std::string& sink, const storage::SequenceGap& gap) {
+  // gaps_mu_ held.
+  for (auto& k : gaps_) {
+    if (k.gap.first == gap.first && k.gap.last == gap.last) {
+      if (!k.counted) {
+        k.counted = true;
+        Lost(gap.reason).Add(gap.records());
+        if (gap.reason == storage::LossReason::kCorrupt) corrupt_.Add(gap.records());
+      }
+      break;
+    }
+  }
+  uint64_t suppressed = 0;
+  if (Limiter().Allow(fmt::format("lost/{}/{}", sink, storage::LossReasonName(gap.reason)),
+                      &suppressed)) {
+    SEEDANCE_LOG_ERROR(sink,
+                       "durable queue: {} record(s) lost before delivery (sequences {}–{}): {}{}",
+                       gap.records(), gap.first, gap.last, storage::LossReasonName(gap.reason),
+                       suppressed ? fmt::format(" ({} similar messages suppressed)", suppressed)
+                                  : std::string());
+  }
+}
+
+void DurableQueue::ReportGaps(const std::string& sink,
+                              const std::vector<storage::SequenceGap>& gaps) {
+  std::lock_guard<std::mutex> lock(gaps_mu_);
+  for (const storage::SequenceGap& gap : gaps) {
+    // The parts of `gap` no known gap covers are new; the known parts are counted already
+    // (or now, for the first sink that reaches them).
+    uint64_t at = gap.first;
+    std::vector<storage::SequenceGap> parts;
+    std::vector<size_t> known_hits;
+    for (size_t i = 0; i < gaps_.size(); ++i) {
+      const auto& k = gaps_[i].gap;
+      if (k.last < gap.first || k.first > gap.last) continue;
+      known_hits.push_back(i);
+    }
+    std::sort(known_hits.begin(), known_hits.end(),
+              [&](size_t a, size_t b) { return gaps_[a].gap.first < gaps_[b].gap.first; });
+    for (size_t i : known_hits) {
+      const auto& k = gaps_[i].gap;
+      if (k.first > at) parts.push_back({at, k.first - 1, gap.reason});
+      at = std::max(at, k.last + 1);
+    }
+    if (at <= gap.last) parts.push_back({at, gap.last, gap.reason});
+    // Copies: ReportLoss may look at gaps_, and pushes below may move it.
+    std::vector<storage::SequenceGap> hits;
+    for (size_t i : known_hits) {
+      if (!gaps_[i].counted) hits.push_back(gaps_[i].gap);
+    }
+    for (const auto& part : parts) gaps_.push_back(KnownGap{part, false});
+    for (const auto& h : hits) ReportLoss(sink, h);
+    for (const auto& part : parts) ReportLoss(sink, part);
+  }
+}
+
+void DurableQueue::SaveCursors() {
+  std::lock_guard<std::mutex> lock(cursors_mu_);
+  for (SinkCursor* c : cursors_) c->Save();
+}
+
+bool DurableQueue::Full() const {
+  return no_space_.load(std::memory_order_relaxed) || log_->disk_bytes() >= config_.max_disk;
+}
+
+void DurableQueue::NoteNoSpace(const Status& status) {
+  if (status.code() != StatusCode::kResourceExhausted) return;
+  if (!no_space_.exchange(true)) {
+    disk_full_.Add();
+    SEEDANCE_LOG_ERROR("queue",
+                       "{}: the file system is full; treated like the disk limit (when_full: "
+                       "{}) until space returns",
+                       status.message(), config_.drop_oldest ? "drop_oldest" : "block");
+  }
+}
+
+uint64_t DurableQueue::MinCommitted() {
+  uint64_t min = UINT64_MAX;
+  std::lock_guard<std::mutex> lock(cursors_mu_);
+  for (SinkCursor* c : cursors_) min = std::min(min, c->committed());
+  return min;
+}
+
+bool DurableQueue::DropOldest() {
+  const uint64_t delivered_below = MinCommitted();
+  auto dropped = log_->DropOldestSegment();
+  if (!dropped) return false;
+  // Only records some sink had not delivered are lost; the rest was finished already.
+  const auto [first, last] = *dropped;
+  const uint64_t from = delivered_below == UINT64_MAX ? first : std::max(first, delivered_below);
+  const uint64_t undelivered = last >= from ? last - from + 1 : 0;
+  dropped_.Add(undelivered);
+  uint64_t suppressed = 0;
+  if (undelivered > 0 && Limiter().Allow("drop_oldest", &suppressed)) {
+    SEEDANCE_LOG_WARN("queue", "{}: dropped {} undelivered oldest record(s)",
+                      no_space_ ? std::string("file system full")
+                                : fmt::format("disk limit of {} bytes reached", config_.max_disk),
+                      undelivered);
+  }
+  disk_gauge_.Set(static_cast<int64_t>(log_->disk_bytes()));
+  return true;
+}
+
+Status DurableQueue::MakeRoom(std::chrono::steady_clock::time_point deadline) {
+  if (config_.drop_oldest) {
+    while (Full()) {
+      if (no_space_ && log_->Flush().ok()) {
+        no_space_ = false;
+        break;
+      }
+      if (!DropOldest()) break;  // nothing left to drop
+    }
+    return Status::Ok();
+  }
+  // Make what is appended visible, so the sinks can drain it, then wait for them.
+  Commit().IgnoreError();  // a full file system is why we wait
+  blocked_.Add();
+  uint64_t suppressed = 0;
+  if (Limiter().Allow("blocked", &suppressed)) {
+    SEEDANCE_LOG_WARN("queue",
+                      "{}: waiting for the sinks; sources are not acknowledged meanwhile",
+                      no_space_ ? std::string("file system full")
+                                : fmt::format("disk limit of {} bytes reached", config_.max_disk));
+  }
+  auto give_up = [&] {
+    auto now = std::chrono::steady_clock::now();
+    return now >= deadline || now.time_since_epoch().count() >= shutdown_deadline_ns_.load();
+  };
+  while (Full() && !give_up()) {
+    {
+      std::unique_lock<std::mutex> lock(space_mu_);
+      space_cv_.wait_for(lock, std::chrono::milliseconds(100));
+    }
+    if (no_space_ && Commit().ok()) break;  // space is back (Commit clears the flag)
+  }
+  return Status::Ok();
+}
+
+Status DurableQueue::Append(Output output, const Event& event,
+                            std::chrono::steady_clock::time_point deadline) {
+  if (Full()) SEEDANCE_RETURN_IF_ERROR(MakeRoom(deadline));
+  scratch_.clear();
+  storage::EncodeEvent(event, scratch_);
+  auto seq = log_->Append(static_cast<uint8_t>(output), scratch_);
+  if (!seq) {
+    NoteNoSpace(seq.error());
+    return seq.error();
+  }
+  appended_.Add();
+  return Status::Ok();
+}
+
+Status DurableQueue::AppendNoWait(Output output, const Event& event) {
+  std::string bytes;
+  storage::EncodeEvent(event, bytes);
+  auto seq = log_->Append(static_cast<uint8_t>(output), bytes);
+  if (!seq) {
+    NoteNoSpace(seq.error());
+    return seq.error();
+  }
+  appended_.Add();
+  Status s = log_->Flush();
+  if (!s.ok()) {
+    NoteNoSpace(s);  // the record is the log's now, buffered: the next Commit writes it
+    return Status::Ok();
+  }
+  if (on_commit_) on_commit_();
+  return Status::Ok();
+}
+
+Status DurableQueue::Commit() {
+  Status s;
+  if (config_.fsync == QueueConfig::Fsync::kAlways) {
+    auto t0 = std::chrono::steady_clock::now();
+    s = log_->Sync();
+    fsync_latency_.Observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  } else {
+    s = log_->Flush();
+    if (s.ok()) dirty_ = true;
+  }
+  if (!s.ok() && s.code() == StatusCode::kResourceExhausted && config_.drop_oldest) {
+    NoteNoSpace(s);
+    while (!s.ok() && DropOldest()) {  // make room by the policy, then try once more
+      s = config_.fsync == QueueConfig::Fsync::kAlways ? log_->Sync() : log_->Flush();
+    }
+  }
+  if (!s.ok()) {
+    NoteNoSpace(s);
+    return s;
+  }
+  if (no_space_.exchange(false)) {
+    SEEDANCE_LOG_INFO("queue", "the file system has space again; writing resumed");
+  }
+  disk_gauge_.Set(static_cast<int64_t>(log_->disk_bytes()));
+  if (on_commit_) on_commit_();
+  return Status::Ok();
+}
+
+void DurableQueue::Tick() {
+  auto now = std::chrono::steady_clock::now();
+  if (now - last_cursor_save_ >= kSaveInterval) {  // an idle sink's position is saved too
+    last_cursor_save_ = now;
+    std::lock_guard<std::mutex> lock(cursors_mu_);
+    for (SinkCursor* c : cursors_) c->MaybeSave(now);
+  }
+  if (config_.fsync != QueueConfig::Fsync::kInterval || !dirty_) return;
+  if (now - last_sync_ < config_.fsync_interval) return;
+  Status s = log_->Sync();
+  fsync_latency_.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - now).count());
+  last_sync_ = now;
+  if (s.ok()) dirty_ = false;
+}
+
+void DurableQueue::CollectGarbage() {
+  const uint64_t min = MinCommitted();
+  if (min == UINT64_MAX) return;
+  // On a full disk (or at the limit) a fully delivered active segment is emptied as well.
+  log_->DeleteBefore(min, Full());
+  {
+    std::lock_guard<std::mutex> lock(gaps_mu_);  // gaps every sink has passed are history
+    std::erase_if(gaps_, [&](const KnownGap& k) { return k.gap.last < min; });
+  }
+  disk_gauge_.Set(static_cast<int64_t>(log_->disk_bytes()));
+  space_cv_.notify_all();
+}
+
+}  // namespace seedance
