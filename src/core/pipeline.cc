@@ -196,6 +196,17 @@ Status Pipeline::RestoreCheckpoint() {
     }
   }
   redelivery_.Restore(entries, WallNowNs());
+  metrics_
+      .GetCounter("seedance_checkpoint_lost_records_total",
+                  "Checkpoint records found damaged or missing at start (skipped).", {})
+      .Add(checkpoint_->lost_records());
+  if (checkpoint_->lost_records() > 0) {
+    SEEDANCE_LOG_ERROR("checkpoint",
+                       "{}/checkpoint: {} record(s) damaged or missing were skipped ({} damaged "
+                       "bytes, {} bytes of torn tail cut); the state they held is lost",
+                       q.data_dir, checkpoint_->lost_records(), checkpoint_->damaged_bytes(),
+                       checkpoint_->truncated_bytes());
+  }
   SEEDANCE_LOG_INFO("checkpoint", "state of stateful processors in {}/checkpoint: {} entr{} restored{}",
                     q.data_dir, restored, restored == 1 ? "y" : "ies",
                     checkpoint_->truncated_tail() ? " (torn tail truncated)" : "");

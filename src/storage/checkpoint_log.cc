@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -12,47 +11,40 @@
 #include <filesystem>
 
 #include "storage/crc32c.h"
-#include "util/fd_io.h"
+#include "storage/log_format.h"
+#include "storage/record_scanner.h"
 #include "util/little_endian.h"
 
 namespace seedance::storage {
 namespace {
 
-constexpr size_t kHeader = 8;  // length + masked CRC
-constexpr uint32_t kMaxRecord = 64u << 20;
-
-Status IoError(const std::string& what, const std::string& path) {
-  return Status(StatusCode::kUnavailable,
-                fmt::format("checkpoint: {} {}: {}", what, path, std::strerror(errno)));
-}
-
-Status SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return IoError("open", dir);
-  int rc = ::fsync(fd);
-  ::close(fd);
-  return rc == 0 ? Status::Ok() : IoError("fsync", dir);
-}
+constexpr uint8_t kPut = 1;
+constexpr uint8_t kDelete = 2;
 
 }  // namespace
+
+Status CheckpointLog::Error(const std::string& what, const std::string& path) const {
+  const int err = errno;
+  std::string message = fmt::format("checkpoint: {} {}: {}", what, path, std::strerror(err));
+  return IsNoSpace(err) ? ResourceExhaustedError(std::move(message))
+                        : UnavailableError(std::move(message));
+}
 
 void CheckpointLog::Encode(std::string& out, bool put, std::string_view component,
                            std::string_view key, std::string_view value) {
   std::string body;
-  body.push_back(put ? 1 : 2);
   util::PutFixed16(body, static_cast<uint16_t>(component.size()));
   body.append(component);
   util::PutFixed32(body, static_cast<uint32_t>(key.size()));
   body.append(key);
   body.append(value);
-  util::PutFixed32(out, static_cast<uint32_t>(body.size()));
-  util::PutFixed32(out, storage::MaskCrc(storage::Crc32c(body)));
-  out.append(body);
+  EncodeRecord(next_sequence_++, put ? kPut : kDelete, body, out);
 }
 
 Result<std::unique_ptr<CheckpointLog>> CheckpointLog::Open(const std::string& dir, Fsync fsync,
-                                                           std::chrono::nanoseconds interval) {
-  std::unique_ptr<CheckpointLog> log(new CheckpointLog());
+                                                           std::chrono::nanoseconds interval,
+                                                           FileSystem& fs) {
+  std::unique_ptr<CheckpointLog> log(new CheckpointLog(fs));
   log->dir_ = dir;
   log->path_ = dir + "/state.log";
   log->fsync_ = fsync;
@@ -60,70 +52,116 @@ Result<std::unique_ptr<CheckpointLog>> CheckpointLog::Open(const std::string& di
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
-    return Status(StatusCode::kUnavailable,
-                  fmt::format("checkpoint: cannot create {}: {}", dir, ec.message()));
+    return UnavailableError(fmt::format("checkpoint: cannot create {}: {}", dir, ec.message()));
   }
-  log->fd_ = ::open(log->path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (log->fd_ < 0) return IoError("open", log->path_);
   // One writer: a second process replaying (and truncating) a tail being written would
   // corrupt the first one's checkpoint.
-  if (::flock(log->fd_, LOCK_EX | LOCK_NB) != 0) {
-    return Status(StatusCode::kFailedPrecondition,
-                  fmt::format("checkpoint {} is in use by another seedance process", log->path_));
+  const std::string lock_path = dir + "/LOCK";
+  log->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (log->lock_fd_ < 0) return log->Error("open", lock_path);
+  if (::flock(log->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    return FailedPreconditionError(
+        fmt::format("checkpoint {} is in use by another seedance process", log->path_));
   }
+  log->fd_ = fs.Open(log->path_, O_RDWR | O_CREAT | O_APPEND, 0644);
+  if (log->fd_ < 0) return log->Error("open", log->path_);
   SEEDANCE_RETURN_IF_ERROR(log->Replay());
   return log;
 }
 
 CheckpointLog::~CheckpointLog() {
   if (fd_ >= 0) {
-    if (unsynced_) ::fdatasync(fd_);
-    ::close(fd_);
+    if (unsynced_) fs_.Fdatasync(fd_);
+    fs_.Close(fd_);
   }
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+bool CheckpointLog::Apply(uint8_t op, std::string_view body) {
+  if ((op != kPut && op != kDelete) || body.size() < 6) return false;
+  const uint16_t comp_len = util::GetFixed16(body.data());
+  if (2u + comp_len + 4u > body.size()) return false;
+  std::string component(body.substr(2, comp_len));
+  const uint32_t key_len = util::GetFixed32(body.data() + 2 + comp_len);
+  const size_t key_at = 2u + comp_len + 4u;
+  if (key_len > body.size() - key_at) return false;
+  std::string key(body.substr(key_at, key_len));
+  std::string_view value = body.substr(key_at + key_len);
+  auto& entries = live_[component];
+  auto it = entries.find(key);
+  if (it != entries.end()) live_bytes_ -= it->first.size() + it->second.size() + component.size();
+  if (op == kPut) {
+    live_bytes_ += key.size() + value.size() + component.size();
+    entries[std::move(key)] = std::string(value);
+  } else if (it != entries.end()) {
+    entries.erase(it);
+  }
+  return true;
 }
 
 Status CheckpointLog::Replay() {
-  struct stat st{};
-  if (::fstat(fd_, &st) != 0) return IoError("stat", path_);
-  std::string data(static_cast<size_t>(st.st_size), '\0');
-  if (!data.empty() && ::pread(fd_, data.data(), data.size(), 0) != st.st_size) {
-    return IoError("read", path_);
+  SEEDANCE_ASSIGN_OR_RETURN(std::string data, fs_.ReadFile(path_));
+  if (data.size() >= 4 && util::GetFixed32(data.data()) != kRecordMagic) {
+    return ReplayLegacy(data);
   }
+  size_t pos = 0;
+  size_t valid_end = 0;
+  bool have_expected = false;
+  uint64_t expected = 0;
+  bool damaged_since_good = false;  // damage after the last sound record: one lost at least
+  while (true) {
+    ScannedRecord r;
+    size_t skipped = 0;
+    const ScanResult s = ScanRecord(data, &pos, &r, &skipped);
+    if (s == ScanResult::kNeedMore) break;
+    valid_end = pos;  // a damaged record is skipped, not cut: only a torn tail is
+    if (s == ScanResult::kCorruption) {
+      damaged_bytes_ += skipped;
+      damaged_since_good = true;
+      continue;
+    }
+    damaged_since_good = false;
+    if (have_expected && r.sequence > expected) lost_records_ += r.sequence - expected;
+    if (!have_expected || r.sequence >= expected) {
+      expected = r.sequence + 1;
+      have_expected = true;
+    }
+    if (Apply(r.tag, r.payload)) {
+      ++recovered_records_;
+    } else {
+      ++lost_records_;  // sound CRC, malformed content
+    }
+  }
+  if (valid_end < data.size()) {
+    // An incomplete record at the very end: a torn write, the end of the log.
+    truncated_bytes_ = data.size() - valid_end;
+    lost_records_ += CountRecordStarts(std::string_view(data).substr(valid_end));
+    if (fs_.Ftruncate(fd_, static_cast<off_t>(valid_end)) != 0) return Error("truncate", path_);
+  }
+  if (damaged_since_good) ++lost_records_;
+  next_sequence_ = have_expected ? expected : 1;
+  file_bytes_ = valid_end;
+  return Status::Ok();
+}
+
+Status CheckpointLog::ReplayLegacy(std::string_view data) {
+  constexpr size_t kHeader = 8;
   size_t pos = 0;
   while (pos + kHeader <= data.size()) {
     const uint32_t length = util::GetFixed32(data.data() + pos);
-    const uint32_t crc = storage::UnmaskCrc(util::GetFixed32(data.data() + pos + 4));
-    if (length < 7 || length > kMaxRecord || pos + kHeader + length > data.size()) break;
-    std::string_view body(data.data() + pos + kHeader, length);
-    if (storage::Crc32c(body) != crc) break;
-    const bool put = body[0] == 1;
-    const uint16_t comp_len = util::GetFixed16(body.data() + 1);
-    if (3u + comp_len + 4u > body.size()) break;
-    std::string component(body.substr(3, comp_len));
-    const uint32_t key_len = util::GetFixed32(body.data() + 3 + comp_len);
-    const size_t key_at = 3u + comp_len + 4u;
-    if (key_at + key_len > body.size()) break;
-    std::string key(body.substr(key_at, key_len));
-    std::string_view value = body.substr(key_at + key_len);
-    auto& entries = live_[component];
-    auto it = entries.find(key);
-    if (it != entries.end()) live_bytes_ -= it->first.size() + it->second.size() + component.size();
-    if (put) {
-      entries[key] = std::string(value);
-      live_bytes_ += key.size() + value.size() + component.size();
-    } else if (it != entries.end()) {
-      entries.erase(it);
-    }
+    const uint32_t crc = UnmaskCrc(util::GetFixed32(data.data() + pos + 4));
+    if (length < 7 || length > kMaxPayload || length > data.size() - pos - kHeader) break;
+    const std::string_view body = data.substr(pos + kHeader, length);
+    if (Crc32c(body) != crc || !Apply(static_cast<uint8_t>(body[0]), body.substr(1))) break;
     ++recovered_records_;
     pos += kHeader + length;
   }
   if (pos != data.size()) {
-    truncated_tail_ = true;
-    if (::ftruncate(fd_, static_cast<off_t>(pos)) != 0) return IoError("truncate", path_);
+    // The old framing cannot resynchronise: what follows the first bad record is lost.
+    truncated_bytes_ = data.size() - pos;
+    lost_records_ += 1;
   }
-  file_bytes_ = pos;
-  if (::lseek(fd_, static_cast<off_t>(pos), SEEK_SET) < 0) return IoError("seek", path_);
-  return Status::Ok();
+  return Compact();  // into the current framing
 }
 
 void CheckpointLog::Put(std::string_view component, std::string_view key, std::string_view value) {
@@ -142,12 +180,17 @@ void CheckpointLog::Put(std::string_view component, std::string_view key, std::s
 
 Status CheckpointLog::Commit() {
   if (pending_.empty()) return Status::Ok();
-  if (util::WriteAll(fd_, pending_) != 0) return IoError("write", path_);
+  if (const int err = fs_.WriteAll(fd_, pending_); err != 0) {
+    // Cut a partial write so the next one starts on a record boundary.
+    fs_.Ftruncate(fd_, static_cast<off_t>(file_bytes_));
+    errno = err;
+    return Error("write", path_);
+  }
   file_bytes_ += pending_.size();
   pending_.clear();
   unsynced_ = true;
   if (fsync_ == Fsync::kAlways) {
-    if (::fdatasync(fd_) != 0) return IoError("fdatasync", path_);
+    if (fs_.Fdatasync(fd_) != 0) return Error("fdatasync", path_);
     unsynced_ = false;
   }
   if (file_bytes_ > (1u << 20) && file_bytes_ > 4 * (live_bytes_ + 64)) return Compact();
@@ -159,7 +202,7 @@ void CheckpointLog::Tick() {
   auto now = std::chrono::steady_clock::now();
   if (now - last_sync_ < fsync_interval_) return;
   last_sync_ = now;
-  if (::fdatasync(fd_) == 0) unsynced_ = false;
+  if (fs_.Fdatasync(fd_) == 0) unsynced_ = false;
 }
 
 Status CheckpointLog::Compact() {
@@ -168,22 +211,27 @@ Status CheckpointLog::Compact() {
     for (const auto& [key, value] : entries) Encode(all, true, component, key, value);
   }
   const std::string tmp = path_ + ".tmp";
-  int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return IoError("open", tmp);
-  if (util::WriteAll(fd, all) != 0 || ::fdatasync(fd) != 0) {
-    ::close(fd);
-    return IoError("write", tmp);
+  const int fd = fs_.Open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0644);
+  if (fd < 0) return Error("open", tmp);
+  if (const int err = fs_.WriteAll(fd, all); err != 0 || fs_.Fdatasync(fd) != 0) {
+    if (err != 0) errno = err;
+    Status s = Error("write", tmp);
+    fs_.Close(fd);
+    fs_.Unlink(tmp);
+    return s;
   }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0 || ::rename(tmp.c_str(), path_.c_str()) != 0) {
-    ::close(fd);
-    return IoError("rename", tmp);
+  if (fs_.Rename(tmp, path_) != 0) {
+    Status s = Error("rename", tmp);
+    fs_.Close(fd);
+    fs_.Unlink(tmp);
+    return s;
   }
-  ::close(fd_);
+  fs_.Close(fd_);
   fd_ = fd;
   file_bytes_ = all.size();
   unsynced_ = false;
-  if (::lseek(fd_, 0, SEEK_END) < 0) return IoError("seek", path_);
-  return SyncDir(dir_);
+  if (fs_.SyncDir(dir_) != 0) return Error("sync directory", dir_);
+  return Status::Ok();
 }
 
 }  // namespace seedance::storage

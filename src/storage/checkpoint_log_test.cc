@@ -6,6 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "storage/crc32c.h"
+#include "storage/log_format.h"
+#include "util/little_endian.h"
+
 namespace seedance::storage {
 namespace {
 
@@ -85,6 +89,102 @@ TEST_F(CheckpointLogTest, ASecondWriterIsRefused) {
   auto second = CheckpointLog::Open(dir_, CheckpointLog::Fsync::kNever, std::chrono::seconds(1));
   ASSERT_FALSE(second.has_value());
   EXPECT_NE(second.error().message().find("in use"), std::string::npos);
+}
+
+// Finding 6: one damaged byte mid-file skips that record only; later records are kept.
+TEST_F(CheckpointLogTest, AFlippedByteMidFileLosesOneRecordNotTheRest) {
+  {
+    auto log = Open();
+    for (int i = 0; i < 20; ++i) {
+      log->Put("w", "k" + std::to_string(i), "value-" + std::to_string(i));
+      ASSERT_TRUE(log->Commit().ok());
+    }
+  }
+  const std::string path = dir_ + "/state.log";
+  std::string data;
+  {
+    std::ifstream in(path, std::ios::binary);
+    data.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = data.find("value-7");
+  ASSERT_NE(at, std::string::npos);
+  data[at] ^= 0x01;
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << data;
+  }
+  auto log = Open();
+  EXPECT_EQ(log->lost_records(), 1u);
+  EXPECT_FALSE(log->truncated_tail());
+  const auto& w = log->entries().at("w");
+  EXPECT_EQ(w.size(), 19u);
+  EXPECT_EQ(w.count("k7"), 0u);
+  EXPECT_EQ(w.at("k19"), "value-19");  // everything after the damage is kept
+  log->Put("w", "k20", "value-20");  // and appends go on after it
+  ASSERT_TRUE(log->Commit().ok());
+  log.reset();
+  auto again = Open();
+  EXPECT_EQ(again->entries().at("w").at("k20"), "value-20");
+}
+
+TEST_F(CheckpointLogTest, ADamagedHeaderIsSkippedByResynchronising) {
+  {
+    auto log = Open();
+    for (int i = 0; i < 20; ++i) {
+      log->Put("w", "k" + std::to_string(i), "v");
+      ASSERT_TRUE(log->Commit().ok());
+    }
+  }
+  const std::string path = dir_ + "/state.log";
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t key = data.find("k5");
+  const size_t header = data.rfind("\xCE\xD1\xED\x5E", key);  // the record's magic
+  ASSERT_NE(header, std::string::npos);
+  f.seekp(static_cast<std::streamoff>(header + 5));
+  f.put('\x7f');  // its length: the header CRC fails
+  f.close();
+  auto log = Open();
+  EXPECT_EQ(log->lost_records(), 1u);
+  EXPECT_EQ(log->entries().at("w").size(), 19u);
+  EXPECT_EQ(log->entries().at("w").count("k19"), 1u);
+}
+
+TEST_F(CheckpointLogTest, TheFramingUsedBefore03IsReadAndRewritten) {
+  // [u32 length][u32 masked CRC-32C][u8 op][u16 component length][component]
+  // [u32 key length][key][value], as written before the queue's framing was shared.
+  std::string file;
+  auto legacy = [&](std::string_view component, std::string_view key, std::string_view value) {
+    std::string body;
+    body.push_back(1);
+    util::PutFixed16(body, static_cast<uint16_t>(component.size()));
+    body.append(component);
+    util::PutFixed32(body, static_cast<uint32_t>(key.size()));
+    body.append(key);
+    body.append(value);
+    util::PutFixed32(file, static_cast<uint32_t>(body.size()));
+    util::PutFixed32(file, MaskCrc(Crc32c(body)));
+    file.append(body);
+  };
+  legacy("window", "k:a", "1");
+  legacy("window", "k:b", "2");
+  std::filesystem::create_directories(dir_);
+  {
+    std::ofstream out(dir_ + "/state.log", std::ios::binary);
+    out << file;
+  }
+  {
+    auto log = Open();
+    EXPECT_EQ(log->entries().at("window").at("k:a"), "1");
+    EXPECT_EQ(log->entries().at("window").at("k:b"), "2");
+    EXPECT_EQ(log->lost_records(), 0u);
+  }
+  std::ifstream in(dir_ + "/state.log", std::ios::binary);
+  std::string now((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GE(now.size(), 4u);
+  EXPECT_EQ(util::GetFixed32(now.data()), kRecordMagic);  // rewritten in the current framing
+  auto log = Open();
+  EXPECT_EQ(log->entries().at("window").at("k:b"), "2");
 }
 
 }  // namespace

@@ -35,8 +35,11 @@ constexpr auto kSaveInterval = std::chrono::milliseconds(100);
 constexpr uint8_t kCursorTag = 0;
 
 // A saved position: one record of the queue's framing whose sequence is the position, or (as
-// written before 0.3) the position in decimal and a newline.
-enum class CursorFile { kMissing, kOk, kDamaged };
+// written before 0.3) the position in decimal and a newline. The text form has no checksum:
+// it moves sequence numbers forward but is never taken as proof of lost records.
+enum class CursorFile { kMissing, kOk, kText, kDamaged };
+// Positions beyond this are damage: sequence numbers must have room to grow.
+constexpr uint64_t kMaxPosition = uint64_t{1} << 62;
 
 CursorFile ReadCursorFile(storage::FileSystem& fs, const std::string& path, uint64_t* position) {
   auto data = fs.ReadFile(path, 4096);
@@ -47,21 +50,21 @@ CursorFile ReadCursorFile(storage::FileSystem& fs, const std::string& path, uint
   storage::ScannedRecord record;
   size_t skipped = 0;
   if (storage::ScanRecord(bytes, &pos, &record, &skipped) == storage::ScanResult::kRecord &&
-      pos == bytes.size() && record.tag == kCursorTag && record.payload.empty()) {
+      pos == bytes.size() && record.tag == kCursorTag && record.payload.empty() &&
+      record.sequence <= kMaxPosition) {
     *position = record.sequence;
     return CursorFile::kOk;
   }
-  // The text form: digits, one newline.
   std::string_view text(bytes);
   if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
-  if (text.empty() || text.size() > 19) return CursorFile::kDamaged;
+  if (text.empty() || text.size() > 18) return CursorFile::kDamaged;
   uint64_t value = 0;
   for (char c : text) {
     if (c < '0' || c > '9') return CursorFile::kDamaged;
     value = value * 10 + static_cast<uint64_t>(c - '0');
   }
   *position = value;
-  return CursorFile::kOk;
+  return CursorFile::kText;
 }
 
 }  // namespace
@@ -283,7 +286,8 @@ Result<std::unique_ptr<DurableQueue>> DurableQueue::Open(const QueueConfig& conf
 
   // Sequence numbers never go backwards: a saved position beyond the log's end proves that
   // the sequences below it were used (the log lost its tail, or its files were removed).
-  uint64_t highest = 0;
+  uint64_t highest = 0;          // any saved position
+  uint64_t highest_checked = 0;  // positions whose checksum held
   DIR* d = ::opendir((c.data_dir + "/cursors").c_str());
   while (d != nullptr) {
     dirent* e = ::readdir(d);
@@ -291,15 +295,25 @@ Result<std::unique_ptr<DurableQueue>> DurableQueue::Open(const QueueConfig& conf
     const std::string name = e->d_name;
     if (name == "." || name == ".." || name.ends_with(".tmp")) continue;
     uint64_t position = 0;
-    if (ReadCursorFile(fs, c.data_dir + "/cursors/" + name, &position) == CursorFile::kOk) {
-      highest = std::max(highest, position);
+    switch (ReadCursorFile(fs, c.data_dir + "/cursors/" + name, &position)) {
+      case CursorFile::kOk:
+        highest_checked = std::max(highest_checked, position);
+        [[fallthrough]];
+      case CursorFile::kText:
+        highest = std::max(highest, position);
+        break;
+      default:
+        break;
     }
   }
   if (d != nullptr) ::closedir(d);
+  if (highest_checked > q->log_end_at_open_) {
+    // A sink delivered records up to there; sinks behind it never will.
+    q->gaps_.push_back(KnownGap{storage::SequenceGap{q->log_end_at_open_, highest_checked - 1,
+                                                     storage::LossReason::kLostTail},
+                                false});
+  }
   if (highest > q->log_end_at_open_) {
-    q->gaps_.push_back(KnownGap{
-        storage::SequenceGap{q->log_end_at_open_, highest - 1, storage::LossReason::kLostTail},
-        false});
     SEEDANCE_RETURN_IF_ERROR(q->log_->SkipTo(highest).WithContext("durable queue"));
   }
 
@@ -324,6 +338,7 @@ std::unique_ptr<SinkCursor> DurableQueue::OpenCursor(const std::string& name,
   const uint64_t oldest = log_->first_sequence();
   uint64_t start = oldest;
   uint64_t saved = 0;
+  uint64_t delivered_below = 0;  // this sink delivered every record below (as far as known)
   switch (ReadCursorFile(log_->fs(), CursorPath(name), &saved)) {
     case CursorFile::kMissing:
       break;
@@ -337,15 +352,21 @@ std::unique_ptr<SinkCursor> DurableQueue::OpenCursor(const std::string& name,
                          CursorPath(name), oldest);
       break;
     case CursorFile::kOk:
+    case CursorFile::kText:
       if (saved > log_end_at_open_) {
+        // The log lost its tail (a power cut before the records were synced), its files were
+        // removed, or the position is wrong: which, nothing tells. Re-sending what is retained
+        // costs duplicates; trusting the position could lose every queued record.
         metrics_
             .GetCounter("seedance_queue_cursor_resets_total", "", {{"reason", "ahead"}})
             .Add();
         SEEDANCE_LOG_ERROR(name,
                            "durable queue: saved position {} is beyond the log's end {} (the "
-                           "log lost its tail, or its files were removed); clamped to the end",
-                           saved, log_end_at_open_);
-        saved = log_end_at_open_;
+                           "log lost its tail, its files were removed, or the position file is "
+                           "wrong); clamped: re-sending from the oldest retained record {}",
+                           saved, log_end_at_open_, oldest);
+        delivered_below = saved;
+        break;
       }
       start = std::max(start, saved);
       break;
@@ -354,7 +375,7 @@ std::unique_ptr<SinkCursor> DurableQueue::OpenCursor(const std::string& name,
   {
     std::lock_guard<std::mutex> lock(gaps_mu_);
     for (const auto& known : gaps_) {
-      if (known.gap.last >= start) ReportLoss(name, known.gap);
+      if (known.gap.last >= std::max(start, delivered_below)) ReportLoss(name, known.gap);
     }
   }
   std::lock_guard<std::mutex> lock(cursors_mu_);
@@ -389,8 +410,8 @@ void DurableQueue::ReportGaps(const std::string& sink,
                               const std::vector<storage::SequenceGap>& gaps) {
   std::lock_guard<std::mutex> lock(gaps_mu_);
   for (const storage::SequenceGap& gap : gaps) {
-    // The parts of `gap` no known gap covers are new; the known parts are counted already
-    // (or now, for the first sink that reaches them).
+    // The parts of `gap` no known gap covers are new. Known ones were reported when each sink
+    // opened, for the sinks that had not delivered them.
     uint64_t at = gap.first;
     std::vector<storage::SequenceGap> parts;
     std::vector<size_t> known_hits;
@@ -407,14 +428,10 @@ void DurableQueue::ReportGaps(const std::string& sink,
       at = std::max(at, k.last + 1);
     }
     if (at <= gap.last) parts.push_back({at, gap.last, gap.reason});
-    // Copies: ReportLoss may look at gaps_, and pushes below may move it.
-    std::vector<storage::SequenceGap> hits;
-    for (size_t i : known_hits) {
-      if (!gaps_[i].counted) hits.push_back(gaps_[i].gap);
+    for (const auto& part : parts) {
+      gaps_.push_back(KnownGap{part, false});
+      ReportLoss(sink, part);
     }
-    for (const auto& part : parts) gaps_.push_back(KnownGap{part, false});
-    for (const auto& h : hits) ReportLoss(sink, h);
-    for (const auto& part : parts) ReportLoss(sink, part);
   }
 }
 
