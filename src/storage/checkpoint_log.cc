@@ -65,6 +65,8 @@ Result<std::unique_ptr<CheckpointLog>> CheckpointLog::Open(const std::string& di
   }
   log->fd_ = fs.Open(log->path_, O_RDWR | O_CREAT | O_APPEND, 0644);
   if (log->fd_ < 0) return log->Error("open", log->path_);
+  // The file's name is durable before anything synced into it counts.
+  if (fs.SyncDir(dir) != 0) return log->Error("sync directory", dir);
   SEEDANCE_RETURN_IF_ERROR(log->Replay());
   return log;
 }
@@ -179,17 +181,19 @@ void CheckpointLog::Put(std::string_view component, std::string_view key, std::s
 }
 
 Status CheckpointLog::Commit() {
-  if (pending_.empty()) return Status::Ok();
-  if (const int err = fs_.WriteAll(fd_, pending_); err != 0) {
-    // Cut a partial write so the next one starts on a record boundary.
-    fs_.Ftruncate(fd_, static_cast<off_t>(file_bytes_));
-    errno = err;
-    return Error("write", path_);
+  if (!pending_.empty()) {
+    if (const int err = fs_.WriteAll(fd_, pending_); err != 0) {
+      // Cut a partial write so the next one starts on a record boundary.
+      fs_.Ftruncate(fd_, static_cast<off_t>(file_bytes_));
+      errno = err;
+      return Error("write", path_);
+    }
+    file_bytes_ += pending_.size();
+    pending_.clear();
+    unsynced_ = true;
   }
-  file_bytes_ += pending_.size();
-  pending_.clear();
-  unsynced_ = true;
-  if (fsync_ == Fsync::kAlways) {
+  // A failed fdatasync is tried again by the next Commit, even with nothing new to write.
+  if (fsync_ == Fsync::kAlways && unsynced_) {
     if (fs_.Fdatasync(fd_) != 0) return Error("fdatasync", path_);
     unsynced_ = false;
   }

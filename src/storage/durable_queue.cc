@@ -313,6 +313,12 @@ Result<std::unique_ptr<DurableQueue>> DurableQueue::Open(const QueueConfig& conf
                                                      storage::LossReason::kLostTail},
                                 false});
   }
+  if (highest > highest_checked && highest > q->log_end_at_open_) {
+    // Moved on by a position without a checksum: skipped, not lost.
+    const uint64_t from = std::max(q->log_end_at_open_, highest_checked);
+    q->gaps_.push_back(KnownGap{
+        storage::SequenceGap{from, highest - 1, storage::LossReason::kLostTail}, false, false});
+  }
   if (highest > q->log_end_at_open_) {
     SEEDANCE_RETURN_IF_ERROR(q->log_->SkipTo(highest).WithContext("durable queue"));
   }
@@ -375,7 +381,9 @@ std::unique_ptr<SinkCursor> DurableQueue::OpenCursor(const std::string& name,
   {
     std::lock_guard<std::mutex> lock(gaps_mu_);
     for (const auto& known : gaps_) {
-      if (known.gap.last >= std::max(start, delivered_below)) ReportLoss(name, known.gap);
+      if (known.loss && known.gap.last >= std::max(start, delivered_below)) {
+        ReportLoss(name, known.gap);
+      }
     }
   }
   std::lock_guard<std::mutex> lock(cursors_mu_);
@@ -493,15 +501,17 @@ Status DurableQueue::MakeRoom(std::chrono::steady_clock::time_point deadline) {
     }
     return Status::Ok();
   }
+  const std::string why = no_space_ ? std::string("file system full")
+                                    : fmt::format("disk limit of {} bytes reached",
+                                                  config_.max_disk);
   // Make what is appended visible, so the sinks can drain it, then wait for them.
   Commit().IgnoreError();  // a full file system is why we wait
+  if (!Full()) return Status::Ok();  // the commit found space
   blocked_.Add();
   uint64_t suppressed = 0;
   if (Limiter().Allow("blocked", &suppressed)) {
-    SEEDANCE_LOG_WARN("queue",
-                      "{}: waiting for the sinks; sources are not acknowledged meanwhile",
-                      no_space_ ? std::string("file system full")
-                                : fmt::format("disk limit of {} bytes reached", config_.max_disk));
+    SEEDANCE_LOG_WARN("queue", "{}: waiting for the sinks; sources are not acknowledged meanwhile",
+                      why);
   }
   auto give_up = [&] {
     auto now = std::chrono::steady_clock::now();

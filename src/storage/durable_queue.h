@@ -156,6 +156,7 @@ class DurableQueue {
   struct KnownGap {
     storage::SequenceGap gap;
     bool counted = false;
+    bool loss = true;  // false: sequences skipped on purpose (a saved position moved them on)
   };
   void CollectGarbage();
   std::string CursorPath(const std::string& name) const;

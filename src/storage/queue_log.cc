@@ -252,7 +252,9 @@ void QueueLog::DeleteBefore(uint64_t sequence, bool reclaim_active) {
   std::lock_guard<std::mutex> lock(mu_);
   // Segment i holds [first_i, first_{i+1}); it can go when first_{i+1} <= sequence.
   while (segments_.size() > 1 && segments_[1].first_sequence <= sequence) {
-    fs_.Unlink(segments_.front().path);
+    // Oldest first, and only what is gone from disk leaves the list: a failed unlink is tried
+    // again next time, and no gap opens between the segments that stay.
+    if (fs_.Unlink(segments_.front().path) != 0 && errno != ENOENT) break;
     disk_bytes_ -= segments_.front().size;
     segments_.erase(segments_.begin());
   }
@@ -269,7 +271,9 @@ Result<std::pair<uint64_t, uint64_t>> QueueLog::DropOldestSegment() {
   if (segments_.size() >= 2) {
     std::pair<uint64_t, uint64_t> range{segments_[0].first_sequence,
                                         segments_[1].first_sequence - 1};
-    fs_.Unlink(segments_.front().path);
+    if (fs_.Unlink(segments_.front().path) != 0 && errno != ENOENT) {
+      return Error("unlink", segments_.front().path);
+    }
     disk_bytes_ -= segments_.front().size;
     segments_.erase(segments_.begin());
     return range;

@@ -85,6 +85,12 @@ bool FaultFileSystem::crashed() const {
   return crashed_;
 }
 
+void FaultFileSystem::FailOperation(uint64_t n, int err) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_at_ = n;
+  fail_at_errno_ = err;
+}
+
 uint64_t FaultFileSystem::operations() const {
   std::lock_guard<std::mutex> lock(mu_);
   return operations_;
@@ -103,6 +109,7 @@ bool FaultFileSystem::Begin(Op op, const std::string& what) {
     crash_point_ = what;
     return Fail(EIO);
   }
+  if (operations_ == fail_at_) return Fail(fail_at_errno_);
   auto it = fail_.find(op);
   if (it != fail_.end() && it->second.second > 0) {
     --it->second.second;
@@ -162,6 +169,10 @@ ssize_t FaultFileSystem::Write(int fd, const void* data, size_t size) {
     errno = EIO;
     return -1;
   }
+  if (operations_ == fail_at_) {
+    errno = fail_at_errno_;
+    return -1;
+  }
   auto it = fail_.find(Op::kWrite);
   if (it != fail_.end() && it->second.second > 0) {
     --it->second.second;
@@ -193,16 +204,8 @@ int FaultFileSystem::Fdatasync(int fd) {
     return -1;
   }
   if (::fdatasync(fd) != 0) return -1;
-  if (it != fds_.end()) {
-    std::string content;
-    char buf[1 << 16];
-    for (off_t off = 0;;) {
-      const ssize_t n = ::pread(fd, buf, sizeof buf, off);
-      if (n <= 0) break;
-      content.append(buf, static_cast<size_t>(n));
-      off += n;
-    }
-    durable_content_[it->second.second] = std::move(content);
+  if (it != fds_.end()) {  // the file as it is now (through /proc: fd may be write-only)
+    durable_content_[it->second.second] = ReadAll("/proc/self/fd/" + std::to_string(fd));
   }
   return 0;
 }
@@ -265,6 +268,7 @@ void FaultFileSystem::DropUnsyncedData() {
   }
   crashed_ = false;
   crash_at_ = 0;
+  fail_at_ = 0;
   operations_ = 0;
   fail_.clear();
   Snapshot();

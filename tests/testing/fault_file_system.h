@@ -31,6 +31,8 @@ class FaultFileSystem final : public storage::FileSystem {
   void SetSpaceLimit(uint64_t bytes);  // UINT64_MAX: none
   void SetShortWrites(bool on);
   void CrashAtOperation(uint64_t n);  // 1-based; 0: never
+  // The n-th mutating operation (1-based) fails with `err`, once; the rest go through.
+  void FailOperation(uint64_t n, int err);
   bool crashed() const;
   uint64_t operations() const;  // mutating operations so far
   std::string crash_point() const;  // "write <path>" where it crashed
@@ -62,6 +64,8 @@ class FaultFileSystem final : public storage::FileSystem {
   uint64_t space_limit_ = UINT64_MAX;
   bool short_writes_ = false;
   uint64_t crash_at_ = 0;
+  uint64_t fail_at_ = 0;
+  int fail_at_errno_ = 0;
   uint64_t operations_ = 0;
   bool crashed_ = false;
   std::string crash_point_;
