@@ -570,11 +570,16 @@ Status DurableQueue::Commit() {
     s = log_->Flush();
     if (s.ok()) dirty_ = true;
   }
-  if (!s.ok() && s.code() == StatusCode::kResourceExhausted && config_.drop_oldest) {
+  auto write = [&] {
+    return config_.fsync == QueueConfig::Fsync::kAlways ? log_->Sync() : log_->Flush();
+  };
+  if (!s.ok() && s.code() == StatusCode::kResourceExhausted) {
     NoteNoSpace(s);
-    while (!s.ok() && DropOldest()) {  // make room by the policy, then try once more
-      s = config_.fsync == QueueConfig::Fsync::kAlways ? log_->Sync() : log_->Flush();
-    }
+    // What every sink has delivered can go, even the only segment (sinks that caught up
+    // finish nothing more, so nothing else would collect it), then try once more.
+    CollectGarbage();
+    s = write();
+    while (!s.ok() && config_.drop_oldest && DropOldest()) s = write();  // then the policy
   }
   if (!s.ok()) {
     NoteNoSpace(s);

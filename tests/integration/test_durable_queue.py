@@ -4,6 +4,7 @@ import collections
 import json
 import os
 import random
+import re
 import threading
 import time
 
@@ -145,10 +146,15 @@ def test_corrupt_segment_and_torn_tail_are_skipped_and_the_rest_delivered(broker
         ids = sorted(e["id"] for e in receiver.accepted_events())
         assert ids == [i for i in range(n) if i not in (17, n - 1)]
         log = sd.stderr()
-        assert "recovery: 1 corrupt record(s) skipped" in log
+        assert "recovery: 1 damaged region(s) skipped" in log
         assert "torn tail truncated" in log
-        assert metric(scrape(f"http://127.0.0.1:{metrics_port}/metrics"),
-                      "seedance_queue_corrupt_records_total") >= 1
+        # Every loss is logged with its record count and reason, and counted once.
+        assert re.search(r"1 record\(s\) lost before delivery \(sequences \d+–\d+\): corrupt", log), log
+        assert re.search(r"1 record\(s\) lost before delivery \(sequences \d+–\d+\): torn_tail", log), log
+        text = scrape(f"http://127.0.0.1:{metrics_port}/metrics")
+        assert metric(text, "seedance_queue_corrupt_records_total") == 1
+        assert metric(text, "seedance_queue_lost_records_total", reason="corrupt") == 1
+        assert metric(text, "seedance_queue_lost_records_total", reason="torn_tail") == 1
     finally:
         sd.stop()
         receiver.stop()
