@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <tuple>
 
+#include "storage/cursor_file.h"
 #include "storage/event_codec.h"
-#include "storage/record_scanner.h"
 #include "util/log.h"
 
 namespace seedance {
@@ -26,196 +26,15 @@ std::string SafeFileName(const std::string& name) {
   return out;
 }
 
+using storage::CursorFile;
+using storage::ReadCursorFile;
+
 util::LogLimiter& Limiter() {
   static util::LogLimiter limiter(std::chrono::seconds(10));
   return limiter;
 }
 
-constexpr auto kSaveInterval = std::chrono::milliseconds(100);
-constexpr uint8_t kCursorTag = 0;
-
-// A saved position: one record of the queue's framing whose sequence is the position, or (as
-// written before 0.3) the position in decimal and a newline. The text form has no checksum:
-// it moves sequence numbers forward but is never taken as proof of lost records.
-enum class CursorFile { kMissing, kOk, kText, kDamaged };
-// Positions beyond this are damage: sequence numbers must have room to grow.
-constexpr uint64_t kMaxPosition = uint64_t{1} << 62;
-
-CursorFile ReadCursorFile(storage::FileSystem& fs, const std::string& path, uint64_t* position) {
-  auto data = fs.ReadFile(path, 4096);
-  if (!data) return data.error().code() == StatusCode::kNotFound ? CursorFile::kMissing
-                                                                  : CursorFile::kDamaged;
-  const std::string& bytes = *data;
-  size_t pos = 0;
-  storage::ScannedRecord record;
-  size_t skipped = 0;
-  if (storage::ScanRecord(bytes, &pos, &record, &skipped) == storage::ScanResult::kRecord &&
-      pos == bytes.size() && record.tag == kCursorTag && record.payload.empty() &&
-      record.sequence <= kMaxPosition) {
-    *position = record.sequence;
-    return CursorFile::kOk;
-  }
-  std::string_view text(bytes);
-  if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
-  if (text.empty() || text.size() > 18) return CursorFile::kDamaged;
-  uint64_t value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return CursorFile::kDamaged;
-    value = value * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *position = value;
-  return CursorFile::kText;
-}
-
 }  // namespace
-
-// ---- SinkCursor ----
-
-SinkCursor::SinkCursor(DurableQueue& queue, std::string name, std::vector<Output> inputs,
-                       uint64_t start)
-    : queue_(queue),
-      name_(std::move(name)),
-      wanted_(kOutputCount, false),
-      reader_(*queue.log_, start),
-      read_next_(start),
-      committed_(start),
-      saved_(start),
-      path_(queue.CursorPath(name_)),
-      tmp_path_(path_ + ".tmp") {
-  for (Output o : inputs) wanted_[static_cast<int>(o)] = true;
-  spare_.reserve(kSpareEvents);
-}
-
-SinkCursor::~SinkCursor() {
-  std::lock_guard<std::mutex> lock(queue_.cursors_mu_);
-  auto& v = queue_.cursors_;
-  v.erase(std::remove(v.begin(), v.end(), this), v.end());
-}
-
-void SinkCursor::Decode(uint64_t sequence, uint8_t tag, std::string_view payload,
-                        std::vector<Event>* out, size_t* n) {
-  if (tag >= wanted_.size() || !wanted_[tag]) return;
-  // Decode into the element already there (its strings keep their storage), a spare one, or
-  // a new one.
-  if (*n == out->size()) {
-    if (spare_.empty()) {
-      out->emplace_back();
-    } else {
-      out->push_back(std::move(spare_.back()));
-      spare_.pop_back();
-    }
-  }
-  Status s = storage::DecodeEvent(payload, &(*out)[*n]);
-  if (!s.ok()) {  // its CRC held, its content does not: lost like a damaged record
-    queue_.ReportGaps(name_, {storage::SequenceGap{sequence, sequence,
-                                                   storage::LossReason::kCorrupt}});
-    return;
-  }
-  ++*n;
-}
-
-void SinkCursor::ReportGaps(storage::QueueReader& reader) {
-  if (reader.has_gaps()) queue_.ReportGaps(name_, reader.TakeGaps());
-}
-
-void SinkCursor::Truncate(std::vector<Event>* out, size_t n) {
-  while (out->size() > n && spare_.size() < kSpareEvents) {
-    spare_.push_back(std::move(out->back()));
-    out->pop_back();
-  }
-  out->resize(n);
-}
-
-void SinkCursor::Return(uint64_t first, uint64_t last) { returned_.emplace_back(first, last); }
-
-void SinkCursor::ReadAgain(uint64_t first, uint64_t last, std::vector<Event>* out, size_t* n) {
-  // The range is not finished, so its segments are still there (unless drop_oldest deleted
-  // them: then what is left of it).
-  storage::QueueReader again(queue_.log(), first);
-  uint64_t seq = 0;
-  uint8_t tag = 0;
-  std::string_view payload;
-  while (again.Next(&seq, &tag, &payload) && seq <= last) Decode(seq, tag, payload, out, n);
-  ReportGaps(again);
-}
-
-bool SinkCursor::Read(size_t max, std::vector<Event>* out, uint64_t* first, uint64_t* last) {
-  size_t n = 0;
-  if (!returned_.empty()) {
-    std::tie(*first, *last) = returned_.front();
-    returned_.pop_front();
-    ReadAgain(*first, *last, out, &n);
-    Truncate(out, n);
-    return true;
-  }
-  *first = read_next_;
-  bool any = false;
-  uint64_t seq = 0;
-  uint8_t tag = 0;
-  std::string_view payload;
-  size_t scanned = 0;
-  while (n < max && scanned < 4 * max + 64 && reader_.Next(&seq, &tag, &payload)) {
-    ++scanned;
-    any = true;
-    *last = seq;
-    read_next_ = seq + 1;
-    Decode(seq, tag, payload, out, &n);
-  }
-  Truncate(out, n);
-  ReportGaps(reader_);
-  return any;
-}
-
-void SinkCursor::Done(uint64_t first, uint64_t last) {
-  finished_.emplace_back(first, last);
-  std::sort(finished_.begin(), finished_.end());
-  uint64_t c = committed_.load();
-  while (!finished_.empty() && finished_.front().first <= c) {
-    c = std::max(c, finished_.front().second + 1);
-    finished_.erase(finished_.begin());
-  }
-  committed_.store(c);
-  MaybeSave(std::chrono::steady_clock::now());
-  queue_.CollectGarbage();
-}
-
-uint64_t SinkCursor::Backlog() const {
-  uint64_t next = queue_.log_->next_sequence();
-  uint64_t backlog = next > read_next_ ? next - read_next_ : 0;
-  for (const auto& [first, last] : returned_) backlog += last - first + 1;
-  return backlog;
-}
-
-void SinkCursor::MaybeSave(std::chrono::steady_clock::time_point now) {
-  {
-    std::lock_guard<std::mutex> lock(save_mu_);
-    if (now - last_save_ < kSaveInterval || committed_.load() == saved_) return;
-    last_save_ = now;
-  }
-  Save();
-}
-
-void SinkCursor::Save() {
-  std::lock_guard<std::mutex> lock(save_mu_);
-  const uint64_t c = committed_.load();
-  if (c == saved_) return;
-  // One record written to a temporary file and renamed over the old one; paths made once, a
-  // buffer on the stack, so the saves (up to ten a second) allocate nothing after the first.
-  // Not fsynced: a position lost in a power cut is an older one (duplicates, never loss).
-  thread_local std::string record;
-  record.clear();
-  storage::EncodeRecord(c, kCursorTag, {}, record);
-  storage::FileSystem& fs = queue_.log_->fs();
-  const int fd = fs.Open(tmp_path_, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return;
-  const bool written = fs.WriteAll(fd, record) == 0;
-  fs.Close(fd);
-  if (written && fs.Rename(tmp_path_, path_) == 0) {
-    saved_ = c;
-  } else {
-    fs.Unlink(tmp_path_);  // a full disk: do not leave a partial file behind
-  }
-}
 
 // ---- DurableQueue ----
 
@@ -595,7 +414,7 @@ Status DurableQueue::Commit() {
 
 void DurableQueue::Tick() {
   auto now = std::chrono::steady_clock::now();
-  if (now - last_cursor_save_ >= kSaveInterval) {  // an idle sink's position is saved too
+  if (now - last_cursor_save_ >= storage::kCursorSaveInterval) {  // an idle sink's position is saved too
     last_cursor_save_ = now;
     std::lock_guard<std::mutex> lock(cursors_mu_);
     for (SinkCursor* c : cursors_) c->MaybeSave(now);

@@ -1,0 +1,29 @@
+// A sink's saved position in the durable queue: <data_dir>/cursors/<sink> holds one record of
+// the queue's framing (tag 0, empty payload) whose sequence is the position. The text form
+// written before 0.3 (the position in decimal and a newline) is still read. Format and policy:
+// docs/formats/queue-log.md#cursors.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "storage/file_system.h"
+
+namespace seedance::storage {
+
+enum class CursorFile {
+  kMissing,  // no file: the sink starts at the oldest retained record
+  kOk,       // a checked record
+  kText,     // the old text form: no checksum, so never proof of lost records
+  kDamaged,  // unreadable: the sink re-sends from the oldest retained record
+};
+
+// Positions are saved at most this often while batches finish, and on a timer when idle.
+inline constexpr auto kCursorSaveInterval = std::chrono::milliseconds(100);
+
+CursorFile ReadCursorFile(FileSystem& fs, const std::string& path, uint64_t* position);
+// Appends the file's bytes for `position` to `out`.
+void EncodeCursor(uint64_t position, std::string& out);
+
+}  // namespace seedance::storage
