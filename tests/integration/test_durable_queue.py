@@ -251,3 +251,42 @@ def test_drop_oldest_keeps_acknowledging_and_counts_what_it_drops(tmp_path):
         sd.stop()
         receiver.stop()
         broker.stop()
+
+
+def test_idle_sink_position_is_saved_so_kill_9_after_delivery_resends_nothing(tmp_path):
+    # The position of a sink that finished everything and went idle is saved on a timer: a
+    # kill -9 a second later re-sends nothing (docs/delivery.md: duplicates only from the
+    # last <= 100 ms).
+    out = tmp_path / "out.ndjson"
+    n = 3000
+    def cfg(delay):
+        return f"""
+sources:
+  - type: generate
+    count: {n}
+    rate: 0
+    delay: {delay}
+    payload: '{{"seq":{{n}}}}'
+sinks:
+  - type: file
+    path: {out}
+    encoding: payload
+"""
+    def lines():
+        try:
+            return out.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+    sd = Seedance(cfg("0s"), workdir=str(tmp_path)).start()
+    try:
+        assert wait_until(lambda: len(lines()) >= n, 30), len(lines())
+        time.sleep(1.0)  # idle: everything delivered
+    finally:
+        sd.kill()
+    sd = Seedance(cfg("1h"), workdir=str(tmp_path)).start()  # emits nothing new
+    try:
+        time.sleep(2.0)
+        got = [json.loads(l)["seq"] for l in lines()]
+        assert sorted(got) == list(range(n)), f"{len(got) - n} events sent again after kill -9"
+    finally:
+        sd.stop()
