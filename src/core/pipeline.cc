@@ -430,6 +430,14 @@ void Pipeline::ProcessingLoop() {
     if (test_ack_delay_.count() > 0 && !items.empty()) std::this_thread::sleep_for(test_ack_delay_);
     if (safe) {
       for (IngestItem& item : items) item.ack.Ack();
+    } else if (PastShutdownDeadline()) {
+      // Shutting down and nothing more can be made safe: stop here. What is still queued is
+      // not acknowledged either; its sources send it again after the restart.
+      SEEDANCE_LOG_WARN("pipeline",
+                        "shutdown deadline passed with the batch unsafe: {} event(s) left "
+                        "unacknowledged",
+                        items.size() + ingest_->size());
+      break;
     }
     if (queue_) RecycleEvents(items);  // memory mode: the events went on to the sinks
     if (queue_) queue_->Tick();

@@ -279,6 +279,14 @@ void DurableQueue::NoteNoSpace(const Status& status) {
                        "{}: the file system is full; treated like the disk limit (when_full: "
                        "{}) until space returns",
                        status.message(), config_.drop_oldest ? "drop_oldest" : "block");
+    // The file system is smaller than the queue's limits assume: smaller segments let the
+    // sinks free space as they go, as they do at max_disk (segments of a quarter of it).
+    const uint64_t smaller = std::max<uint64_t>(64 * 1024, log_->disk_bytes() / 4);
+    if (smaller < log_->segment_bytes()) {
+      log_->SetSegmentBytes(smaller);
+      SEEDANCE_LOG_INFO("queue", "segments of {} bytes from now on (a quarter of what fit)",
+                        smaller);
+    }
   }
 }
 

@@ -289,6 +289,16 @@ Result<std::pair<uint64_t, uint64_t>> QueueLog::DropOldestSegment() {
   return range;
 }
 
+void QueueLog::SetSegmentBytes(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  options_.segment_bytes = bytes;
+}
+
+uint64_t QueueLog::segment_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return options_.segment_bytes;
+}
+
 uint64_t QueueLog::next_sequence() const {
   std::lock_guard<std::mutex> lock(mu_);
   return next_sequence_;

@@ -92,6 +92,10 @@ class QueueLog {
   // when nothing can be dropped.
   Result<std::pair<uint64_t, uint64_t>> DropOldestSegment();
 
+  // New segments close at `bytes` from now on (the active one included).
+  void SetSegmentBytes(uint64_t bytes);
+  uint64_t segment_bytes() const;
+
   uint64_t next_sequence() const;
   // Sequence of the oldest record still on disk (== next_sequence() when empty).
   uint64_t first_sequence() const;

@@ -112,5 +112,5 @@ def test_sigterm_on_a_full_disk_exits_within_the_shutdown_timeout(tmp_path, tmpf
             sd.kill()
         receiver.stop()
     # shutdown_timeout is 2 s; its watchdog would end a hang at 3 s with code 1.
-    assert took < 3.0, f"SIGTERM took {took:.1f} s"
+    assert took < 3.0, f"SIGTERM took {took:.2f} s (rc {rc})\n" + sd.stderr()[-2500:]
     assert rc == 0, sd.stderr()
