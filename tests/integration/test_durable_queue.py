@@ -290,3 +290,42 @@ sinks:
         assert sorted(got) == list(range(n)), f"{len(got) - n} events sent again after kill -9"
     finally:
         sd.stop()
+
+
+def test_queue_files_removed_with_positions_kept_loses_no_new_event(tmp_path):
+    # Sequence numbers never go backwards: with the queue's files gone and the sink's saved
+    # position kept, new events are numbered after it, not below it (where the sink skipped
+    # all 3,000 of them before).
+    out = tmp_path / "out.ndjson"
+    n = 3000
+    def cfg(run):
+        return f"""
+sources:
+  - type: generate
+    count: {n}
+    rate: 0
+    payload: '{{"run":{run},"seq":{{n}}}}'
+sinks:
+  - type: file
+    path: {out}
+    encoding: payload
+"""
+    def events(run):
+        try:
+            return [e for e in map(json.loads, out.read_text().splitlines()) if e["run"] == run]
+        except FileNotFoundError:
+            return []
+    sd = Seedance(cfg(1), workdir=str(tmp_path)).start()
+    try:
+        assert wait_until(lambda: len(events(1)) >= n, 30)
+    finally:
+        assert sd.stop() == 0
+    qdir = tmp_path / "seedance-data" / "queue"
+    for p in qdir.glob("*.log"):
+        p.unlink()
+    sd = Seedance(cfg(2), workdir=str(tmp_path)).start()
+    try:
+        assert wait_until(lambda: len(events(2)) >= n, 30), f"{n - len(events(2))} of {n} new events lost"
+        assert sorted(e["seq"] for e in events(2)) == list(range(n))
+    finally:
+        assert sd.stop() == 0
