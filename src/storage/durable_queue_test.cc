@@ -334,9 +334,9 @@ TEST_F(DurableQueueTest, BitFlipsCountEachDamagedRecordOnce) {
   {
     std::fstream f(Segment(1), std::ios::in | std::ios::out | std::ios::binary);
     uint64_t seq = 37;
-    for (int i = 0; i < 20; ++i, seq += 41) {  // 20 records, in the header or the payload
+    for (int i = 0; i < 20; ++i, seq += 41) {  // 20 records: length, tag or payload
       const auto [offset, size] = layout.at(seq);
-      const size_t at = offset + (i % 2 == 0 ? 6 : size - 1);
+      const size_t at = offset + (i % 3 == 0 ? 6 : i % 3 == 1 ? 24 : size - 1);
       f.seekg(static_cast<std::streamoff>(at));
       char byte = 0;
       f.read(&byte, 1);

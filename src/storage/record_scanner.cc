@@ -12,10 +12,18 @@ using util::GetFixed64;
 using util::PutFixed32;
 using util::PutFixed64;
 
-// True when a sound header starts at `p` (magic, header CRC, sane length).
+// The header CRC of the record whose header starts at `p`: bytes 0–15, and 24–27 (tag and
+// flags) when the flags byte says so; records written before 0.3 have 0 there (bytes 0–15).
+uint32_t HeaderCrc(const char* p) {
+  return p[25] == kHeaderCoversTag ? Crc32c(std::string_view(p, 16), std::string_view(p + 24, 4))
+                                   : Crc32c(std::string_view(p, 16));
+}
+
+// True when a sound header starts at `p` (magic, flags, header CRC, sane length).
 bool SoundHeader(const char* p) {
   if (GetFixed32(p) != kRecordMagic) return false;
-  if (UnmaskCrc(GetFixed32(p + 16)) != Crc32c(std::string_view(p, 16))) return false;
+  if (p[25] != 0 && p[25] != kHeaderCoversTag) return false;
+  if (UnmaskCrc(GetFixed32(p + 16)) != HeaderCrc(p)) return false;
   return GetFixed32(p + 4) <= kMaxPayload;
 }
 
@@ -40,14 +48,18 @@ size_t CountRecordStarts(std::string_view bytes) {
 }
 
 void EncodeRecord(uint64_t sequence, uint8_t tag, std::string_view payload, std::string& out) {
-  size_t start = out.size();
+  const size_t start = out.size();
   PutFixed32(out, kRecordMagic);
   PutFixed32(out, static_cast<uint32_t>(payload.size()));
   PutFixed64(out, sequence);
-  PutFixed32(out, MaskCrc(Crc32c(std::string_view(out.data() + start, 16))));
+  PutFixed32(out, 0);  // header CRC, below: it covers the tag too
   PutFixed32(out, MaskCrc(Crc32c(payload)));
   out.push_back(static_cast<char>(tag));
-  out.append(3, '\0');
+  out.push_back(static_cast<char>(kHeaderCoversTag));
+  out.append(2, '\0');
+  char* h = out.data() + start;
+  const uint32_t crc = MaskCrc(HeaderCrc(h));
+  for (int i = 0; i < 4; ++i) h[16 + i] = static_cast<char>((crc >> (8 * i)) & 0xFF);
   out.append(payload.data(), payload.size());
 }
 

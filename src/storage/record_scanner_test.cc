@@ -4,6 +4,8 @@
 
 #include "storage/crc32c.h"
 
+#include <string>
+
 namespace seedance::storage {
 namespace {
 
@@ -39,7 +41,7 @@ TEST(RecordScannerTest, EncodesTheDocumentedExampleByteForByte) {
   std::string out;
   EncodeRecord(1, 0, "hello", out);
   EXPECT_EQ(Hex(out),
-            "ce d1 ed 5e 05 00 00 00 01 00 00 00 00 00 00 00 c2 ce ee bf bb 1f 1c 19 00 00 00 00 "
+            "ce d1 ed 5e 05 00 00 00 01 00 00 00 00 00 00 00 c7 98 98 5c bb 1f 1c 19 00 01 00 00 "
             "68 65 6c 6c 6f");
   size_t pos = 0, skipped = 0;
   ScannedRecord r;
@@ -47,6 +49,38 @@ TEST(RecordScannerTest, EncodesTheDocumentedExampleByteForByte) {
   EXPECT_EQ(r.sequence, 1u);
   EXPECT_EQ(r.payload, "hello");
   EXPECT_EQ(pos, out.size());
+}
+
+std::string FromHex(std::string_view hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 3) {
+    out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  }
+  return out;
+}
+
+// Records written before 0.3: flags 0, the header CRC over bytes 0-15 only.
+TEST(RecordScannerTest, ReadsRecordsWhoseHeaderCrcDoesNotCoverTheTag) {
+  const std::string old = FromHex(
+      "ce d1 ed 5e 05 00 00 00 01 00 00 00 00 00 00 00 c2 ce ee bf bb 1f 1c 19 00 00 00 00 "
+      "68 65 6c 6c 6f ");
+  size_t pos = 0, skipped = 0;
+  ScannedRecord r;
+  ASSERT_EQ(ScanRecord(old, &pos, &r, &skipped), ScanResult::kRecord);
+  EXPECT_EQ(r.payload, "hello");
+}
+
+// A flipped tag would send the record to another output without a word: the header CRC
+// covers it, so it is damage (skipped and counted) instead.
+TEST(RecordScannerTest, ADamagedTagOrFlagsFailsTheHeaderCrc) {
+  for (size_t at : {24u, 25u, 26u, 27u}) {
+    std::string out;
+    EncodeRecord(7, 0, "payload", out);
+    out[at] = static_cast<char>(out[at] ^ 0x01);
+    size_t pos = 0, skipped = 0;
+    ScannedRecord r;
+    EXPECT_NE(ScanRecord(out, &pos, &r, &skipped), ScanResult::kRecord) << "byte " << at;
+  }
 }
 
 TEST(RecordScannerTest, ResynchronizesAfterGarbage) {
