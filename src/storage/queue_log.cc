@@ -109,6 +109,11 @@ Status QueueLog::Recover(RecoveryReport* report) {
     }
     const bool newest = i + 1 == firsts.size();
     uint64_t size = data.size();
+    if (!newest && valid_end < data.size()) {  // a closed segment cut short: damage, not a tear
+      ++report->damaged_regions;
+      report->damaged_bytes += data.size() - valid_end;
+      damaged = true;
+    }
     if (newest && valid_end < data.size()) {
       // A torn write at the end: the end of the log. Everything after the last good record
       // of the newest segment is cut, and counted by the records that started there.

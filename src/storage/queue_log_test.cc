@@ -208,6 +208,29 @@ TEST_F(QueueLogTest, ReaderSkipsToRetainedDataAfterDropOldest) {
   EXPECT_LE(count, 200 - first + 1);  // nothing read twice, nothing dropped read
 }
 
+TEST_F(QueueLogTest, AClosedSegmentCutShortIsDamageCountedByTheRecordsItLost) {
+  {
+    auto log = Open(2048);
+    for (int i = 0; i < 200; ++i) ASSERT_TRUE(log->Append(0, Payload(i)).has_value());
+  }
+  auto before = [&] {
+    auto log = Open(2048);
+    return log->Segments();
+  }();
+  ASSERT_GE(before.size(), 3u);
+  // Cut the first segment in the middle of a record: it and the ones after it in that
+  // segment are lost, but nothing else, and not as a torn tail (that is the newest file's).
+  fs::resize_file(before[0].path, before[0].size - 10);
+  RecoveryReport report;
+  auto log = Open(2048, &report);
+  EXPECT_EQ(report.truncated_bytes, 0u);
+  EXPECT_EQ(report.damaged_regions, 1u);
+  ASSERT_EQ(report.gaps.size(), 1u);
+  EXPECT_EQ(report.gaps[0].reason, LossReason::kCorrupt);
+  EXPECT_EQ(report.gaps[0].last, before[1].first_sequence - 1);
+  EXPECT_EQ(report.gaps[0].records(), 1u);  // the record the cut went through
+}
+
 TEST_F(QueueLogTest, SecondProcessCannotOpenTheSameDirectory) {
   auto log = Open();
   auto second = QueueLog::Open(LogOptions{dir_, 1 << 20}, nullptr);
