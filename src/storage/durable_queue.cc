@@ -126,8 +126,18 @@ Result<std::unique_ptr<DurableQueue>> DurableQueue::Open(const QueueConfig& conf
     }
   }
   if (d != nullptr) ::closedir(d);
+  // The log's end as last saved: records below it were written, so any beyond the end found
+  // now were lost (a power cut before they were synced, a file cut or removed).
+  q->head_path_ = c.data_dir + "/queue/HEAD";
+  uint64_t head = 0;
+  if (ReadCursorFile(fs, q->head_path_, &head) == CursorFile::kOk) {
+    highest_checked = std::max(highest_checked, head);
+    highest = std::max(highest, head);
+    q->head_saved_ = head;
+  }
   if (highest_checked > q->log_end_at_open_) {
-    // A sink delivered records up to there; sinks behind it never will.
+    // Records up to there existed (a sink delivered them, or HEAD saw them written); sinks
+    // behind never will.
     q->gaps_.push_back(KnownGap{storage::SequenceGap{q->log_end_at_open_, highest_checked - 1,
                                                      storage::LossReason::kLostTail},
                                 false});
@@ -263,8 +273,32 @@ void DurableQueue::ReportGaps(const std::string& sink,
 }
 
 void DurableQueue::SaveCursors() {
-  std::lock_guard<std::mutex> lock(cursors_mu_);
-  for (SinkCursor* c : cursors_) c->Save();
+  {
+    std::lock_guard<std::mutex> lock(cursors_mu_);
+    for (SinkCursor* c : cursors_) c->Save();
+  }
+  SaveHead();
+}
+
+void DurableQueue::SaveHead() {
+  // Processing thread (Tick) or shutdown. Like a position: a record in a temporary file,
+  // renamed over; not fsynced (an older or damaged HEAD only counts less).
+  const uint64_t end = log_->flushed_next();
+  if (end == head_saved_) return;
+  thread_local std::string record;
+  record.clear();
+  storage::EncodeCursor(end, record);
+  storage::FileSystem& fs = log_->fs();
+  const std::string tmp = head_path_ + ".tmp";
+  const int fd = fs.Open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return;
+  const bool written = fs.WriteAll(fd, record) == 0;
+  fs.Close(fd);
+  if (written && fs.Rename(tmp, head_path_) == 0) {
+    head_saved_ = end;
+  } else {
+    fs.Unlink(tmp);
+  }
 }
 
 bool DurableQueue::Full() const {
@@ -424,8 +458,11 @@ void DurableQueue::Tick() {
   auto now = std::chrono::steady_clock::now();
   if (now - last_cursor_save_ >= storage::kCursorSaveInterval) {  // an idle sink's position is saved too
     last_cursor_save_ = now;
-    std::lock_guard<std::mutex> lock(cursors_mu_);
-    for (SinkCursor* c : cursors_) c->MaybeSave(now);
+    {
+      std::lock_guard<std::mutex> lock(cursors_mu_);
+      for (SinkCursor* c : cursors_) c->MaybeSave(now);
+    }
+    SaveHead();
   }
   if (config_.fsync != QueueConfig::Fsync::kInterval || !dirty_) return;
   if (now - last_sync_ < config_.fsync_interval) return;

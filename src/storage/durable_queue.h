@@ -83,7 +83,7 @@ class DurableQueue {
   std::unique_ptr<SinkCursor> OpenCursor(const std::string& name, std::vector<Output> inputs);
   // Runs after each Commit (any thread): the pipeline wakes its sinks here.
   void SetCommitListener(std::function<void()> listener) { on_commit_ = std::move(listener); }
-  // Saves every cursor now (shutdown).
+  // Saves every cursor, and the log's end, now (shutdown).
   void SaveCursors();
 
   uint64_t disk_bytes() const { return log_->disk_bytes(); }
@@ -129,6 +129,11 @@ class DurableQueue {
   std::vector<KnownGap> gaps_;  // missing sequences known so far, oldest first
   std::atomic<bool> no_space_{false};
   std::chrono::steady_clock::time_point last_cursor_save_{};
+  // <data_dir>/queue/HEAD: the log's flushed end, saved with the positions, so a lost tail is
+  // counted at the next start even when no sink had read it.
+  std::string head_path_;
+  uint64_t head_saved_ = 0;
+  void SaveHead();
   observe::MetricsRegistry& metrics_;
   observe::Gauge& disk_gauge_;
   observe::Counter& appended_;

@@ -291,6 +291,28 @@ TEST_F(DurableQueueTest, TruncatedNewestSegmentCountsTheTornRecord) {
   EXPECT_EQ(Drain(*c).size(), 99u);
 }
 
+TEST_F(DurableQueueTest, TruncatedNewestSegmentReportsEveryRecordItLost) {
+  for (const size_t into_record : {size_t{0}, size_t{10}}) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    {
+      auto q = Open(Config());
+      ASSERT_TRUE(AppendIds(*q, 0, 100).ok());
+    }  // shutdown saves the log's end (HEAD)
+    // Sequences 71-100 cut off, the cut inside record 71 or on its boundary.
+    const auto layout = RecordLayout(Segment(1));
+    fs::resize_file(Segment(1), layout.at(71).first + into_record);
+    auto q = Open(Config());
+    auto c = q->OpenCursor("out", {Output::kMain});
+    const uint64_t torn = Counter("seedance_queue_lost_records_total", {{"reason", "torn_tail"}});
+    const uint64_t lost = Counter("seedance_queue_lost_records_total", {{"reason", "lost_tail"}});
+    EXPECT_EQ(torn, into_record > 0 ? 1u : 0u);
+    EXPECT_EQ(torn + lost, 30u) << "cut " << into_record << " bytes into record 71";
+    EXPECT_EQ(Drain(*c).size(), 70u);
+    EXPECT_GE(q->log().next_sequence(), 101u);
+  }
+}
+
 // Finding 4: damage is counted in records, once, however many sinks read past it.
 TEST_F(DurableQueueTest, ZeroedPageCountsEveryRecordItDestroyedOnce) {
   auto config = Config();

@@ -137,6 +137,7 @@ Status QueueLog::Recover(RecoveryReport* report) {
   }
   next_sequence_ = expected;
   buffer_first_ = next_sequence_;
+  flushed_next_ = next_sequence_;
   if (segments_.empty()) return OpenActive(next_sequence_);
   // Keep appending to the newest segment. Sequences lost in a torn tail are not numbered
   // again (a sink may have delivered them before a power cut): the jump starts a new segment.
@@ -233,6 +234,7 @@ Status QueueLog::FlushLocked() {
   disk_bytes_ += buffer_.size();
   buffer_.clear();
   buffer_first_ = next_sequence_;
+  flushed_next_ = next_sequence_;
   return Status::Ok();
 }
 
@@ -249,6 +251,7 @@ Status QueueLog::SkipTo(uint64_t sequence) {
   SEEDANCE_RETURN_IF_ERROR(FlushLocked());
   next_sequence_ = sequence;
   buffer_first_ = sequence;
+  flushed_next_ = sequence;
   if (fd_ >= 0 && segments_.back().size == 0) return RestartActiveLocked(sequence);
   return RotateLocked();
 }
@@ -307,6 +310,11 @@ uint64_t QueueLog::segment_bytes() const {
 uint64_t QueueLog::next_sequence() const {
   std::lock_guard<std::mutex> lock(mu_);
   return next_sequence_;
+}
+
+uint64_t QueueLog::flushed_next() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return flushed_next_;
 }
 
 uint64_t QueueLog::first_sequence() const {

@@ -97,6 +97,8 @@ class QueueLog {
   uint64_t segment_bytes() const;
 
   uint64_t next_sequence() const;
+  // One past the last record handed to the kernel (what survives a process crash).
+  uint64_t flushed_next() const;
   // Sequence of the oldest record still on disk (== next_sequence() when empty).
   uint64_t first_sequence() const;
   uint64_t disk_bytes() const;
@@ -143,6 +145,7 @@ class QueueLog {
   // left buffer_ starting inside a record.
   uint64_t buffer_first_ = 1;
   uint64_t next_sequence_ = 1;
+  uint64_t flushed_next_ = 1;
   uint64_t disk_bytes_ = 0;
 };
 
