@@ -76,4 +76,26 @@ uint32_t Crc32c(std::string_view a, std::string_view b) {
   return ~internal::Extend(internal::Extend(0xFFFFFFFFu, a), b);
 }
 
+#if defined(__x86_64__)
+namespace {
+__attribute__((target("sse4.2"))) uint32_t HeaderHardware(const char* a, const char* b) {
+  uint64_t w0, w1;
+  uint32_t w2;
+  std::memcpy(&w0, a, 8);
+  std::memcpy(&w1, a + 8, 8);
+  std::memcpy(&w2, b, 4);
+  uint64_t crc = _mm_crc32_u64(0xFFFFFFFFu, w0);
+  crc = _mm_crc32_u64(crc, w1);
+  return ~_mm_crc32_u32(static_cast<uint32_t>(crc), w2);
+}
+}  // namespace
+#endif
+
+uint32_t Crc32c16And4(const char* a, const char* b) {
+#if defined(__x86_64__)
+  if (internal::HaveHardware()) return HeaderHardware(a, b);
+#endif
+  return Crc32c(std::string_view(a, 16), std::string_view(b, 4));
+}
+
 }  // namespace seedance::storage

@@ -13,6 +13,8 @@ namespace seedance::storage {
 uint32_t Crc32c(std::string_view data);
 // CRC of `a` followed by `b`.
 uint32_t Crc32c(std::string_view a, std::string_view b);
+// CRC of the 16 bytes at `a` followed by the 4 at `b` (a record header: one call, no loop).
+uint32_t Crc32c16And4(const char* a, const char* b);
 
 namespace internal {
 // Running CRC state (before the final inversion) extended by `data`; both implementations

@@ -15,8 +15,7 @@ using util::PutFixed64;
 // The header CRC of the record whose header starts at `p`: bytes 0–15, and 24–27 (tag and
 // flags) when the flags byte says so; records written before 0.3 have 0 there (bytes 0–15).
 uint32_t HeaderCrc(const char* p) {
-  return p[25] == kHeaderCoversTag ? Crc32c(std::string_view(p, 16), std::string_view(p + 24, 4))
-                                   : Crc32c(std::string_view(p, 16));
+  return p[25] == kHeaderCoversTag ? Crc32c16And4(p, p + 24) : Crc32c(std::string_view(p, 16));
 }
 
 // True when a sound header starts at `p` (magic, flags, header CRC, sane length).

@@ -31,6 +31,14 @@ TEST(Crc32cTest, HardwareAndSoftwarePathsAgree) {
   }
 }
 
+TEST(Crc32cTest, TheHeaderFormIsTheCrcOfBothParts) {
+  std::string bytes;
+  for (int i = 0; i < 20; ++i) bytes.push_back(static_cast<char>(i * 29 + 3));
+  EXPECT_EQ(Crc32c16And4(bytes.data(), bytes.data() + 16),
+            Crc32c(std::string_view(bytes).substr(0, 16), std::string_view(bytes).substr(16)));
+  EXPECT_EQ(Crc32c16And4(bytes.data(), bytes.data() + 16), Crc32c(bytes));
+}
+
 TEST(Crc32cTest, MatchesTheStandardCheckValue) {
   EXPECT_EQ(Crc32c("123456789"), 0xE3069283u);
   EXPECT_EQ(UnmaskCrc(MaskCrc(0x12345678u)), 0x12345678u);
