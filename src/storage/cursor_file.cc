@@ -1,5 +1,7 @@
 #include "storage/cursor_file.h"
 
+#include <fcntl.h>
+
 #include <string_view>
 
 #include "storage/record_scanner.h"
@@ -39,6 +41,18 @@ CursorFile ReadCursorFile(FileSystem& fs, const std::string& path, uint64_t* pos
   return CursorFile::kText;
 }
 
-void EncodeCursor(uint64_t position, std::string& out) { EncodeRecord(position, kCursorTag, {}, out); }
+bool WriteCursorFile(FileSystem& fs, const std::string& path, const std::string& tmp_path,
+                     uint64_t position) {
+  thread_local std::string record;
+  record.clear();
+  EncodeRecord(position, kCursorTag, {}, record);
+  const int fd = fs.Open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return false;
+  const bool written = fs.WriteAll(fd, record) == 0;
+  fs.Close(fd);
+  if (written && fs.Rename(tmp_path, path) == 0) return true;
+  fs.Unlink(tmp_path);
+  return false;
+}
 
 }  // namespace seedance::storage

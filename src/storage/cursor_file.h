@@ -23,7 +23,10 @@ enum class CursorFile {
 inline constexpr auto kCursorSaveInterval = std::chrono::milliseconds(100);
 
 CursorFile ReadCursorFile(FileSystem& fs, const std::string& path, uint64_t* position);
-// Appends the file's bytes for `position` to `out`.
-void EncodeCursor(uint64_t position, std::string& out);
+// Writes `position` to `path`: one record in `tmp_path`, renamed over `path` (not fsynced:
+// a position lost in a power cut is an older one). False on any error, leaving no partial
+// temporary file (a full disk). Allocates nothing after the first call on a thread.
+bool WriteCursorFile(FileSystem& fs, const std::string& path, const std::string& tmp_path,
+                     uint64_t position);
 
 }  // namespace seedance::storage

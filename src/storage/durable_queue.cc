@@ -281,23 +281,11 @@ void DurableQueue::SaveCursors() {
 }
 
 void DurableQueue::SaveHead() {
-  // Processing thread (Tick) or shutdown. Like a position: a record in a temporary file,
-  // renamed over; not fsynced (an older or damaged HEAD only counts less).
+  // Processing thread (Tick) or shutdown; written like a position.
   const uint64_t end = log_->flushed_next();
   if (end == head_saved_) return;
-  thread_local std::string record;
-  record.clear();
-  storage::EncodeCursor(end, record);
-  storage::FileSystem& fs = log_->fs();
-  const std::string tmp = head_path_ + ".tmp";
-  const int fd = fs.Open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return;
-  const bool written = fs.WriteAll(fd, record) == 0;
-  fs.Close(fd);
-  if (written && fs.Rename(tmp, head_path_) == 0) {
+  if (storage::WriteCursorFile(log_->fs(), head_path_, head_path_ + ".tmp", end)) {
     head_saved_ = end;
-  } else {
-    fs.Unlink(tmp);
   }
 }
 

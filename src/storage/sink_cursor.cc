@@ -1,7 +1,5 @@
 #include "storage/sink_cursor.h"
 
-#include <fcntl.h>
-
 #include <algorithm>
 #include <tuple>
 
@@ -139,22 +137,7 @@ void SinkCursor::Save() {
   std::lock_guard<std::mutex> lock(save_mu_);
   const uint64_t c = committed_.load();
   if (c == saved_) return;
-  // One record written to a temporary file and renamed over the old one; paths made once, a
-  // buffer on the stack, so the saves (up to ten a second) allocate nothing after the first.
-  // Not fsynced: a position lost in a power cut is an older one (duplicates, never loss).
-  thread_local std::string record;
-  record.clear();
-  storage::EncodeCursor(c, record);
-  storage::FileSystem& fs = queue_.log_->fs();
-  const int fd = fs.Open(tmp_path_, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return;
-  const bool written = fs.WriteAll(fd, record) == 0;
-  fs.Close(fd);
-  if (written && fs.Rename(tmp_path_, path_) == 0) {
-    saved_ = c;
-  } else {
-    fs.Unlink(tmp_path_);  // a full disk: do not leave a partial file behind
-  }
+  if (storage::WriteCursorFile(queue_.log_->fs(), path_, tmp_path_, c)) saved_ = c;
 }
 
 }  // namespace seedance
