@@ -101,7 +101,7 @@ Result<std::unique_ptr<DurableQueue>> DurableQueue::Open(const QueueConfig& conf
   std::unique_ptr<DurableQueue> q(new DurableQueue(c, std::move(log).value(), metrics));
   q->log_end_at_open_ = q->log_->next_sequence();
   q->damaged_bytes_.Add(report.damaged_bytes);
-  for (const auto& gap : report.gaps) q->gaps_.push_back(KnownGap{gap, false});
+  for (const auto& gap : report.gaps) q->gaps_[gap.first] = KnownGap{gap};
 
   // Sequence numbers never go backwards: a saved position beyond the log's end proves that
   // the sequences below it were used (the log lost its tail, or its files were removed).
@@ -138,15 +138,14 @@ Result<std::unique_ptr<DurableQueue>> DurableQueue::Open(const QueueConfig& conf
   if (highest_checked > q->log_end_at_open_) {
     // Records up to there existed (a sink delivered them, or HEAD saw them written); sinks
     // behind never will.
-    q->gaps_.push_back(KnownGap{storage::SequenceGap{q->log_end_at_open_, highest_checked - 1,
-                                                     storage::LossReason::kLostTail},
-                                false});
+    q->gaps_[q->log_end_at_open_] = KnownGap{storage::SequenceGap{
+        q->log_end_at_open_, highest_checked - 1, storage::LossReason::kLostTail}};
   }
   if (highest > highest_checked && highest > q->log_end_at_open_) {
     // Moved on by a position without a checksum: skipped, not lost.
     const uint64_t from = std::max(q->log_end_at_open_, highest_checked);
-    q->gaps_.push_back(KnownGap{
-        storage::SequenceGap{from, highest - 1, storage::LossReason::kLostTail}, false, false});
+    q->gaps_[from] = KnownGap{
+        storage::SequenceGap{from, highest - 1, storage::LossReason::kLostTail}, false, false};
   }
   if (highest > q->log_end_at_open_) {
     SEEDANCE_RETURN_IF_ERROR(q->log_->SkipTo(highest).WithContext("durable queue"));
@@ -209,9 +208,9 @@ std::unique_ptr<SinkCursor> DurableQueue::OpenCursor(const std::string& name,
   std::unique_ptr<SinkCursor> cursor(new SinkCursor(*this, name, std::move(inputs), start));
   {
     std::lock_guard<std::mutex> lock(gaps_mu_);
-    for (const auto& known : gaps_) {
+    for (auto& [first, known] : gaps_) {
       if (known.loss && known.gap.last >= std::max(start, delivered_below)) {
-        ReportLoss(name, known.gap);
+        ReportLoss(name, known);
       }
     }
   }
@@ -220,17 +219,13 @@ std::unique_ptr<SinkCursor> DurableQueue::OpenCursor(const std::string& name,
   return cursor;
 }
 
-void DurableQueue::ReportLoss(const std::string& sink, const storage::SequenceGap& gap) {
+void DurableQueue::ReportLoss(const std::string& sink, KnownGap& known) {
   // gaps_mu_ held.
-  for (auto& k : gaps_) {
-    if (k.gap.first == gap.first && k.gap.last == gap.last) {
-      if (!k.counted) {
-        k.counted = true;
-        Lost(gap.reason).Add(gap.records());
-        if (gap.reason == storage::LossReason::kCorrupt) corrupt_.Add(gap.records());
-      }
-      break;
-    }
+  const storage::SequenceGap& gap = known.gap;
+  if (!known.counted) {
+    known.counted = true;
+    Lost(gap.reason).Add(gap.records());
+    if (gap.reason == storage::LossReason::kCorrupt) corrupt_.Add(gap.records());
   }
   uint64_t suppressed = 0;
   if (Limiter().Allow(fmt::format("lost/{}/{}", sink, storage::LossReasonName(gap.reason)),
@@ -248,27 +243,18 @@ void DurableQueue::ReportGaps(const std::string& sink,
   std::lock_guard<std::mutex> lock(gaps_mu_);
   for (const storage::SequenceGap& gap : gaps) {
     // The parts of `gap` no known gap covers are new. Known ones were reported when each sink
-    // opened, for the sinks that had not delivered them.
+    // opened, for the sinks that had not delivered them. Known gaps never overlap: walk the
+    // ones that meet `gap`, in order.
     uint64_t at = gap.first;
     std::vector<storage::SequenceGap> parts;
-    std::vector<size_t> known_hits;
-    for (size_t i = 0; i < gaps_.size(); ++i) {
-      const auto& k = gaps_[i].gap;
-      if (k.last < gap.first || k.first > gap.last) continue;
-      known_hits.push_back(i);
-    }
-    std::sort(known_hits.begin(), known_hits.end(),
-              [&](size_t a, size_t b) { return gaps_[a].gap.first < gaps_[b].gap.first; });
-    for (size_t i : known_hits) {
-      const auto& k = gaps_[i].gap;
-      if (k.first > at) parts.push_back({at, k.first - 1, gap.reason});
-      at = std::max(at, k.last + 1);
+    auto it = gaps_.upper_bound(gap.first);
+    if (it != gaps_.begin() && std::prev(it)->second.gap.last >= gap.first) --it;
+    for (; it != gaps_.end() && it->first <= gap.last; ++it) {
+      if (it->first > at) parts.push_back({at, it->first - 1, gap.reason});
+      at = std::max(at, it->second.gap.last + 1);
     }
     if (at <= gap.last) parts.push_back({at, gap.last, gap.reason});
-    for (const auto& part : parts) {
-      gaps_.push_back(KnownGap{part, false});
-      ReportLoss(sink, part);
-    }
+    for (const auto& part : parts) ReportLoss(sink, gaps_[part.first] = KnownGap{part});
   }
 }
 
@@ -468,7 +454,7 @@ void DurableQueue::CollectGarbage() {
   log_->DeleteBefore(min, Full());
   {
     std::lock_guard<std::mutex> lock(gaps_mu_);  // gaps every sink has passed are history
-    std::erase_if(gaps_, [&](const KnownGap& k) { return k.gap.last < min; });
+    std::erase_if(gaps_, [&](const auto& entry) { return entry.second.gap.last < min; });
   }
   disk_gauge_.Set(static_cast<int64_t>(log_->disk_bytes()));
   space_cv_.notify_all();

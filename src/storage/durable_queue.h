@@ -32,6 +32,7 @@
 #include <deque>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -109,7 +110,7 @@ class DurableQueue {
   uint64_t MinCommitted();
   // Counts (once) and logs the records of `gap` that sink `sink` will never deliver.
   // gaps_mu_ held.
-  void ReportLoss(const std::string& sink, const storage::SequenceGap& gap);
+  void ReportLoss(const std::string& sink, KnownGap& known);
   void ReportGaps(const std::string& sink, const std::vector<storage::SequenceGap>& gaps);
   observe::Counter& Lost(storage::LossReason reason);
 
@@ -126,7 +127,7 @@ class DurableQueue {
   std::string scratch_;
   uint64_t log_end_at_open_ = 0;  // next sequence after recovery, before any SkipTo
   std::mutex gaps_mu_;
-  std::vector<KnownGap> gaps_;  // missing sequences known so far, oldest first
+  std::map<uint64_t, KnownGap> gaps_;  // missing sequences known so far, by first; disjoint
   std::atomic<bool> no_space_{false};
   std::chrono::steady_clock::time_point last_cursor_save_{};
   // <data_dir>/queue/HEAD: the log's flushed end, saved with the positions, so a lost tail is
