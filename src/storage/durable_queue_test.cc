@@ -81,32 +81,14 @@ class DurableQueueTest : public ::testing::Test {
   std::unique_ptr<observe::MetricsRegistry> metrics_;
 };
 
-// Cuts `path` just before the record with sequence `seq` (a clean cut at a record boundary).
-void CutBefore(const std::string& path, uint64_t seq) {
-  std::string data;
-  {
-    std::ifstream in(path, std::ios::binary);
-    data.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  size_t pos = 0;
-  storage::ScannedRecord r;
-  size_t skipped = 0;
-  while (storage::ScanRecord(data, &pos, &r, &skipped) == storage::ScanResult::kRecord) {
-    if (r.sequence == seq) {
-      fs::resize_file(path, r.offset);
-      return;
-    }
-  }
-  FAIL() << "no record " << seq << " in " << path;
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Offsets of every record in a segment: sequence → (offset, size).
+// Offsets of every record in a file: sequence → (offset, size).
 std::map<uint64_t, std::pair<size_t, size_t>> RecordLayout(const std::string& path) {
-  std::string data;
-  {
-    std::ifstream in(path, std::ios::binary);
-    data.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  const std::string data = ReadBytes(path);
   std::map<uint64_t, std::pair<size_t, size_t>> out;
   size_t pos = 0;
   storage::ScannedRecord r;
@@ -117,15 +99,18 @@ std::map<uint64_t, std::pair<size_t, size_t>> RecordLayout(const std::string& pa
   return out;
 }
 
+// Cuts `path` just before the record with sequence `seq` (a clean cut at a record boundary).
+void CutBefore(const std::string& path, uint64_t seq) {
+  const auto layout = RecordLayout(path);
+  auto it = layout.find(seq);
+  ASSERT_NE(it, layout.end()) << "no record " << seq << " in " << path;
+  fs::resize_file(path, it->second.first);
+}
+
 uint64_t SavedPosition(const std::string& path) {
-  std::string data;
-  std::ifstream in(path, std::ios::binary);
-  data.assign(std::istreambuf_iterator<char>(in), {});
-  size_t pos = 0;
-  storage::ScannedRecord r;
-  size_t skipped = 0;
-  EXPECT_EQ(storage::ScanRecord(data, &pos, &r, &skipped), storage::ScanResult::kRecord);
-  return r.sequence;
+  const auto layout = RecordLayout(path);
+  EXPECT_EQ(layout.size(), 1u) << path;
+  return layout.empty() ? 0 : layout.begin()->first;
 }
 
 std::set<int> AsSet(const std::vector<int>& v) { return {v.begin(), v.end()}; }
