@@ -40,8 +40,22 @@ struct ProcessorFactory {
   PluginInfo info;
   std::function<Result<std::unique_ptr<Processor>>(const Params&, PluginContext&)> create;
 };
+// Which of the runner's delivery settings a sink type offers, and their defaults. The settings
+// themselves (batch_size, concurrency, timeout, retry_*) are declared once for every sink, in
+// src/core/delivery_policy.cc, and appended to the sink's parameters by the registry.
+struct SinkDeliveryTraits {
+  std::string batch_size = "500";
+  // Offers `concurrency` (fixed, or adaptive to latency); otherwise one attempt at a time.
+  bool concurrent = false;
+  std::string concurrency = "4";
+  // Offers `timeout` per attempt (sinks that wait on a remote side).
+  bool timeout = false;
+  std::string default_timeout = "5s";
+};
+
 struct SinkFactory {
   PluginInfo info;
+  SinkDeliveryTraits delivery;
   std::function<Result<std::unique_ptr<Sink>>(const Params&, PluginContext&)> create;
 };
 
@@ -49,7 +63,8 @@ class PluginRegistry {
  public:
   void Add(SourceFactory f) { sources_[f.info.type] = std::move(f); }
   void Add(ProcessorFactory f) { processors_[f.info.type] = std::move(f); }
-  void Add(SinkFactory f) { sinks_[f.info.type] = std::move(f); }
+  // Appends the delivery settings the sink offers (f.delivery) to its parameters.
+  void Add(SinkFactory f);
 
   // nullptr when no plugin of that kind has that type name.
   const PluginInfo* Find(PluginKind kind, const std::string& type) const;

@@ -1,9 +1,15 @@
 // Sink: where events leave the pipeline (HTTP, MQTT, file, stdout).
 //
-// The runtime owns batching and queueing; a sink only delivers batches it is given, at most
-// MaxInFlight() at a time, and reports each batch's outcome exactly once.
+// A sink makes one attempt to deliver a batch and says what came of it; the runtime does the
+// rest, the same way for every sink (src/core/sink_runner.h): batching, retries with backoff
+// and jitter, a server's Retry-After, splitting a batch that is too large, the timeout of an
+// attempt, adaptive concurrency and the memory budget. A sink's own folder holds its
+// configuration, how it encodes a batch, and its client.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -18,45 +24,72 @@ struct Batch {
   std::vector<Event> events;
 };
 
-// Outcome of one Deliver():
-//   kOk                 every event accepted by the remote side, except those in `rejected`
-//                       (e.g. one event too large for the server when a batch was split),
-//                       which the runtime routes to the `rejected` output with their reason;
-//   kInvalidArgument    refused by the remote side (e.g. HTTP 4xx); the runtime routes the
-//                       events to the `rejected` output with the status message as reason;
-//   kCancelled          shutdown came first; the events were not delivered;
-//   kResourceExhausted  given back through Evict(); the events were not delivered;
-//   anything else       gave up after the configured retries; routed like kInvalidArgument.
 struct RejectedEvent {
   size_t index = 0;  // in Batch::events
   std::string reason;
 };
-struct DeliveryOutcome {
-  DeliveryOutcome(Status s) : status(std::move(s)) {}  // NOLINT: a plain Status is an outcome
-  Status status;
-  std::vector<RejectedEvent> rejected;  // only with an OK status
+
+// What one attempt came to.
+struct AttemptOutcome {
+  enum class Kind {
+    kDelivered,  // accepted by the remote side, except the events in `rejected` (if any),
+                 // which go to the `rejected` output with their reason
+    kRetry,      // a transient failure: the runner tries again after a backoff of at least
+                 // `retry_after` (a server-given delay, capped by the sink's `retry_max`)
+    kRejected,   // refused for good (e.g. HTTP 400): every event to `rejected` with `reason`
+    kTooLarge,   // the remote side takes no batch this large: the runner sends it as two
+                 // halves, and a single event that is still too large goes to `rejected`
+    kShutdown,   // the sink was stopped first; the events were not delivered
+  };
+  Kind kind = Kind::kDelivered;
+  std::string reason;  // what happened, on one line (all but kDelivered)
+  std::chrono::milliseconds retry_after{0};
+  bool backpressure = false;  // the server asked for less (HTTP 429/503): lowers concurrency
+  std::vector<RejectedEvent> rejected;
+
+  static AttemptOutcome Delivered() { return {}; }
+  static AttemptOutcome Retry(std::string reason, std::chrono::milliseconds after = {},
+                              bool backpressure = false) {
+    AttemptOutcome o;
+    o.kind = Kind::kRetry;
+    o.reason = std::move(reason);
+    o.retry_after = after;
+    o.backpressure = backpressure;
+    return o;
+  }
+  static AttemptOutcome Rejected(std::string reason) { return Of(Kind::kRejected, reason); }
+  static AttemptOutcome TooLarge(std::string reason) { return Of(Kind::kTooLarge, reason); }
+  static AttemptOutcome Shutdown() { return Of(Kind::kShutdown, "sink stopped"); }
+
+ private:
+  static AttemptOutcome Of(Kind kind, std::string reason) {
+    AttemptOutcome o;
+    o.kind = kind;
+    o.reason = std::move(reason);
+    return o;
+  }
 };
-using DeliveryCallback = std::function<void(DeliveryOutcome)>;
+using AttemptCallback = std::function<void(AttemptOutcome)>;
 
 class Sink {
  public:
   virtual ~Sink() = default;
   // Prepares connections etc. Returns kInvalidArgument when misconfigured.
   virtual Status Start() { return Status::Ok(); }
-  // Delivers `batch`, retrying transient failures internally. `done` runs exactly once, on the
-  // event loop. REQUIRES: Start() returned OK; called on the event loop.
-  virtual void Deliver(std::shared_ptr<const Batch> batch, DeliveryCallback done) = 0;
-  // How many Deliver() calls may be outstanding at once.
-  virtual int MaxInFlight() const { return 1; }
-  // Memory budget: gives back the in-memory copy of `batch` (of an outstanding Deliver) if the
-  // sink is only holding it between attempts. That Deliver then completes with
-  // kResourceExhausted and the runtime delivers the events again later, from the durable
-  // queue. Returns false when the batch is being sent, or the sink never waits: it stays.
-  // Called on the event loop.
-  virtual bool Evict(const Batch& /*batch*/) { return false; }
-  // Preferred maximum events per batch.
-  virtual size_t MaxBatchEvents() const { return 500; }
-  // Cancels retries and connections; outstanding Deliver() calls complete with kCancelled.
+  // One attempt to deliver `batch`. `done` runs exactly once, on the event loop (possibly
+  // inside Attempt()); `batch` stays valid until then. `id` names the attempt for Abort().
+  // Attempts may overlap (the runner's concurrency). REQUIRES: Start() returned OK; called
+  // on the event loop.
+  virtual void Attempt(uint64_t id, const Batch& batch, AttemptCallback done) = 0;
+  // The attempt's time is up (the runner's `timeout`): end attempt `id` now, e.g. by closing
+  // its connection. Its `done` still runs once, with any outcome. Does nothing for an attempt
+  // that already completed. Event loop only.
+  virtual void Abort(uint64_t /*id*/) {}
+  // The most events one attempt can carry whatever the configuration (1 for one request per
+  // event); the runner's batches are the smaller of this and `batch_size`.
+  virtual size_t MaxBatchEvents() const { return SIZE_MAX; }
+  // Closes connections; attempts in progress complete (kShutdown, or any outcome). Event loop
+  // or after the loop stopped.
   virtual void Stop() {}
 };
 

@@ -52,7 +52,7 @@ Pipeline::Pipeline(const config::PipelineConfig& config, observe::MetricsRegistr
   // With a budget, the ingest queue may hold a quarter of its queued bytes; batches and
   // request bodies the rest.
   ingest_ = std::make_unique<IngestQueue>(config.queue_capacity, loop_, budget_.get(),
-                                          budget_ ? budget_->queued_capacity() / 4 : 0);
+                                          budget_ ? budget_->IngestBytes() : 0);
   if (const char* delay = std::getenv("SEEDANCE_TEST_ACK_DELAY_MS")) {
     test_ack_delay_ = std::chrono::milliseconds(std::atoi(delay));
   }
@@ -113,16 +113,23 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     }
     p->processors_.push_back(ProcessorSlot{c.name, std::move(stats), std::move(made).value()});
   }
-  std::vector<std::pair<std::unique_ptr<ComponentStats>, std::unique_ptr<Sink>>> sinks;
+  struct MadeSink {
+    std::unique_ptr<ComponentStats> stats;
+    std::unique_ptr<Sink> sink;
+    DeliveryPolicy policy;
+  };
+  std::vector<MadeSink> sinks;
   for (const auto& c : config.sinks) {
     auto stats = std::make_unique<ComponentStats>(metrics, "sink", c.name);
     PluginContext ctx = context(c, stats.get());
-    auto made = registry.FindSink(c.type)->create(c.params, ctx);
+    const SinkFactory* factory = registry.FindSink(c.type);
+    auto policy = ReadDeliveryPolicy(c.params, factory->delivery);
+    auto made = policy ? factory->create(c.params, ctx) : policy.error();
     if (!made) {
       problem(made.error(), fmt::format("{}: sink \"{}\"", c.location, c.name));
       continue;
     }
-    sinks.emplace_back(std::move(stats), std::move(made).value());
+    sinks.push_back(MadeSink{std::move(stats), std::move(made).value(), std::move(policy).value()});
   }
   if (!problems.empty()) {
     std::string all;
@@ -137,11 +144,11 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
   }
   for (size_t i = 0; i < config.sinks.size(); ++i) {
     const auto& c = config.sinks[i];
-    auto& [stats, made] = sinks[i];
+    auto& [stats, made, policy] = sinks[i];
     Pipeline* self = p.get();
     std::string name = c.name;
     auto runner = std::make_unique<SinkRunner>(
-        c.name, std::move(made), config.queue_capacity, p->loop_, *stats,
+        c.name, std::move(made), std::move(policy), config.queue_capacity, p->loop_, *stats,
         [self, name](Event&& e, const std::string& reason) {
           if (e.FindHeader("output") != nullptr && *e.FindHeader("output") == "rejected") {
             // Refused again on the rejected path: do not loop.

@@ -31,7 +31,8 @@ struct PluginContext {
   bool validate_only = false;
   // Set for pipelines with stateful processors: sources with redeliveries consult it.
   RedeliveryGuard* redelivery = nullptr;
-  // Set with `limits.memory`: sinks charge the buffers they build for queued events here.
+  // Set with `limits.memory`: processors charge what they hold for events here (sinks need
+  // not: the sink runner charges a batch with the request built from it).
   governor::MemoryBudget* memory = nullptr;
 };
 

@@ -1,5 +1,7 @@
 #include "seedance/plugin_registry.h"
 
+#include "core/delivery_policy.h"
+
 namespace seedance {
 
 std::string_view PluginKindName(PluginKind kind) {
@@ -12,6 +14,11 @@ std::string_view PluginKindName(PluginKind kind) {
       return "sink";
   }
   return "?";
+}
+
+void PluginRegistry::Add(SinkFactory f) {
+  for (ParamSpec& spec : DeliveryParamSpecs(f.delivery)) f.info.params.push_back(std::move(spec));
+  sinks_[f.info.type] = std::move(f);
 }
 
 const PluginInfo* PluginRegistry::Find(PluginKind kind, const std::string& type) const {

@@ -1,16 +1,30 @@
 #include "core/sink_runner.h"
 
-#include <algorithm>
+#include <fmt/format.h>
 
-#include "util/log.h"
+#include <algorithm>
 
 namespace seedance {
 
-SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, size_t capacity,
-                       EventLoop& loop, ComponentStats& stats, RejectFn on_reject,
-                       std::unique_ptr<SinkCursor> cursor, governor::MemoryBudget* budget)
+namespace {
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+using boost::system::error_code;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, DeliveryPolicy policy,
+                       size_t capacity, EventLoop& loop, ComponentStats& stats,
+                       RejectFn on_reject, std::unique_ptr<SinkCursor> cursor,
+                       governor::MemoryBudget* budget)
     : name_(std::move(name)),
       sink_(std::move(sink)),
+      policy_(std::move(policy)),
       capacity_(capacity),
       loop_(loop),
       stats_(stats),
@@ -23,7 +37,23 @@ SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, size_t capa
           {{"pool", "batch"}, {"component", name_}})),
       pool_misses_(stats_.registry().GetCounter(
           "seedance_pool_misses_total", "Objects allocated because their pool had none free.",
-          {{"pool", "batch"}, {"component", name_}})) {}
+          {{"pool", "batch"}, {"component", name_}})),
+      controller_(policy_.concurrency),
+      limit_gauge_(stats_.registry().GetGauge("seedance_sink_concurrency_limit",
+                                              "Attempts the sink may have outstanding.",
+                                              {{"component", name_}})),
+      in_flight_gauge_(stats_.registry().GetGauge("seedance_sink_in_flight",
+                                                  "Attempts the sink has in progress.",
+                                                  {{"component", name_}})),
+      p99_gauge_(stats_.registry().GetFloatGauge(
+          "seedance_sink_latency_p99_seconds",
+          "P99 attempt latency over the controller's window (adaptive concurrency).",
+          {{"component", name_}})),
+      watchdog_(loop_.io()) {
+  limit_gauge_.Set(controller_.limit());
+}
+
+SinkRunner::~SinkRunner() = default;
 
 std::shared_ptr<Batch> SinkRunner::TakeBatch() {
   for (const auto& b : batch_pool_) {
@@ -51,18 +81,13 @@ void SinkRunner::TrimPool() {
   }
 }
 
-std::vector<SinkRunner::InFlight>::iterator SinkRunner::FindInFlight(uint64_t id) {
-  return std::find_if(in_flight_.begin(), in_flight_.end(),
-                      [id](const InFlight& f) { return f.id == id; });
-}
-
-void SinkRunner::Push(Event&& event, std::chrono::steady_clock::time_point deadline) {
+void SinkRunner::Push(Event&& event, steady_clock::time_point deadline) {
   {
     std::unique_lock<std::mutex> lock(mu_);
     // The shutdown deadline may be set while we wait: look at it on every wake-up.
     while (queue_.size() >= capacity_ && !stopped_) {
       auto until = std::min(deadline, shutdown_deadline_);
-      if (std::chrono::steady_clock::now() >= until) break;
+      if (steady_clock::now() >= until) break;
       space_cv_.wait_until(lock, until);
     }
     queue_.push_back(std::move(event));
@@ -72,7 +97,7 @@ void SinkRunner::Push(Event&& event, std::chrono::steady_clock::time_point deadl
   ScheduleKick();
 }
 
-void SinkRunner::SetShutdownDeadline(std::chrono::steady_clock::time_point deadline) {
+void SinkRunner::SetShutdownDeadline(steady_clock::time_point deadline) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     shutdown_deadline_ = deadline;
@@ -92,26 +117,35 @@ void SinkRunner::PushNoWait(Event&& event) {
 
 void SinkRunner::ScheduleKick() { kick_signal_.Notify(); }
 
+size_t SinkRunner::BatchEvents() const {
+  return std::max<size_t>(1, std::min(policy_.batch_events, sink_->MaxBatchEvents()));
+}
+
 bool SinkRunner::BudgetAllowsMore() const {
-  if (budget_ == nullptr || in_flight_.empty()) return true;  // always make progress
+  if (budget_ == nullptr || jobs_.empty()) return true;  // always make progress
   if (probing_) return false;
-  // Room for a full batch and the request body a sink builds from it.
-  const size_t max_events = std::max<size_t>(1, sink_->MaxBatchEvents());
-  return budget_->HasRoom(2 * max_events * event_bytes_estimate_);
+  return budget_->HasRoom(governor::MemoryBudget::BatchAdmissionBytes(BatchEvents(),
+                                                                      event_bytes_estimate_));
 }
 
 void SinkRunner::Kick() {
-  const size_t max_events = std::max<size_t>(1, sink_->MaxBatchEvents());
-  const int max_in_flight = std::max(1, sink_->MaxInFlight());
+  // A sink that completes inside Attempt() finishes jobs from in here: this loop takes the
+  // next one, not a recursive Kick() per batch.
+  if (kicking_) return;
+  kicking_ = true;
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{kicking_};
+  const size_t max_events = BatchEvents();
   while (true) {
-    std::shared_ptr<Batch> batch;
-    uint64_t first = 0, last = 0;
-    uint64_t id = 0, bytes = 0;
+    Job* job = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stopped_ || static_cast<int>(in_flight_.size()) >= max_in_flight || !BudgetAllowsMore()) return;
+      if (stopped_ || static_cast<int>(jobs_.size()) >= Limit() || !BudgetAllowsMore()) return;
       if (!cursor_ && queue_.empty()) return;
-      batch = TakeBatch();
+      std::shared_ptr<Batch> batch = TakeBatch();
+      uint64_t first = 0, last = 0, bytes = 0;
       if (cursor_) {
         const size_t returned_before = cursor_->returned();
         if (!cursor_->Read(max_events, &batch->events, &first, &last)) {
@@ -126,10 +160,12 @@ void SinkRunner::Kick() {
         }
         if (!read_again) stats_.events_in.Add(batch->events.size());
         if (budget_) {
-          for (const Event& e : batch->events) bytes += e.MemoryBytes();
+          uint64_t event_bytes = 0;
+          for (const Event& e : batch->events) event_bytes += e.MemoryBytes();
+          event_bytes_estimate_ = event_bytes / batch->events.size();
+          bytes = governor::MemoryBudget::BatchChargeBytes(event_bytes);
           budget_->Charge(bytes);
           if (read_again) budget_->CountRestored(bytes);
-          event_bytes_estimate_ = bytes / batch->events.size();
         }
       } else {
         size_t n = std::min(max_events, queue_.size());
@@ -141,55 +177,212 @@ void SinkRunner::Kick() {
         }
         stats_.queue_depth.Set(static_cast<int64_t>(queue_.size()));
       }
-      in_flight_events_ += batch->events.size();
-      id = next_id_++;
-      in_flight_.push_back(InFlight{.id = id,
-                                    .batch = batch,
-                                    .started = std::chrono::steady_clock::now(),
-                                    .first = first,
-                                    .last = last,
-                                    .bytes = bytes,
-                                    .handed_step = budget_ ? budget_->step() : 0});
+      outstanding_events_ += batch->events.size();
+      std::unique_ptr<Job> owned;
+      if (free_jobs_.empty()) {
+        owned = std::make_unique<Job>();
+      } else {
+        owned = std::move(free_jobs_.back());
+        free_jobs_.pop_back();
+      }
+      job = owned.get();
+      job->id = next_job_id_++;
+      job->batch = std::move(batch);
+      job->started = steady_clock::now();
+      job->first = first;
+      job->last = last;
+      job->bytes = bytes;
+      job->handed_step = budget_ ? budget_->step() : 0;
+      job->parts = 1;
+      job->sending = 0;
+      job->shut_down = false;
+      job->rejected.clear();
+      jobs_.push_back(std::move(owned));
     }
     space_cv_.notify_all();
-    // Two words: the callback fits in std::function without an allocation.
-    sink_->Deliver(std::move(batch),
-                   [this, id](DeliveryOutcome outcome) { Finish(id, std::move(outcome)); });
+    StartAttempt(TakePart(job, 0, job->batch->events.size()));
   }
 }
 
-void SinkRunner::Finish(uint64_t id, DeliveryOutcome outcome) {
-  const Status& status = outcome.status;
-  InFlight f;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    f = *FindInFlight(id);  // stays in flight (for WaitIdle) until the outcome is recorded
+SinkRunner::Part* SinkRunner::TakePart(Job* job, size_t begin, size_t end) {
+  Part* p;
+  if (free_parts_.empty()) {
+    p = parts_.emplace_back(std::make_unique<Part>(loop_.io())).get();
+  } else {
+    p = free_parts_.back();
+    free_parts_.pop_back();
   }
-  const auto started = f.started;
-  const Batch& batch = *f.batch;
+  p->job = job;
+  p->begin = begin;
+  p->end = end;
+  p->slice.reset();
+  p->attempts = 0;
+  p->backoff = policy_.retry_initial;
+  p->sending = false;
+  ++p->generation;
+  return p;
+}
+
+void SinkRunner::StartAttempt(Part* p) {
+  p->sending = true;
+  p->timed_out = false;
+  p->attempt_id = next_attempt_id_++;
+  p->sent = steady_clock::now();
+  ++p->job->sending;
+  sending_parts_.push_back(p);
+  p->in_flight_at_send = static_cast<int>(sending_parts_.size());
+  in_flight_gauge_.Set(p->in_flight_at_send);
+  if (policy_.timeout.count() > 0) {
+    p->deadline = p->sent + policy_.timeout;
+    ArmWatchdog();
+  }
+  // Three words: the callback fits in std::function without an allocation.
+  const uint64_t attempt_id = p->attempt_id;
+  sink_->Attempt(attempt_id, EventsOf(p), [this, p, attempt_id](AttemptOutcome outcome) {
+    AttemptDone(p, attempt_id, std::move(outcome));
+  });
+}
+
+void SinkRunner::AttemptDone(Part* p, uint64_t attempt_id, AttemptOutcome outcome) {
+  if (!p->sending || p->attempt_id != attempt_id) return;  // a sink answered twice: ignored
+  p->sending = false;
+  --p->job->sending;
+  sending_parts_.erase(std::find(sending_parts_.begin(), sending_parts_.end(), p));
+  in_flight_gauge_.Set(static_cast<int64_t>(sending_parts_.size()));
+  const int64_t now_ns = NowNs();
+  controller_.RecordLatency(steady_clock::now() - p->sent, now_ns, p->in_flight_at_send);
+  using Kind = AttemptOutcome::Kind;
+  if (p->timed_out && outcome.kind == Kind::kRetry) {
+    outcome.reason = fmt::format("no answer within the timeout ({} ms)", policy_.timeout.count());
+    outcome.backpressure = true;
+  }
+  if (outcome.backpressure) controller_.RecordBackpressure();
+  if (controller_.Update(now_ns)) {
+    limit_gauge_.Set(controller_.limit());
+    p99_gauge_.Set(controller_.p99_seconds());
+  }
+  if (stopped_ || outcome.kind == Kind::kShutdown) {
+    p->job->shut_down = true;
+    return EndPart(p);
+  }
+  switch (outcome.kind) {
+    case Kind::kDelivered:
+      if (failing_) {
+        failing_ = false;
+        SEEDANCE_LOG_INFO(name_, "delivery recovered");
+      }
+      for (RejectedEvent& r : outcome.rejected) {
+        if (r.index < p->end - p->begin) {
+          p->job->rejected.push_back(RejectedEvent{p->begin + r.index, std::move(r.reason)});
+        }
+      }
+      return EndPart(p);
+    case Kind::kRejected:
+      return RejectPart(p, outcome.reason);
+    case Kind::kTooLarge:
+      if (p->end - p->begin <= 1) return RejectPart(p, outcome.reason);
+      return Split(p, outcome.reason);
+    case Kind::kRetry:
+      return RetryLater(p, outcome.reason, outcome.retry_after);
+    case Kind::kShutdown:
+      break;
+  }
+}
+
+void SinkRunner::RejectPart(Part* p, const std::string& reason) {
+  for (size_t i = p->begin; i < p->end; ++i) p->job->rejected.push_back(RejectedEvent{i, reason});
+  EndPart(p);
+}
+
+void SinkRunner::Split(Part* p, const std::string& reason) {
+  Job* job = p->job;
+  const Batch& events = EventsOf(p);
+  const size_t n = p->end - p->begin;
+  const size_t half = n / 2;
+  SEEDANCE_LOG_INFO(name_, "{}: sending the batch of {} events as {} and {}", reason, n, half,
+                    n - half);
+  Part* halves[2] = {TakePart(job, p->begin, p->begin + half),
+                     TakePart(job, p->begin + half, p->end)};
+  for (Part* h : halves) {
+    h->slice = std::make_shared<Batch>();
+    const auto from = static_cast<std::ptrdiff_t>(h->begin - p->begin);
+    const auto to = static_cast<std::ptrdiff_t>(h->end - p->begin);
+    h->slice->events.assign(events.events.begin() + from, events.events.begin() + to);
+  }
+  job->parts += 2;
+  EndPart(p);  // the job stays: its halves are outstanding
+  for (Part* h : halves) StartAttempt(h);
+}
+
+void SinkRunner::RetryLater(Part* p, const std::string& reason, milliseconds retry_after) {
+  ++p->attempts;
+  stats_.retries.Add();
+  if (policy_.retry_limit > 0 && p->attempts > policy_.retry_limit) {
+    stats_.errors.Add();
+    return RejectPart(p, fmt::format("gave up after {} attempts: {}", p->attempts, reason));
+  }
+  const auto ms = p->backoff.count();
+  std::uniform_int_distribution<long long> jitter(ms / 2, std::max<long long>(ms, 1));
+  const milliseconds delay =
+      std::max(std::min(retry_after, policy_.retry_max), milliseconds(jitter(rng_)));
+  uint64_t suppressed = 0;
+  if (!failing_ || limiter_.Allow("retry", &suppressed)) {
+    failing_ = true;
+    SEEDANCE_LOG_WARN(name_, "delivery failed: {}; retrying in {} ms{}", reason, delay.count(),
+                      suppressed ? fmt::format(" ({} similar failures not logged)", suppressed)
+                                 : "");
+  }
+  p->backoff = std::min(policy_.retry_max, p->backoff * 2);
+  p->timer.expires_after(delay);
+  auto on_timer = [this, p, generation = p->generation](error_code) {
+    if (p->generation != generation) return;  // evicted or stopped meanwhile
+    if (stopped_) {
+      p->job->shut_down = true;
+      return EndPart(p);
+    }
+    StartAttempt(p);
+  };
+  p->timer.async_wait(util::SlotHandler<decltype(on_timer)>{&p->slot, std::move(on_timer)});
+}
+
+void SinkRunner::EndPart(Part* p) {
+  Job* job = p->job;
+  ++p->generation;
+  p->timer.cancel();
+  p->slice.reset();
+  p->job = nullptr;
+  free_parts_.push_back(p);
+  if (--job->parts == 0) FinishJob(job, /*evicted=*/false);
+}
+
+void SinkRunner::FinishJob(Job* job, bool evicted) {
+  const Batch& batch = *job->batch;
   const size_t n = batch.events.size();
-  const bool evicted = f.evicting && status.code() == StatusCode::kResourceExhausted;
+  const bool shut_down = !evicted && job->shut_down;
   if (!evicted) {
     stats_.BatchLatency().Observe(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+        std::chrono::duration<double>(steady_clock::now() - job->started).count());
   }
   if (evicted) {
     // Back to the durable queue (it never left): read again when the sink is ready.
-  } else if (status.ok()) {
+  } else if (shut_down) {
+    if (!cursor_) stats_.Dropped("shutdown", n);  // durable: read again after a restart
+  } else {
     std::vector<bool> refused;
-    if (!outcome.rejected.empty()) {
+    size_t n_refused = 0;
+    if (!job->rejected.empty()) {
       refused.assign(n, false);
-      for (const RejectedEvent& r : outcome.rejected) {
+      for (const RejectedEvent& r : job->rejected) {
         if (r.index >= n || refused[r.index]) continue;
         refused[r.index] = true;
+        ++n_refused;
         Event copy = batch.events[r.index];
         on_reject_(std::move(copy), r.reason);
       }
-      const auto n_refused = static_cast<uint64_t>(std::count(refused.begin(), refused.end(), true));
       stats_.errors.Add();
       stats_.Dropped("rejected", n_refused);
     }
-    stats_.events_out.Add(n - static_cast<size_t>(std::count(refused.begin(), refused.end(), true)));
+    stats_.events_out.Add(n - n_refused);
     observe::Histogram& latency = stats_.EventLatency();
     const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::system_clock::now().time_since_epoch())
@@ -199,87 +392,116 @@ void SinkRunner::Finish(uint64_t id, DeliveryOutcome outcome) {
       if (!refused.empty() && refused[i]) continue;
       if (e.ingest_time_ns > 0) latency.Observe(static_cast<double>(now_ns - e.ingest_time_ns) / 1e9);
     }
-  } else if (status.code() == StatusCode::kCancelled) {
-    if (!cursor_) stats_.Dropped("shutdown", n);  // durable: read again after a restart
-  } else {
-    stats_.errors.Add();
-    stats_.Dropped("rejected", n);
-    for (const Event& e : batch.events) {
-      Event copy = e;
-      on_reject_(std::move(copy), status.message());
-    }
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    in_flight_events_ -= n;
-    auto it = FindInFlight(id);
-    *it = std::move(in_flight_.back());
-    in_flight_.pop_back();
-    if (budget_) budget_->Credit(f.bytes);
+    outstanding_events_ -= n;
+    if (budget_) budget_->Credit(job->bytes);
     if (evicted) {
-      cursor_->Return(f.first, f.last);
+      cursor_->Return(job->first, job->last);
       probing_ = true;
-    } else if (status.ok()) {
-      probing_ = false;
+    } else if (!shut_down && job->rejected.size() < n) {
+      probing_ = false;  // something was delivered: the sink is ready
     }
-    // A cancelled batch stays unfinished: it is read again after a restart.
-    if (cursor_ && !evicted && status.code() != StatusCode::kCancelled) {
-      cursor_->Done(f.first, f.last);
-    }
-    f.batch.reset();
-    TrimPool();  // this batch is still held by its sink until the callback returns: next time
+    // A job that was shut down stays unfinished: it is read again after a restart.
+    if (cursor_ && !evicted && !shut_down) cursor_->Done(job->first, job->last);
+    job->batch.reset();
+    job->rejected.clear();
+    auto it = std::find_if(jobs_.begin(), jobs_.end(),
+                           [job](const std::unique_ptr<Job>& j) { return j.get() == job; });
+    free_jobs_.push_back(std::move(*it));
+    *it = std::move(jobs_.back());
+    jobs_.pop_back();
+    TrimPool();
   }
   idle_cv_.notify_all();
-  Kick();
+  if (evicted) {
+    ScheduleKick();  // from the governor's step: take more once it is done
+  } else {
+    Kick();
+  }
+}
+
+void SinkRunner::ArmWatchdog() {
+  if (watchdog_armed_ || stopped_ || sending_parts_.empty()) return;
+  watchdog_armed_ = true;
+  // A tenth of the timeout, at least 10 ms: an attempt times out at most 10% late.
+  watchdog_.expires_after(std::max(milliseconds(10), policy_.timeout / 10));
+  auto on_tick = [this](error_code ec) {
+    watchdog_armed_ = false;
+    if (ec || stopped_) return;
+    Watchdog();
+  };
+  watchdog_.async_wait(util::SlotHandler<decltype(on_tick)>{&watchdog_slot_, std::move(on_tick)});
+}
+
+void SinkRunner::Watchdog() {
+  const auto now = steady_clock::now();
+  // Abort() may complete attempts (and start others) on the spot: collect first.
+  std::vector<uint64_t> late;
+  for (Part* p : sending_parts_) {
+    if (!p->timed_out && now >= p->deadline) {
+      p->timed_out = true;
+      late.push_back(p->attempt_id);
+    }
+  }
+  for (uint64_t id : late) sink_->Abort(id);
+  ArmWatchdog();
 }
 
 void SinkRunner::ListBatches(std::vector<governor::BufferState>* out) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const InFlight& f : in_flight_) {
-    if (f.evicting || f.bytes == 0) continue;
-    out->push_back(governor::BufferState{.id = f.id,
-                                         .size = f.bytes,
+  for (const auto& job : jobs_) {
+    if (job->bytes == 0) continue;
+    out->push_back(governor::BufferState{.id = job->id,
+                                         .size = job->bytes,
                                          .on_fast_tier = true,
-                                         .in_use = false,  // the sink refuses if it is
-                                         .last_used_step = f.handed_step,
+                                         .in_use = job->sending > 0,
+                                         .last_used_step = job->handed_step,
                                          .uses = 0});
   }
 }
 
 uint64_t SinkRunner::Evict(uint64_t id) {
-  std::shared_ptr<const Batch> batch;
-  uint64_t bytes = 0;
+  Job* job = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = FindInFlight(id);
-    if (it == in_flight_.end() || it->evicting || stopped_) return 0;
-    // Marked first: the sink may complete the delivery from inside Evict().
-    it->evicting = true;
-    batch = it->batch;
-    bytes = it->bytes;
+    if (stopped_ || !cursor_) return 0;
+    for (const auto& j : jobs_) {
+      if (j->id == id) job = j.get();
+    }
   }
-  if (sink_->Evict(*batch)) return bytes;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = FindInFlight(id); it != in_flight_.end()) it->evicting = false;
-  return 0;
+  // Only a job all of whose parts wait for a retry: one being sent is in use.
+  if (job == nullptr || job->sending > 0) return 0;
+  const uint64_t bytes = job->bytes;
+  for (const auto& p : parts_) {
+    if (p->job != job) continue;
+    ++p->generation;  // its timer's handler finds it moved on
+    p->timer.cancel();
+    p->slice.reset();
+    p->job = nullptr;
+    free_parts_.push_back(p.get());
+  }
+  FinishJob(job, /*evicted=*/true);
+  return bytes;
 }
 
-bool SinkRunner::WaitIdle(std::chrono::steady_clock::time_point deadline) {
+bool SinkRunner::WaitIdle(steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   auto idle = [this] {
-    return queue_.empty() && in_flight_.empty() && (!cursor_ || cursor_->Backlog() == 0);
+    return queue_.empty() && jobs_.empty() && (!cursor_ || cursor_->Backlog() == 0);
   };
   while (!idle()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (steady_clock::now() >= deadline) return false;
     // The durable backlog changes without a notification; look again every 10 ms.
-    idle_cv_.wait_for(lock, std::chrono::milliseconds(10));
+    idle_cv_.wait_for(lock, milliseconds(10));
   }
   return true;
 }
 
 size_t SinkRunner::Pending() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return queue_.size() + in_flight_events_ + (cursor_ ? cursor_->Backlog() : 0);
+  return queue_.size() + outstanding_events_ + (cursor_ ? cursor_->Backlog() : 0);
 }
 
 void SinkRunner::Stop() {
@@ -296,6 +518,16 @@ void SinkRunner::Stop() {
   }
   space_cv_.notify_all();
   idle_cv_.notify_all();
+  watchdog_.cancel();
+  // Waiting retries end now; attempts in progress end when the stopped sink completes them.
+  std::vector<Part*> waiting;
+  for (const auto& p : parts_) {
+    if (p->job != nullptr && !p->sending) waiting.push_back(p.get());
+  }
+  for (Part* p : waiting) {
+    p->job->shut_down = true;
+    EndPart(p);
+  }
   sink_->Stop();
   if (cursor_) cursor_->Save();
 }

@@ -1,36 +1,59 @@
-// SinkRunner: the bounded queue in front of one sink, and the loop that hands it batches.
+// SinkRunner: everything between the queue and a sink's one attempt — the same delivery
+// policy for every sink (DESIGN.md section 3).
 //
 // Two modes. Memory: the processing thread pushes events into a bounded queue (blocking while
 // it is full: that is how backpressure reaches the sources). Durable: the runner reads its
 // events from the durable queue through its SinkCursor, and marks ranges finished as batches
-// complete. Either way, on the event loop, the runner forms batches of up to
-// Sink::MaxBatchEvents() from whatever is queued (no lingering: latency stays low and batches
-// grow by themselves under load) and keeps up to Sink::MaxInFlight() deliveries outstanding.
-// Outcomes other than kOk and kCancelled send the batch's events to the `rejected` output.
+// complete. Either way, on the event loop, the runner forms batches ("jobs") of up to
+// `batch_size` events from whatever is queued (no lingering: latency stays low and batches
+// grow by themselves under load) and keeps up to the concurrency limit of them outstanding.
 //
-// Memory budget (durable mode, `limits.memory`): the runner charges the batches it hands its
-// sink to the budget and takes a new one only while the budget has room for it (or nothing is
-// in flight). It is a BatchHolder: the governor may evict a batch the sink is only holding
-// between retries; its range goes back to the cursor and the runner then keeps a single batch
-// in flight (the probe) until a delivery succeeds — the evicted batches are read again once
-// the sink is ready for them.
+// A job is delivered by attempts (Sink::Attempt), and each outcome decides what next:
+//   delivered  done (events the sink refused one by one go to `rejected`);
+//   retry      again after a backoff: retry_initial doubling to retry_max, with jitter (a
+//              random delay between half and all of it), at least the server's Retry-After
+//              capped by retry_max; after retry_limit attempts (if set) the events go to
+//              `rejected` with "gave up after N attempts: <reason>";
+//   rejected   every event of the attempt to `rejected` with the reason;
+//   too large  the attempt's events are attempted again as two halves, each split again if
+//              need be; a single event that is too large goes to `rejected`;
+//   shutdown   the job is not delivered (durable: read again after a restart).
+// An attempt that outlasts `timeout` is aborted (Sink::Abort) and retried; it counts as
+// backpressure for the concurrency controller, as a 429/503 does. The concurrency limit
+// follows the attempts' P99 latency when adaptive (governor/concurrency_controller.h). A job
+// ends with exactly one outcome, however it was split and retried. Failures are logged when
+// delivery starts failing (then at most one line per 10 s with a count of the others) and
+// once when it recovers.
+//
+// Memory budget (durable mode, `limits.memory`): the runner charges the jobs it holds and
+// takes a new one only while the budget has room for it (or nothing is outstanding). It is a
+// BatchHolder: the governor may evict a job none of whose attempts is in progress (all wait
+// for a retry); its range goes back to the cursor and the runner then keeps a single job out
+// (the probe) until a delivery succeeds — the evicted ranges are read again once the sink is
+// ready for them.
 // Thread-safe as stated per method.
 #pragma once
 
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 
 #include "core/component_stats.h"
-#include "storage/durable_queue.h"
+#include "core/delivery_policy.h"
 #include "core/event_loop.h"
-#include "util/loop_signal.h"
+#include "governor/concurrency_controller.h"
 #include "governor/memory_budget.h"
 #include "seedance/sink.h"
+#include "storage/durable_queue.h"
+#include "util/handler_slot.h"
+#include "util/log.h"
+#include "util/loop_signal.h"
 
 namespace seedance {
 
@@ -40,10 +63,11 @@ class SinkRunner final : public governor::BatchHolder {
   using RejectFn = std::function<void(Event&&, const std::string& reason)>;
 
   // With `cursor` the runner is in durable mode; without, in memory mode.
-  SinkRunner(std::string name, std::unique_ptr<Sink> sink, size_t capacity, EventLoop& loop,
-             ComponentStats& stats, RejectFn on_reject,
+  SinkRunner(std::string name, std::unique_ptr<Sink> sink, DeliveryPolicy policy,
+             size_t capacity, EventLoop& loop, ComponentStats& stats, RejectFn on_reject,
              std::unique_ptr<SinkCursor> cursor = nullptr,
              governor::MemoryBudget* budget = nullptr);
+  ~SinkRunner() override;
 
   // Any thread: new records were committed to the durable queue.
   void NotifyAppended() { ScheduleKick(); }
@@ -61,11 +85,12 @@ class SinkRunner final : public governor::BatchHolder {
   // Any thread: queues `event` without waiting (side outputs raised on the event loop).
   void PushNoWait(Event&& event);
 
-  // Waits until nothing is queued or in flight, or `deadline`. Returns true when idle.
+  // Waits until nothing is queued or outstanding, or `deadline`. Returns true when idle.
   bool WaitIdle(std::chrono::steady_clock::time_point deadline);
-  // Events queued or in flight.
+  // Events queued or outstanding.
   size_t Pending() const;
-  // Stops the sink; outstanding deliveries complete as cancelled.
+  // Event loop (or after it stopped): stops the sink; waiting retries end, and outstanding
+  // jobs complete as shut down.
   void Stop();
 
   // governor::BatchHolder, event loop only.
@@ -74,31 +99,71 @@ class SinkRunner final : public governor::BatchHolder {
   void OnRoom() override { ScheduleKick(); }
 
  private:
-  struct InFlight {
+  // A batch taken from the queue, until its one outcome.
+  struct Job {
     uint64_t id = 0;
-    std::shared_ptr<const Batch> batch;
+    std::shared_ptr<Batch> batch;
     std::chrono::steady_clock::time_point started;
     uint64_t first = 0, last = 0;  // durable queue range
     uint64_t bytes = 0;            // charged to the budget
-    uint64_t handed_step = 0;      // the budget's step when the sink got it
-    bool evicting = false;
+    uint64_t handed_step = 0;      // the budget's step when the job was taken
+    int parts = 0;                 // parts not finished yet
+    int sending = 0;               // of those, attempts in progress
+    bool shut_down = false;        // a part ended by shutdown: not delivered
+    std::vector<RejectedEvent> rejected;
+  };
+  // A slice of a job's events on its way: attempted, retried, split. Pooled, never freed
+  // while the runner lives (a cancelled timer's handler may still be queued: `generation`
+  // tells it its part moved on).
+  struct Part {
+    explicit Part(boost::asio::io_context& io) : timer(io) {}
+    Job* job = nullptr;
+    size_t begin = 0, end = 0;     // of job->batch->events
+    std::shared_ptr<Batch> slice;  // the events of a split part; nullptr: the whole job
+    uint64_t attempt_id = 0;       // of the attempt in progress
+    int64_t attempts = 0;
+    std::chrono::milliseconds backoff{0};
+    bool sending = false;
+    bool timed_out = false;
+    std::chrono::steady_clock::time_point sent, deadline;
+    int in_flight_at_send = 0;
+    uint64_t generation = 0;
+    boost::asio::steady_timer timer;  // retry backoff
+    util::HandlerSlot slot;
   };
 
   void ScheduleKick();
   void Kick();  // event loop only
-  // Whether the budget lets the runner take another batch. REQUIRES: mu_ held.
+  // Whether the budget lets the runner take another job. REQUIRES: mu_ held.
   bool BudgetAllowsMore() const;
-  void Finish(uint64_t id, DeliveryOutcome outcome);
+  int Limit() const { return controller_.limit(); }
+  // Events per job: the policy's batch_size, at most what the sink takes at once.
+  size_t BatchEvents() const;
+
+  // Event loop only, from here on.
+  Part* TakePart(Job* job, size_t begin, size_t end);
+  void StartAttempt(Part* p);
+  void AttemptDone(Part* p, uint64_t attempt_id, AttemptOutcome outcome);
+  void RetryLater(Part* p, const std::string& reason, std::chrono::milliseconds retry_after);
+  void Split(Part* p, const std::string& reason);
+  void RejectPart(Part* p, const std::string& reason);
+  // The part is finished (its events delivered, rejected or given up); the job completes when
+  // its last part does.
+  void EndPart(Part* p);
+  void FinishJob(Job* job, bool evicted);
+  void ArmWatchdog();
+  void Watchdog();
+  const Batch& EventsOf(const Part* p) const { return p->slice ? *p->slice : *p->job->batch; }
+
   // A batch from the pool (one nobody else holds any more), or a new one. REQUIRES: mu_ held.
   std::shared_ptr<Batch> TakeBatch();
   // Free pooled batches keep their events' storage for reuse, but only a few small ones: the
   // pool must not hold memory nobody counts. REQUIRES: mu_ held.
   void TrimPool();
-  // The in-flight entry `id`, or in_flight_.end(). REQUIRES: mu_ held.
-  std::vector<InFlight>::iterator FindInFlight(uint64_t id);
 
   const std::string name_;
   std::unique_ptr<Sink> sink_;
+  const DeliveryPolicy policy_;
   const size_t capacity_;
   EventLoop& loop_;
   ComponentStats& stats_;
@@ -111,20 +176,38 @@ class SinkRunner final : public governor::BatchHolder {
   std::condition_variable space_cv_;
   std::condition_variable idle_cv_;
   std::deque<Event> queue_;
-  size_t in_flight_events_ = 0;
-  std::vector<InFlight> in_flight_;  // a handful: searched, never reallocated once grown
+  size_t outstanding_events_ = 0;
+  std::vector<std::unique_ptr<Job>> jobs_;  // outstanding (a handful: searched)
+  std::vector<std::unique_ptr<Job>> free_jobs_;
   // Batches are reused once the sink and the runner have let go of them (use_count 1): the
   // pool holds the shared_ptr, so neither the Batch, its control block nor its vector of
   // events is allocated again in steady state.
   std::vector<std::shared_ptr<Batch>> batch_pool_;
   observe::Counter& pool_hits_;
   observe::Counter& pool_misses_;
-  uint64_t next_id_ = 1;
+  uint64_t next_job_id_ = 1;
   uint64_t event_bytes_estimate_ = 0;  // bytes per event of the last batch (admission)
-  bool probing_ = false;  // a batch was evicted and nothing delivered since: one in flight
+  bool probing_ = false;  // a job was evicted and nothing delivered since: one outstanding
   std::chrono::steady_clock::time_point shutdown_deadline_ =
       std::chrono::steady_clock::time_point::max();
   bool stopped_ = false;
+
+  // Event loop only.
+  std::vector<std::unique_ptr<Part>> parts_;  // every part ever made
+  std::vector<Part*> free_parts_;
+  std::vector<Part*> sending_parts_;  // attempts in progress (watched for the timeout)
+  uint64_t next_attempt_id_ = 1;
+  bool kicking_ = false;
+  governor::ConcurrencyController controller_;
+  observe::Gauge& limit_gauge_;
+  observe::Gauge& in_flight_gauge_;
+  observe::FloatGauge& p99_gauge_;
+  boost::asio::steady_timer watchdog_;
+  bool watchdog_armed_ = false;
+  util::HandlerSlot watchdog_slot_;
+  bool failing_ = false;
+  util::LogLimiter limiter_;
+  std::mt19937 rng_{std::random_device{}()};
 };
 
 }  // namespace seedance

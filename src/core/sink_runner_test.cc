@@ -1,5 +1,6 @@
-// SinkRunner in durable mode under a memory budget: evicted batches go back to the durable
-// queue, the runner probes with one batch, and everything is delivered exactly once.
+// SinkRunner's delivery policy with a scripted sink: eviction of waiting batches under a
+// memory budget, Retry-After capped by retry_max, retry_limit, splitting, timeouts, and one
+// outcome per batch. (Real sinks through the runner: tests/conformance.)
 #include "core/sink_runner.h"
 
 #include <gtest/gtest.h>
@@ -8,63 +9,90 @@
 #include <filesystem>
 #include <future>
 #include <set>
+#include <thread>
 
 namespace seedance {
 namespace {
 
 namespace fs = std::filesystem;
+using std::chrono::milliseconds;
 
-// Holds every batch until the test completes it; Evict() gives back any batch it holds (all
-// are "between attempts"), completing it synchronously.
+// Holds every attempt until the test answers it.
 class HoldingSink : public Sink {
  public:
-  void Deliver(std::shared_ptr<const Batch> batch, DeliveryCallback done) override {
-    held.push_back({std::move(batch), std::move(done)});
-    ++deliveries;
+  struct Held {
+    uint64_t id;
+    std::vector<std::string> payloads;
+    AttemptCallback done;
+  };
+  void Attempt(uint64_t id, const Batch& batch, AttemptCallback done) override {
+    Held h{id, {}, std::move(done)};
+    for (const Event& e : batch.events) h.payloads.push_back(e.payload);
+    held.push_back(std::move(h));
+    ++attempts;
   }
-  int MaxInFlight() const override { return 4; }
-  size_t MaxBatchEvents() const override { return 10; }
-  bool Evict(const Batch& batch) override {
-    for (auto it = held.begin(); it != held.end(); ++it) {
-      if (it->first.get() != &batch) continue;
-      auto done = std::move(it->second);
-      held.erase(it);
-      done(ResourceExhaustedError("evicted"));
-      return true;
-    }
-    return false;
-  }
-  // Completes the oldest held batch with `status`; returns its event ids.
-  std::vector<std::string> CompleteOldest(Status status) {
-    auto [batch, done] = std::move(held.front());
+  void Abort(uint64_t id) override { aborted.push_back(id); }
+  // Answers the oldest held attempt; returns its payloads.
+  std::vector<std::string> AnswerOldest(AttemptOutcome outcome) {
+    Held h = std::move(held.front());
     held.erase(held.begin());
-    std::vector<std::string> ids;
-    for (const Event& e : batch->events) ids.push_back(e.payload);
-    done(std::move(status));
-    return ids;
+    h.done(std::move(outcome));
+    return h.payloads;
   }
 
-  std::vector<std::pair<std::shared_ptr<const Batch>, DeliveryCallback>> held;
-  int deliveries = 0;
+  std::vector<Held> held;
+  std::vector<uint64_t> aborted;
+  int attempts = 0;
 };
 
-class SinkRunnerBudgetTest : public ::testing::Test {
+class SinkRunnerTest : public ::testing::Test {
  protected:
-  SinkRunnerBudgetTest() {
+  SinkRunnerTest() {
     config_.data_dir = (fs::temp_directory_path() /
                         ("sink_runner_test_" + std::to_string(::getpid()) + "_" +
                          ::testing::UnitTest::GetInstance()->current_test_info()->name()))
                            .string();
     fs::remove_all(config_.data_dir);
+    auto queue = DurableQueue::Open(config_, metrics_);
+    EXPECT_TRUE(queue.has_value());
+    queue_ = std::move(queue).value();
   }
-  ~SinkRunnerBudgetTest() override {
+  ~SinkRunnerTest() override {
+    if (runner_) {
+      std::promise<void> stopped;
+      loop_.Post([&] {
+        runner_->Stop();
+        stopped.set_value();
+      });
+      stopped.get_future().wait();
+    }
     loop_.Join();
     runner_.reset();
     queue_.reset();
     fs::remove_all(config_.data_dir);
   }
 
-  // Runs `fn` on the loop and waits for it.
+  void Start(DeliveryPolicy policy, governor::MemoryBudget* budget = nullptr) {
+    auto sink = std::make_unique<HoldingSink>();
+    sink_ = sink.get();
+    runner_ = std::make_unique<SinkRunner>(
+        "held", std::move(sink), policy, 100, loop_, stats_,
+        [this](Event&& e, const std::string& reason) { rejected_.emplace_back(e.payload, reason); },
+        queue_->OpenCursor("held", {Output::kMain}), budget);
+    if (budget) budget->AddHolder(runner_.get());
+    loop_.Start();
+  }
+
+  void Append(int n) {
+    for (int i = 0; i < n; ++i) {
+      Event e;
+      e.payload = std::to_string(next_++);
+      ASSERT_TRUE(queue_->Append(Output::kMain, e).ok());
+    }
+    ASSERT_TRUE(queue_->Commit().ok());
+    runner_->NotifyAppended();
+  }
+
   template <typename Fn>
   auto OnLoop(Fn fn) {
     std::packaged_task<decltype(fn())()> task(std::move(fn));
@@ -72,70 +100,192 @@ class SinkRunnerBudgetTest : public ::testing::Test {
     loop_.Post([&task] { task(); });
     return result.get();
   }
+  // Waits up to 5 s for `done` (evaluated on the loop).
+  template <typename Fn>
+  bool WaitFor(Fn done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!OnLoop(done)) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    return true;
+  }
 
   observe::MetricsRegistry metrics_;
+  ComponentStats stats_{metrics_, "sink", "held"};
   QueueConfig config_;
   EventLoop loop_;
   std::unique_ptr<DurableQueue> queue_;
   std::unique_ptr<SinkRunner> runner_;
+  HoldingSink* sink_ = nullptr;
+  std::vector<std::pair<std::string, std::string>> rejected_;  // loop only
+  int next_ = 0;
 };
 
-TEST_F(SinkRunnerBudgetTest, EvictedBatchesAreReadAgainAfterAProbeAndDeliveredOnce) {
-  auto queue = DurableQueue::Open(config_, metrics_);
-  ASSERT_TRUE(queue.has_value()) << queue.error().ToString();
-  queue_ = std::move(queue).value();
+DeliveryPolicy Policy(int concurrency, size_t batch = 10) {
+  DeliveryPolicy p;
+  p.batch_events = batch;
+  p.concurrency.initial = p.concurrency.min = p.concurrency.max = concurrency;
+  p.retry_initial = milliseconds(1);
+  p.retry_max = milliseconds(5);
+  return p;
+}
+
+TEST_F(SinkRunnerTest, BatchesWaitingForARetryAreEvictedReadAgainAfterAProbeAndDeliveredOnce) {
   governor::MemoryBudgetOptions o;
   o.capacity = 64 << 20;
   o.policy.idle_steps = 1;
   governor::MemoryBudget budget(o, metrics_);
-  ComponentStats stats(metrics_, "sink", "held");
-  auto sink = std::make_unique<HoldingSink>();
-  HoldingSink* s = sink.get();
-  int rejected = 0;
-  runner_ = std::make_unique<SinkRunner>(
-      "held", std::move(sink), 100, loop_, stats,
-      [&rejected](Event&&, const std::string&) { ++rejected; },
-      queue_->OpenCursor("held", {Output::kMain}), &budget);
-  budget.AddHolder(runner_.get());
-  loop_.Start();
-
-  for (int i = 0; i < 40; ++i) {
-    Event e;
-    e.payload = std::to_string(i);
-    ASSERT_TRUE(queue_->Append(Output::kMain, e).ok());
-  }
-  ASSERT_TRUE(queue_->Commit().ok());
-  runner_->NotifyAppended();
-  // Four batches of ten held by the sink (its in-flight limit), all charged.
-  ASSERT_EQ(OnLoop([&] { return s->held.size(); }), 4u);
-  EXPECT_EQ(budget.used(), 40 * sizeof(Event));  // short strings live inside the Event
-
+  DeliveryPolicy policy = Policy(4);
+  policy.retry_initial = policy.retry_max = milliseconds(3600 * 1000);  // they wait
+  Start(policy, &budget);
+  Append(40);
+  // Four batches of ten (the concurrency limit), all charged; each fails once and waits.
+  ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 4; }));
+  // Short strings live inside the Event; each batch is charged again for its request.
+  EXPECT_EQ(budget.used(), governor::MemoryBudget::BatchChargeBytes(40 * sizeof(Event)));
+  OnLoop([&] {
+    for (int i = 0; i < 4; ++i) sink_->AnswerOldest(AttemptOutcome::Retry("busy"));
+    return 0;
+  });
   // Handed over at step 0; at step 1 every batch has been idle 1 step → idle-share trim.
   EXPECT_EQ(OnLoop([&] { return budget.Step(); }), governor::TrimReason::kIdleShare);
-  // All four evicted; the runner went on with a single probe: the first range again.
-  EXPECT_EQ(OnLoop([&] { return s->held.size(); }), 1u);
-  EXPECT_EQ(OnLoop([&] { return s->deliveries; }), 5);
   EXPECT_EQ(metrics_.GetCounter("seedance_memory_evictions_total", "", {}).Value(), 4u);
+  // All four evicted; the runner went on with a single probe: the first range again.
+  ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 1; }));
+  EXPECT_EQ(OnLoop([&] { return sink_->attempts; }), 5);
 
   std::multiset<std::string> delivered;
-  auto complete = [&] {
-    for (auto& id : s->CompleteOldest(Status::Ok())) delivered.insert(id);
-    return s->held.size();
+  auto answer = [&] {
+    for (auto& id : sink_->AnswerOldest(AttemptOutcome::Delivered())) delivered.insert(id);
+    return 0;
   };
-  // The probe succeeds: the sink is ready, the returned ranges are read back, four at a time.
-  EXPECT_EQ(OnLoop(complete), 3u);
-  while (OnLoop([&] { return s->held.size(); }) > 0) OnLoop(complete);
-  EXPECT_EQ(delivered.size(), 40u);
+  OnLoop(answer);  // the probe succeeds: the sink is ready, the rest is read back
+  while (delivered.size() < 40) {
+    ASSERT_TRUE(WaitFor([&] { return !sink_->held.empty(); }));
+    OnLoop(answer);
+  }
   for (int i = 0; i < 40; ++i) EXPECT_EQ(delivered.count(std::to_string(i)), 1u) << i;
-  EXPECT_EQ(rejected, 0);
+  EXPECT_TRUE(OnLoop([&] { return rejected_.empty(); }));
+  ASSERT_TRUE(WaitFor([&] { return runner_->Pending() == 0; }));
   EXPECT_EQ(budget.used(), 0u);
   EXPECT_GT(metrics_.GetCounter("seedance_memory_moved_bytes_total", "", {{"to", "memory"}}).Value(),
             0u);
-  EXPECT_EQ(OnLoop([&] { return runner_->Pending(); }), 0u);
+  budget.RemoveHolder(runner_.get());
+}
+
+TEST_F(SinkRunnerTest, ARetryAfterLongerThanRetryMaxWaitsOnlyRetryMax) {
+  DeliveryPolicy policy = Policy(1);
+  policy.retry_max = milliseconds(20);
+  Start(policy);
+  Append(1);
+  ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 1; }));
+  const auto t0 = std::chrono::steady_clock::now();
   OnLoop([&] {
+    sink_->AnswerOldest(AttemptOutcome::Retry("HTTP 429", milliseconds(3600 * 1000), true));
+    return 0;
+  });
+  ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 1; }));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_EQ(stats_.retries.Value(), 1u);
+}
+
+TEST_F(SinkRunnerTest, GivesUpAfterRetryLimitRetriesWithTheReason) {
+  DeliveryPolicy policy = Policy(1);
+  policy.retry_limit = 2;
+  Start(policy);
+  Append(3);
+  for (int i = 0; i < 3; ++i) {  // the first attempt and two retries
+    ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 1; }));
+    OnLoop([&] {
+      sink_->AnswerOldest(AttemptOutcome::Retry("HTTP 503"));
+      return 0;
+    });
+  }
+  ASSERT_TRUE(WaitFor([&] { return rejected_.size() == 3; }));
+  EXPECT_EQ(OnLoop([&] { return rejected_[0].second; }), "gave up after 3 attempts: HTTP 503");
+  EXPECT_EQ(OnLoop([&] { return sink_->attempts; }), 3);
+}
+
+TEST_F(SinkRunnerTest, TooLargeIsHalvedDownToSingleEventsAndTheseAreRejected) {
+  Start(Policy(1, 4));
+  Append(4);
+  ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 1; }));
+  OnLoop([&] {
+    sink_->AnswerOldest(AttemptOutcome::TooLarge("HTTP 413"));  // [0 1 2 3]
+    return 0;
+  });
+  // Both halves are attempted at once, within the one batch.
+  ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 2; }));
+  OnLoop([&] {
+    EXPECT_EQ(sink_->AnswerOldest(AttemptOutcome::Delivered()),
+              (std::vector<std::string>{"0", "1"}));
+    EXPECT_EQ(sink_->AnswerOldest(AttemptOutcome::TooLarge("HTTP 413")),
+              (std::vector<std::string>{"2", "3"}));
+    return 0;
+  });
+  ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 2; }));
+  OnLoop([&] {
+    sink_->AnswerOldest(AttemptOutcome::Delivered());            // 2
+    sink_->AnswerOldest(AttemptOutcome::TooLarge("HTTP 413"));  // 3: alone, still too large
+    return 0;
+  });
+  ASSERT_TRUE(WaitFor([&] { return runner_->Pending() == 0; }));
+  ASSERT_EQ(OnLoop([&] { return rejected_.size(); }), 1u);
+  EXPECT_EQ(OnLoop([&] { return rejected_[0]; }), std::make_pair(std::string("3"), std::string("HTTP 413")));
+  EXPECT_EQ(stats_.events_out.Value(), 3u);
+  EXPECT_EQ(stats_.BatchLatency().Count(), 1u);  // one outcome for the one batch
+}
+
+TEST_F(SinkRunnerTest, AnAttemptPastTheTimeoutIsAbortedAndItsFailureRetried) {
+  DeliveryPolicy policy = Policy(1);
+  policy.timeout = milliseconds(30);
+  Start(policy);
+  Append(1);
+  ASSERT_TRUE(WaitFor([&] { return sink_->aborted.size() == 1; }));
+  OnLoop([&] {
+    sink_->AnswerOldest(AttemptOutcome::Retry("connection closed"));  // what Abort() causes
+    return 0;
+  });
+  ASSERT_TRUE(WaitFor([&] { return sink_->attempts == 2; }));
+  EXPECT_EQ(stats_.retries.Value(), 1u);
+  OnLoop([&] {
+    sink_->AnswerOldest(AttemptOutcome::Delivered());
+    return 0;
+  });
+  ASSERT_TRUE(WaitFor([&] { return runner_->Pending() == 0; }));
+  EXPECT_EQ(stats_.events_out.Value(), 1u);
+}
+
+TEST_F(SinkRunnerTest, ASecondAnswerToOneAttemptIsIgnored) {
+  Start(Policy(1));
+  Append(2);
+  ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 1; }));
+  OnLoop([&] {
+    AttemptCallback done = sink_->held[0].done;
+    sink_->AnswerOldest(AttemptOutcome::Delivered());
+    done(AttemptOutcome::Rejected("late duplicate answer"));
+    return 0;
+  });
+  ASSERT_TRUE(WaitFor([&] { return runner_->Pending() == 0; }));
+  EXPECT_EQ(stats_.events_out.Value(), 2u);
+  EXPECT_TRUE(OnLoop([&] { return rejected_.empty(); }));
+}
+
+TEST_F(SinkRunnerTest, StopEndsWaitingRetriesAsShutdownNotRejected) {
+  DeliveryPolicy policy = Policy(1);
+  policy.retry_initial = policy.retry_max = milliseconds(3600 * 1000);
+  Start(policy);
+  Append(5);
+  ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 1; }));
+  OnLoop([&] {
+    sink_->AnswerOldest(AttemptOutcome::Retry("busy"));
     runner_->Stop();
     return 0;
   });
+  EXPECT_EQ(stats_.events_out.Value(), 0u);
+  EXPECT_TRUE(OnLoop([&] { return rejected_.empty(); }));
+  // Still in the durable queue: tests/conformance restarts and finds them delivered then.
 }
 
 }  // namespace

@@ -66,6 +66,22 @@ struct MemoryBudgetOptions {
 
 class MemoryBudget {
  public:
+  // The budget's shares, in one place. Of queued_capacity():
+  //  - the ingest queue may hold a quarter (IngestBytes());
+  //  - a sink runner charges each batch it holds with its events and the request its sink
+  //    builds from them, estimated at the events' size again (BatchChargeBytes()), for as long
+  //    as it holds the batch: a retry builds its request again without asking; and it takes
+  //    another batch only while a full one would fit (BatchAdmissionBytes());
+  //  - buffers a component keeps in a pool for reuse (a request body) are kept only up to
+  //    kPooledBufferBytes each: pooled memory is not counted, so it must stay small.
+  // The rest of `capacity` (reserve_share) is for what nobody counts (see above).
+  static constexpr uint64_t kPooledBufferBytes = 16 * 1024;
+  uint64_t IngestBytes() const { return queued_capacity_ / 4; }
+  static uint64_t BatchChargeBytes(uint64_t event_bytes) { return 2 * event_bytes; }
+  static uint64_t BatchAdmissionBytes(size_t events, uint64_t bytes_per_event) {
+    return BatchChargeBytes(events * bytes_per_event);
+  }
+
   MemoryBudget(MemoryBudgetOptions options, observe::MetricsRegistry& metrics);
 
   void Charge(uint64_t bytes) { used_.fetch_add(bytes, std::memory_order_relaxed); }

@@ -23,6 +23,24 @@ Params ProcessorParams(const std::string& type, const std::string& yaml) {
   return config->processors.at(0).params;
 }
 
+Params SinkParams(const std::string& type, const std::string& yaml) {
+  PluginRegistry registry;
+  RegisterBuiltinPlugins(registry);
+  std::string indented;
+  size_t start = 0;
+  while (start < yaml.size()) {
+    size_t end = yaml.find('\n', start);
+    if (end == std::string::npos) end = yaml.size();
+    indented += "    " + yaml.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  std::string text = "sources:\n  - type: generate\nsinks:\n  - type: " + type + "\n" + indented;
+  auto config = config::LoadConfigText(text, "test.yaml", registry);
+  EXPECT_TRUE(config.has_value()) << (config ? "" : config.error().message());
+  if (!config) return Params();
+  return config->sinks.at(0).params;
+}
+
 Harness::Harness() { RegisterBuiltinPlugins(registry); }
 
 PluginContext Harness::Context(const std::string& name) {

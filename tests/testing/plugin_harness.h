@@ -17,6 +17,9 @@ namespace seedance::testing {
 // processor `type`, with defaults applied. Fails the test on errors.
 Params ProcessorParams(const std::string& type, const std::string& yaml);
 
+// The same for the keys of one sink section (delivery settings included).
+Params SinkParams(const std::string& type, const std::string& yaml);
+
 struct Harness {
   Harness();
   PluginContext Context(const std::string& name);

@@ -34,10 +34,13 @@ class FileSink final : public Sink {
 
   Status Start() override { return Open(); }
 
-  void Deliver(std::shared_ptr<const Batch> batch, DeliveryCallback done) override {
+  // A failed write is retried by the runner (a full disk, an I/O error): the file is opened
+  // again for the next attempt (it may have been replaced), and lines of the failed attempt
+  // that did reach the file are written again (at least once).
+  void Attempt(uint64_t /*id*/, const Batch& batch, AttemptCallback done) override {
     std::string pending;
     std::string line;
-    for (const Event& e : batch->events) {
+    for (const Event& e : batch.events) {
       line.clear();
       AppendEvent(e, encoding_, /*as_json_value=*/true, line);
       line.push_back('\n');
@@ -45,18 +48,26 @@ class FileSink final : public Sink {
       // one line, however long).
       if (max_size_ > 0 && size_ + pending.size() > 0 &&
           size_ + pending.size() + line.size() > max_size_) {
-        if (Status s = Write(pending); !s.ok()) return done(s);
+        if (Status s = Write(pending); !s.ok()) return done(Failed(s));
         pending.clear();
         if (Status s = Rotate(); !s.ok()) SEEDANCE_LOG_ERROR(name_, "{}", s.message());
       }
       pending += line;
     }
-    if (Status s = Write(pending); !s.ok()) return done(s);
-    if (fsync_ && fd_ >= 0) ::fdatasync(fd_);
-    done(Status::Ok());
+    if (Status s = Write(pending); !s.ok()) return done(Failed(s));
+    if (fsync_ && fd_ >= 0 && ::fdatasync(fd_) != 0) {
+      return done(Failed(UnavailableError(Errno("fdatasync of " + path_))));
+    }
+    done(AttemptOutcome::Delivered());
   }
 
  private:
+  AttemptOutcome Failed(const Status& s) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    return AttemptOutcome::Retry(s.message());
+  }
+
   Status Write(const std::string& bytes) {
     if (bytes.empty()) return Status::Ok();
     if (fd_ < 0) SEEDANCE_RETURN_IF_ERROR(Open());
@@ -108,6 +119,7 @@ SinkFactory FileSinkFactory() {
   f.info.type = "file";
   f.info.kind = PluginKind::kSink;
   f.info.summary = "Appends events to a file as NDJSON, rotating by size.";
+  f.delivery = {};  // one write at a time; batch_size and retries
   f.info.params = {
       {.name = "path", .type = ParamType::kString, .doc = "file to append to", .required = true},
       {.name = "encoding",

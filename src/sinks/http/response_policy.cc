@@ -11,7 +11,6 @@ namespace seedance::sinks {
 
 ResponseVerdict ClassifyResponse(unsigned code, std::string_view reason, std::string_view body,
                                  std::optional<std::string_view> retry_after_header,
-                                 size_t batch_events, std::chrono::milliseconds retry_max,
                                  std::chrono::system_clock::time_point now) {
   ResponseVerdict v;
   v.backpressure = code == 429 || code == 503;
@@ -21,13 +20,13 @@ ResponseVerdict ClassifyResponse(unsigned code, std::string_view reason, std::st
   while (!snippet.empty() && snippet.back() == ' ') snippet.pop_back();
   v.what = fmt::format("HTTP {} {}{}{}", code, util::SanitizeText(reason, 100),
                        snippet.empty() ? "" : ": ", snippet);
-  if (code == 413 && batch_events > 1) {
-    v.kind = ResponseVerdict::Kind::kSplit;
+  if (code == 413) {
+    v.kind = ResponseVerdict::Kind::kTooLarge;
   } else if (code == 408 || code == 429 || code >= 500) {
     v.kind = ResponseVerdict::Kind::kRetry;
     if (retry_after_header) {
       if (auto wait = ParseRetryAfter(*retry_after_header, now)) {
-        v.retry_after = std::min(*wait, retry_max);  // the operator's bound on any wait wins
+        v.retry_after = *wait;
       }
     }
   } else {

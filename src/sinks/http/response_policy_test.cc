@@ -9,9 +9,8 @@ using Kind = ResponseVerdict::Kind;
 using std::chrono::milliseconds;
 
 ResponseVerdict Classify(unsigned code, std::optional<std::string_view> retry_after = {},
-                         size_t events = 10, std::string_view body = "") {
-  return ClassifyResponse(code, "Reason", body, retry_after, events, milliseconds(30000),
-                          std::chrono::system_clock::now());
+                         std::string_view body = "") {
+  return ClassifyResponse(code, "Reason", body, retry_after, std::chrono::system_clock::now());
 }
 
 TEST(ResponsePolicyTest, EachStatusClassHasItsOutcome) {
@@ -21,22 +20,21 @@ TEST(ResponsePolicyTest, EachStatusClassHasItsOutcome) {
   EXPECT_EQ(Classify(301).kind, Kind::kRejected);
   EXPECT_EQ(Classify(408).kind, Kind::kRetry);
   EXPECT_EQ(Classify(500).kind, Kind::kRetry);
-  EXPECT_EQ(Classify(413).kind, Kind::kSplit);
-  EXPECT_EQ(Classify(413, {}, 1).kind, Kind::kRejected);  // one event: nothing left to split
+  EXPECT_EQ(Classify(413).kind, Kind::kTooLarge);  // the runner splits, or rejects one event
   EXPECT_TRUE(Classify(429).backpressure);
   EXPECT_TRUE(Classify(503).backpressure);
   EXPECT_FALSE(Classify(500).backpressure);
 }
 
-TEST(ResponsePolicyTest, RetryAfterIsHonouredUpToRetryMax) {
+TEST(ResponsePolicyTest, RetryAfterIsTheServersDelay) {
   EXPECT_EQ(Classify(429, "2").retry_after, milliseconds(2000));
-  EXPECT_EQ(Classify(429, "3600").retry_after, milliseconds(30000));
+  EXPECT_EQ(Classify(429, "3600").retry_after, milliseconds(3600000));  // the runner caps it
   EXPECT_EQ(Classify(503, "soon").retry_after, milliseconds(0));
   EXPECT_EQ(Classify(400, "5").retry_after, milliseconds(0));  // not retried at all
 }
 
 TEST(ResponsePolicyTest, TheReasonIsOneBoundedLine) {
-  ResponseVerdict v = Classify(400, {}, 10, "line one\nline two\x1b[2J" + std::string(5000, 'x'));
+  ResponseVerdict v = Classify(400, {}, "line one\nline two\x1b[2J" + std::string(5000, 'x'));
   EXPECT_EQ(v.what.find('\n'), std::string::npos);
   EXPECT_EQ(v.what.find('\x1b'), std::string::npos);
   EXPECT_LT(v.what.size(), 300u);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/plugin_context.h"
+#include "governor/memory_budget.h"
 #include "sinks/common/event_encoding.h"
 #include "util/fd_io.h"
 
@@ -15,18 +16,22 @@ namespace {
 class StdoutSink final : public Sink {
  public:
   explicit StdoutSink(EventEncoding encoding) : encoding_(encoding) {}
-  void Deliver(std::shared_ptr<const Batch> batch, DeliveryCallback done) override {
-    std::string out;
-    AppendBatch(batch->events, encoding_, BatchFormat::kNdjson, out);
-    if (int err = util::WriteAll(STDOUT_FILENO, out); err != 0) {
-      done(InvalidArgumentError(std::string("writing to stdout: ") + std::strerror(err)));
-      return;
+  // A failed write (a full pipe's reader gone, a full disk behind a redirect) is retried by
+  // the runner; lines of the failed attempt that were written are written again.
+  void Attempt(uint64_t /*id*/, const Batch& batch, AttemptCallback done) override {
+    out_.clear();
+    AppendBatch(batch.events, encoding_, BatchFormat::kNdjson, out_);
+    if (int err = util::WriteAll(fd_, out_); err != 0) {
+      return done(AttemptOutcome::Retry(std::string("writing to stdout: ") + std::strerror(err)));
     }
-    done(Status::Ok());
+    if (out_.capacity() > governor::MemoryBudget::kPooledBufferBytes) out_ = std::string();
+    done(AttemptOutcome::Delivered());
   }
 
  private:
   EventEncoding encoding_;
+  const int fd_ = STDOUT_FILENO;
+  std::string out_;  // kept for the next batch while small
 };
 
 }  // namespace
