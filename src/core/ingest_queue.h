@@ -13,7 +13,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/event_loop.h"
+#include "util/event_loop.h"
 #include "governor/memory_budget.h"
 #include "seedance/event.h"
 #include "seedance/source.h"

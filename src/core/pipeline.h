@@ -26,7 +26,7 @@
 #include "config/config.h"
 #include "core/component_stats.h"
 #include "storage/durable_queue.h"
-#include "core/event_loop.h"
+#include "util/event_loop.h"
 #include "core/ingest_queue.h"
 #include "core/redelivery_guard.h"
 #include "core/sink_runner.h"

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/component_stats.h"
-#include "core/event_loop.h"
+#include "util/event_loop.h"
 #include "observe/metrics.h"
 #include "util/clock.h"
 

@@ -250,13 +250,19 @@ void SinkRunner::AttemptDone(Part* p, uint64_t attempt_id, AttemptOutcome outcom
   sending_parts_.erase(std::find(sending_parts_.begin(), sending_parts_.end(), p));
   in_flight_gauge_.Set(static_cast<int64_t>(sending_parts_.size()));
   const int64_t now_ns = NowNs();
-  controller_.RecordLatency(steady_clock::now() - p->sent, now_ns, p->in_flight_at_send);
   using Kind = AttemptOutcome::Kind;
   if (p->timed_out && outcome.kind == Kind::kRetry) {
     outcome.reason = fmt::format("no answer within the timeout ({} ms)", policy_.timeout.count());
     outcome.backpressure = true;
   }
   if (outcome.backpressure) controller_.RecordBackpressure();
+  // Latencies of deliveries, refusals and backpressure (429, 503, timeouts) only: another
+  // transient failure such as a refused connection is fast, and taking that for spare capacity
+  // would raise the limit while the remote side is down.
+  if (outcome.kind != Kind::kShutdown &&
+      (outcome.kind != Kind::kRetry || outcome.backpressure)) {
+    controller_.RecordLatency(steady_clock::now() - p->sent, now_ns, p->in_flight_at_send);
+  }
   if (controller_.Update(now_ns)) {
     limit_gauge_.Set(controller_.limit());
     p99_gauge_.Set(controller_.p99_seconds());

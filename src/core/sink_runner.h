@@ -46,7 +46,7 @@
 
 #include "core/component_stats.h"
 #include "core/delivery_policy.h"
-#include "core/event_loop.h"
+#include "util/event_loop.h"
 #include "governor/concurrency_controller.h"
 #include "governor/memory_budget.h"
 #include "seedance/sink.h"

@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "core/event_loop.h"
+#include "util/event_loop.h"
 #include "observe/metrics.h"
 #include "seedance/result.h"
 

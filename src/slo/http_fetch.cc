@@ -11,7 +11,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
-#include "sinks/http/http_url.h"
+#include "util/http_url.h"
 
 namespace seedance::slo {
 namespace asio = boost::asio;
@@ -20,7 +20,7 @@ namespace http = boost::beast::http;
 Result<HttpReply> HttpRequest(const std::string& method, const std::string& url,
                               const std::string& body, const std::string& content_type,
                               std::chrono::milliseconds timeout) {
-  SEEDANCE_ASSIGN_OR_RETURN(sinks::HttpUrl u, sinks::ParseHttpUrl(url));
+  SEEDANCE_ASSIGN_OR_RETURN(util::HttpUrl u, util::ParseHttpUrl(url));
   if (u.tls) {
     return Status(StatusCode::kInvalidArgument, "https is not supported here: " + url);
   }

@@ -20,7 +20,7 @@
 #include "core/plugin_context.h"
 #include "governor/memory_budget.h"
 #include "sinks/common/event_encoding.h"
-#include "sinks/http/http_url.h"
+#include "util/http_url.h"
 #include "sinks/http/response_policy.h"
 #include "util/handler_slot.h"
 #include "util/log.h"
@@ -36,7 +36,7 @@ namespace http = beast::http;
 using boost::system::error_code;
 
 struct HttpSinkOptions {
-  HttpUrl url;
+  util::HttpUrl url;
   std::string url_text;
   http::verb method = http::verb::post;
   StringPairs headers;
@@ -500,7 +500,7 @@ SinkFactory HttpSinkFactory() {
        .doc = "URL to send events to, e.g. http://127.0.0.1:8080/v1/metrics",
        .required = true,
        .validator =
-           [](const ParamValue& v) { return ParseHttpUrl(std::get<std::string>(v)).status(); }},
+           [](const ParamValue& v) { return util::ParseHttpUrl(std::get<std::string>(v)).status(); }},
       {.name = "method",
        .type = ParamType::kString,
        .doc = "HTTP method",
@@ -539,7 +539,7 @@ SinkFactory HttpSinkFactory() {
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Sink>> {
     HttpSinkOptions o;
     o.url_text = p.GetString("endpoint");
-    SEEDANCE_ASSIGN_OR_RETURN(o.url, ParseHttpUrl(o.url_text));
+    SEEDANCE_ASSIGN_OR_RETURN(o.url, util::ParseHttpUrl(o.url_text));
     o.method = p.GetString("method") == "PUT" ? http::verb::put : http::verb::post;
     o.headers = p.GetStringMap("headers");
     o.format = ParseBatchFormat(p.GetString("format"));

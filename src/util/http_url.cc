@@ -1,8 +1,8 @@
-#include "sinks/http/http_url.h"
+#include "util/http_url.h"
 
 #include <cstdlib>
 
-namespace seedance::sinks {
+namespace seedance::util {
 
 std::string HttpUrl::HostHeader() const {
   bool default_port = (tls && port == 443) || (!tls && port == 80);
@@ -57,4 +57,4 @@ Result<HttpUrl> ParseHttpUrl(std::string_view url) {
   return u;
 }
 
-}  // namespace seedance::sinks
+}  // namespace seedance::util

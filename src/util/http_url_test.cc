@@ -1,10 +1,10 @@
-#include "sinks/http/http_url.h"
+#include "util/http_url.h"
 
 #include <gtest/gtest.h>
 
 #include "sources/mqtt/mqtt_uri.h"
 
-namespace seedance::sinks {
+namespace seedance::util {
 namespace {
 
 TEST(HttpUrlTest, ParsesHostPortAndTarget) {
@@ -40,4 +40,4 @@ TEST(BrokerUriTest, ParsesSchemesAndDefaultPorts) {
 }
 
 }  // namespace
-}  // namespace seedance::sinks
+}  // namespace seedance::util

@@ -7,7 +7,7 @@
 
 #include "seedance/result.h"
 
-namespace seedance::sinks {
+namespace seedance::util {
 
 struct HttpUrl {
   bool tls = false;
@@ -20,4 +20,4 @@ struct HttpUrl {
 // kInvalidArgument with the expected form for anything else.
 Result<HttpUrl> ParseHttpUrl(std::string_view url);
 
-}  // namespace seedance::sinks
+}  // namespace seedance::util
