@@ -26,7 +26,7 @@ class Pipeline::StageOutput final : public ProcessorOutput {
   void EmitSide(Output output, Event&& event, std::string_view reason) override {
     ProcessorSlot& slot = p_.processors_[next_ - 1];
     slot.stats->Dropped(std::string(OutputName(output)));
-    p_.RouteSide(output, std::move(event), reason, /*from_loop=*/false, slot.name);
+    p_.RouteSide(output, std::move(event), reason, slot.name);
   }
   void EmitWatermark(std::string_view scope, int64_t watermark_ns) override {
     if (next_ >= p_.processors_.size()) return;  // no later stage keeps event time
@@ -55,12 +55,6 @@ Pipeline::Pipeline(const config::PipelineConfig& config, observe::MetricsRegistr
                                           budget_ ? budget_->IngestBytes() : 0);
   if (const char* delay = std::getenv("SEEDANCE_TEST_ACK_DELAY_MS")) {
     test_ack_delay_ = std::chrono::milliseconds(std::atoi(delay));
-  }
-  routes_.resize(kOutputCount);
-  for (int i = 0; i < kOutputCount; ++i) {
-    side_counters_.push_back(&metrics_.GetCounter(
-        "seedance_output_events_total", "Events routed to each output (main and side outputs).",
-        {{"output", std::string(OutputName(static_cast<Output>(i)))}}));
   }
 }
 
@@ -142,6 +136,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     if (!queue) return queue.error();
     p->queue_ = std::move(queue).value();
   }
+  p->router_ = std::make_unique<Router>(p->queue_.get(), metrics);
   for (size_t i = 0; i < config.sinks.size(); ++i) {
     const auto& c = config.sinks[i];
     auto& [stats, made, policy] = sinks[i];
@@ -150,22 +145,16 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     auto runner = std::make_unique<SinkRunner>(
         c.name, std::move(made), std::move(policy), config.queue_capacity, p->loop_, *stats,
         [self, name](Event&& e, const std::string& reason) {
-          if (e.FindHeader("output") != nullptr && *e.FindHeader("output") == "rejected") {
-            // Refused again on the rejected path: do not loop.
-            self->metrics_
-                .GetCounter("seedance_events_dropped_total",
-                            "Events that left the main stream, by reason.",
-                            {{"component", name}, {"kind", "sink"}, {"reason", "rejected_twice"}})
-                .Add();
-            return;
-          }
-          self->RouteSide(Output::kRejected, std::move(e), reason, /*from_loop=*/true, name);
+          self->router_->RouteRejected(std::move(e), reason, name);
         },
         p->queue_ ? p->queue_->OpenCursor(c.name, c.inputs) : nullptr, p->budget_.get());
     if (p->budget_ && p->queue_) p->budget_->AddHolder(runner.get());
-    for (Output o : c.inputs) p->routes_[static_cast<int>(o)].push_back(runner.get());
+    p->router_->AddSink(runner.get(), c.inputs);
     p->sinks_.push_back(SinkSlot{std::move(stats), std::move(runner), c.inputs});
   }
+  std::vector<Reloader::Target> reloadable;
+  for (const auto& slot : p->processors_) reloadable.push_back({slot.name, slot.processor.get()});
+  p->reloader_ = std::make_unique<Reloader>(std::move(reloadable));
   if (p->queue_) {
     Pipeline* self = p.get();
     p->queue_->SetCommitListener([self] {
@@ -176,75 +165,19 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
 }
 
 Status Pipeline::RestoreCheckpoint() {
-  bool stateful = false;
-  for (const auto& p : processors_) stateful = stateful || p.processor->stateful();
-  if (!stateful) return Status::Ok();
-  const auto& q = config_.queue;
-  auto fsync = q.fsync == config::QueueSettings::Fsync::kAlways ? storage::CheckpointLog::Fsync::kAlways
-               : q.fsync == config::QueueSettings::Fsync::kNever
-                   ? storage::CheckpointLog::Fsync::kNever
-                   : storage::CheckpointLog::Fsync::kInterval;
-  auto log = storage::CheckpointLog::Open(q.data_dir + "/checkpoint", fsync, q.fsync_interval);
-  if (!log) return log.error();
-  checkpoint_ = std::move(log).value();
-  const auto& entries = checkpoint_->entries();
-  size_t restored = 0;
-  for (auto& p : processors_) {
-    auto it = entries.find(p.name);
-    if (it == entries.end() || !p.processor->stateful()) continue;
-    for (const auto& [key, value] : it->second) {
-      Status s = p.processor->RestoreState(key, value);
-      if (!s.ok()) {
-        return Status(StatusCode::kDataLoss,
-                      fmt::format("checkpoint of processor \"{}\": {} (key {})", p.name,
-                                  s.message(), key));
-      }
-      ++restored;
-    }
+  std::vector<Checkpointer::Stateful> stateful;
+  for (const auto& p : processors_) {
+    if (p.processor->stateful()) stateful.push_back({p.name, p.processor.get()});
   }
-  redelivery_.Restore(entries, WallNowNs());
-  metrics_
-      .GetCounter("seedance_checkpoint_lost_records_total",
-                  "Checkpoint records found damaged or missing at start (skipped).", {})
-      .Add(checkpoint_->lost_records());
-  if (checkpoint_->lost_records() > 0) {
-    SEEDANCE_LOG_ERROR("checkpoint",
-                       "{}/checkpoint: {} record(s) damaged or missing were skipped ({} damaged "
-                       "bytes, {} bytes of torn tail cut); the state they held is lost",
-                       q.data_dir, checkpoint_->lost_records(), checkpoint_->damaged_bytes(),
-                       checkpoint_->truncated_bytes());
-  }
-  SEEDANCE_LOG_INFO("checkpoint", "state of stateful processors in {}/checkpoint: {} entr{} restored{}",
-                    q.data_dir, restored, restored == 1 ? "y" : "ies",
-                    checkpoint_->truncated_tail() ? " (torn tail truncated)" : "");
+  if (stateful.empty()) return Status::Ok();
+  auto opened = Checkpointer::Open(config_.queue, std::move(stateful), redelivery_, metrics_);
+  if (!opened) return opened.error();
+  checkpoint_ = std::move(opened).value();
   return Status::Ok();
 }
 
 bool Pipeline::SaveCheckpoint() {
-  for (auto& p : processors_) {
-    if (!p.processor->stateful()) continue;
-    p.processor->TakeChangedState([&](std::string_view key, std::string_view value) {
-      checkpoint_->Put(p.name, key, value);
-    });
-  }
-  redelivery_.Commit(batch_ids_, WallNowNs(), *checkpoint_);
-  batch_ids_.clear();
-  while (true) {
-    Status s = checkpoint_->Commit();
-    if (s.ok()) return true;
-    uint64_t suppressed = 0;
-    if (log_limiter_.Allow("checkpoint", &suppressed)) {
-      SEEDANCE_LOG_ERROR("checkpoint", "{}; retrying (sources are not acknowledged meanwhile)",
-                         s.message());
-    }
-    if (PastShutdownDeadline()) {
-      SEEDANCE_LOG_ERROR("checkpoint",
-                         "shutdown deadline reached while the checkpoint cannot be written; the "
-                         "last batch stays unacknowledged (its sources send it again)");
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  return checkpoint_->Save([this] { return PastShutdownDeadline(); });
 }
 
 bool Pipeline::PastShutdownDeadline() const {
@@ -254,75 +187,11 @@ bool Pipeline::PastShutdownDeadline() const {
 
 Status Pipeline::Reconfigure(const config::PipelineConfig& next,
                              std::vector<std::string>* ignored) {
-  if (next.processors.size() != processors_.size()) {
-    return Status(StatusCode::kFailedPrecondition,
-                  "processors were added or removed; that needs a restart");
-  }
-  auto pending = std::make_unique<PendingReconfig>();
-  for (size_t i = 0; i < processors_.size(); ++i) {
-    const auto& now = config_.processors[i];
-    const auto& then = next.processors[i];
-    if (now.name != then.name || now.type != then.type) {
-      return Status(StatusCode::kFailedPrecondition,
-                    fmt::format("processor {} is now \"{}\" ({}), was \"{}\" ({}); changing the "
-                                "processor list needs a restart",
-                                i + 1, then.name, then.type, now.name, now.type));
-    }
-    if (!now.params.SameValues(then.params)) pending->changes.emplace_back(i, then.params);
-  }
-  auto differs = [](const std::vector<config::ComponentConfig>& a,
-                    const std::vector<config::ComponentConfig>& b) {
-    if (a.size() != b.size()) return true;
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (a[i].name != b[i].name || a[i].type != b[i].type || a[i].inputs != b[i].inputs ||
-          !a[i].params.SameValues(b[i].params)) {
-        return true;
-      }
-    }
-    return false;
-  };
-  if (differs(config_.sources, next.sources)) ignored->push_back("sources");
-  if (differs(config_.sinks, next.sinks)) ignored->push_back("sinks");
-  if (pending->changes.empty()) return Status::Ok();
-  std::future<Status> done = pending->done.get_future();
-  {
-    std::lock_guard<std::mutex> lock(reconfig_mu_);
-    if (reconfig_) return Status(StatusCode::kFailedPrecondition, "a reload is in progress");
-    reconfig_ = std::move(pending);
-  }
-  if (done.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
-    return Status(StatusCode::kDeadlineExceeded, "the processing thread did not take the reload");
-  }
-  Status s = done.get();
+  Status s = reloader_->Reload(config_, next, ignored);
   if (s.ok()) {
     for (size_t i = 0; i < processors_.size(); ++i) config_.processors[i] = next.processors[i];
   }
   return s;
-}
-
-void Pipeline::ApplyPendingReconfig() {
-  std::unique_ptr<PendingReconfig> pending;
-  {
-    std::lock_guard<std::mutex> lock(reconfig_mu_);
-    pending = std::move(reconfig_);
-  }
-  if (!pending) return;
-  for (const auto& [index, params] : pending->changes) {  // check all, then apply all
-    Status s = processors_[index].processor->Reconfigure(params, /*apply=*/false);
-    if (!s.ok()) {
-      pending->done.set_value(s.WithContext("processor \"" + processors_[index].name + "\""));
-      return;
-    }
-  }
-  for (const auto& [index, params] : pending->changes) {
-    Status s = processors_[index].processor->Reconfigure(params, /*apply=*/true);
-    if (!s.ok()) {
-      pending->done.set_value(s.WithContext("processor \"" + processors_[index].name + "\""));
-      return;
-    }
-    SEEDANCE_LOG_INFO(processors_[index].name, "new parameters applied");
-  }
-  pending->done.set_value(Status::Ok());
 }
 
 Status Pipeline::Start() {
@@ -422,10 +291,11 @@ void Pipeline::ProcessingLoop() {
   while (true) {
     items.clear();
     bool more = ingest_->PopBatch(items, kProcessBatch, kTickInterval);
-    ApplyPendingReconfig();
+    reloader_->ApplyPending();
     for (IngestItem& item : items) {
       if (checkpoint_ && item.ack.redelivery_id != 0) {
-        batch_ids_[item.event.source].push_back(static_cast<uint16_t>(item.ack.redelivery_id - 1));
+        checkpoint_->NoteRedelivery(item.event.source,
+                                    static_cast<uint16_t>(item.ack.redelivery_id - 1));
       }
       ProcessOne(item);
     }
@@ -469,7 +339,7 @@ void Pipeline::ProcessOne(IngestItem& item) {
   Event& event = item.event;
   if (!item.invalid.empty()) {  // the source could not take it: counted there
     const std::string source = event.source;
-    RouteSide(Output::kError, std::move(event), item.invalid, /*from_loop=*/false, source);
+    RouteSide(Output::kError, std::move(event), item.invalid, source);
     return;
   }
   if (event.format == PayloadFormat::kJson) {
@@ -483,7 +353,7 @@ void Pipeline::ProcessOne(IngestItem& item) {
           src.stats->Dropped("invalid_json");
         }
       }
-      RouteSide(Output::kError, std::move(event), s.message(), /*from_loop=*/false, source);
+      RouteSide(Output::kError, std::move(event), s.message(), source);
       return;
     }
   }
@@ -513,7 +383,9 @@ bool Pipeline::CommitBatch() {
 
 void Pipeline::RunFrom(size_t stage, Event&& event) {
   if (stage >= processors_.size()) {
-    Route(Output::kMain, std::move(event), /*from_loop=*/false);
+    if (!router_->Route(Output::kMain, std::move(event), /*from_loop=*/false, PushDeadline())) {
+      batch_failed_ = true;  // its batch must not be acknowledged
+    }
     return;
   }
   ProcessorSlot& slot = processors_[stage];
@@ -522,68 +394,17 @@ void Pipeline::RunFrom(size_t stage, Event&& event) {
   slot.processor->Process(std::move(event), out);
 }
 
-void Pipeline::Route(Output output, Event&& event, bool from_loop) {
-  side_counters_[static_cast<int>(output)]->Add();
-  const std::vector<SinkRunner*>& targets = routes_[static_cast<int>(output)];
-  if (targets.empty()) {
-    if (output != Output::kMain) return;  // counted by the caller's dropped counter
-    uint64_t suppressed = 0;
-    if (log_limiter_.Allow("no_main_sink", &suppressed)) {
-      SEEDANCE_LOG_WARN("pipeline", "no sink consumes the main output; events are dropped");
-    }
-    return;
-  }
-  auto deadline = std::chrono::steady_clock::time_point(
+std::chrono::steady_clock::time_point Pipeline::PushDeadline() const {
+  return std::chrono::steady_clock::time_point(
       std::chrono::nanoseconds(push_deadline_ns_.load(std::memory_order_relaxed)));
-  if (queue_) {
-    // One record serves every sink that consumes this output.
-    while (true) {
-      Status s =
-          from_loop ? queue_->AppendNoWait(output, event) : queue_->Append(output, event, deadline);
-      if (s.ok()) return;
-      uint64_t suppressed = 0;
-      if (log_limiter_.Allow("append", &suppressed)) {
-        SEEDANCE_LOG_ERROR("queue", "cannot append to the durable queue: {}; retrying",
-                           s.message());
-      }
-      if (from_loop || std::chrono::steady_clock::now() >= deadline) {
-        metrics_
-            .GetCounter(
-                "seedance_events_dropped_total", "Events that left the main stream, by reason.",
-                {{"component", "queue"}, {"kind", "queue"}, {"reason", "queue_write_failed"}})
-            .Add();
-        if (!from_loop) batch_failed_ = true;  // its batch must not be acknowledged
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-  for (size_t i = 0; i < targets.size(); ++i) {
-    Event e = i + 1 == targets.size() ? std::move(event) : event;
-    if (from_loop)
-      targets[i]->PushNoWait(std::move(e));
-    else
-      targets[i]->Push(std::move(e), deadline);
-  }
 }
 
-void Pipeline::RouteSide(Output output, Event&& event, std::string_view reason, bool from_loop,
+void Pipeline::RouteSide(Output output, Event&& event, std::string_view reason,
                          const std::string& component) {
-  // A reason may quote a script, a server or a payload: one line, at most kMaxReasonBytes.
-  const std::string safe_reason = util::SanitizeText(reason, kMaxReasonBytes);
-  reason = safe_reason;
-  uint64_t suppressed = 0;
-  std::string key = fmt::format("{}/{}/{}", component, OutputName(output), reason.substr(0, 40));
-  if (log_limiter_.Allow(key, &suppressed)) {
-    SEEDANCE_LOG_WARN(
-        component, "event {} (topic {}) to {} output: {}{}", event.id, event.topic,
-        OutputName(output), reason,
-        suppressed ? fmt::format(" ({} similar messages suppressed)", suppressed) : std::string());
+  if (!router_->RouteSide(output, std::move(event), reason, /*from_loop=*/false, component,
+                          PushDeadline())) {
+    batch_failed_ = true;  // its batch must not be acknowledged
   }
-  event.SetHeader("output", OutputName(output));
-  event.SetHeader("reason", reason);
-  event.SetHeader("component", component);
-  Route(output, std::move(event), from_loop);
 }
 
 bool Pipeline::Shutdown() {

@@ -24,11 +24,14 @@
 #include <vector>
 
 #include "config/config.h"
+#include "core/checkpointer.h"
 #include "core/component_stats.h"
 #include "storage/durable_queue.h"
 #include "util/event_loop.h"
 #include "core/ingest_queue.h"
 #include "core/redelivery_guard.h"
+#include "core/reloader.h"
+#include "core/router.h"
 #include "core/sink_runner.h"
 #include "governor/memory_budget.h"
 #include "observe/metrics.h"
@@ -98,7 +101,7 @@ class Pipeline : private SourceOutput {
   // Durable mode: makes the batch's records visible and durable, retrying on I/O errors and
   // a full disk until the shutdown deadline. False when it gave up (nothing may be acked).
   bool CommitBatch();
-  // Stateful processors: opens <data_dir>/checkpoint and restores their state.
+  // Stateful processors: the Checkpointer, which restores their state.
   Status RestoreCheckpoint();
   // Commits the state changed by the batch (and its redelivery ids) before it is acknowledged,
   // retrying until the shutdown deadline. False when it gave up.
@@ -106,11 +109,11 @@ class Pipeline : private SourceOutput {
   // True once the shutdown deadline has passed (retry loops give up then).
   bool PastShutdownDeadline() const;
   void RunFrom(size_t stage, Event&& event);
-  // Hands `event` to every sink that consumes `output`. From the processing thread it may
-  // wait for room; from the event loop it never waits.
-  void Route(Output output, Event&& event, bool from_loop);
-  void RouteSide(Output output, Event&& event, std::string_view reason, bool from_loop,
+  // Processing thread: a side output through the router; a failed append fails the batch.
+  void RouteSide(Output output, Event&& event, std::string_view reason,
                  const std::string& component);
+  // Until when a push from the processing thread may wait for room (shutdown sets it).
+  std::chrono::steady_clock::time_point PushDeadline() const;
 
   // limits.memory: one step of the governor every limits.step, on the event loop.
   void GovernorStep();
@@ -126,8 +129,7 @@ class Pipeline : private SourceOutput {
   std::vector<SourceSlot> sources_;
   std::vector<ProcessorSlot> processors_;
   std::vector<SinkSlot> sinks_;
-  std::vector<std::vector<SinkRunner*>> routes_;  // by Output
-  std::vector<observe::Counter*> side_counters_;  // by Output
+  std::unique_ptr<Router> router_;
   std::thread processing_;
   std::atomic<uint64_t> next_id_{1};
   // Events with storage, from the processing thread back to the sources (bounded).
@@ -142,16 +144,9 @@ class Pipeline : private SourceOutput {
   // Fault injection for tests: SEEDANCE_TEST_ACK_DELAY_MS widens the gap between a batch's
   // commit and its acknowledgements, where a crash makes the broker redeliver.
   std::chrono::milliseconds test_ack_delay_{0};
-  std::unique_ptr<storage::CheckpointLog> checkpoint_;  // null without stateful processors
+  std::unique_ptr<Checkpointer> checkpoint_;  // null without stateful processors
   RedeliveryGuard redelivery_;
-  std::map<std::string, std::vector<uint16_t>> batch_ids_;  // by source, this batch
-  struct PendingReconfig {
-    std::vector<std::pair<size_t, Params>> changes;  // processor index → new parameters
-    std::promise<Status> done;
-  };
-  std::mutex reconfig_mu_;
-  std::unique_ptr<PendingReconfig> reconfig_;
-  void ApplyPendingReconfig();
+  std::unique_ptr<Reloader> reloader_;
   bool started_ = false;
   bool shut_down_ = false;
 };

@@ -207,7 +207,7 @@ void SinkRunner::Kick() {
 SinkRunner::Part* SinkRunner::TakePart(Job* job, size_t begin, size_t end) {
   Part* p;
   if (free_parts_.empty()) {
-    p = parts_.emplace_back(std::make_unique<Part>(loop_.io())).get();
+    p = parts_.emplace_back(std::make_unique<Part>(loop_.io(), this)).get();
   } else {
     p = free_parts_.back();
     free_parts_.pop_back();
@@ -236,10 +236,10 @@ void SinkRunner::StartAttempt(Part* p) {
     p->deadline = p->sent + policy_.timeout;
     ArmWatchdog();
   }
-  // Three words: the callback fits in std::function without an allocation.
+  // Two words: the callback fits in std::function without an allocation.
   const uint64_t attempt_id = p->attempt_id;
-  sink_->Attempt(attempt_id, EventsOf(p), [this, p, attempt_id](AttemptOutcome outcome) {
-    AttemptDone(p, attempt_id, std::move(outcome));
+  sink_->Attempt(attempt_id, EventsOf(p), [p, attempt_id](AttemptOutcome outcome) {
+    p->runner->AttemptDone(p, attempt_id, std::move(outcome));
   });
 }
 

@@ -116,7 +116,8 @@ class SinkRunner final : public governor::BatchHolder {
   // while the runner lives (a cancelled timer's handler may still be queued: `generation`
   // tells it its part moved on).
   struct Part {
-    explicit Part(boost::asio::io_context& io) : timer(io) {}
+    Part(boost::asio::io_context& io, SinkRunner* r) : runner(r), timer(io) {}
+    SinkRunner* const runner;
     Job* job = nullptr;
     size_t begin = 0, end = 0;     // of job->batch->events
     std::shared_ptr<Batch> slice;  // the events of a split part; nullptr: the whole job

@@ -225,6 +225,7 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   std::vector<std::unique_ptr<Delivery>> deliveries_;  // every delivery ever made (the pool)
   std::vector<Delivery*> free_;                         // of those, the unused ones
   std::vector<Delivery*> busy_;  // the rest (a vector: no node to allocate per delivery)
+  size_t peak_busy_ = 0;         // the most attempts in progress at once
   observe::Counter& pool_hits_;
   observe::Counter& pool_misses_;
   bool stopped_ = false;
@@ -243,6 +244,7 @@ Delivery* HttpClient::TakeDelivery() {
     free_.pop_back();
   }
   busy_.push_back(d);
+  peak_busy_ = std::max(peak_busy_, busy_.size());
   return d;
 }
 
@@ -277,9 +279,8 @@ void HttpClient::Finish(Delivery* d, AttemptOutcome outcome) {
   AttemptCallback done = std::move(d->done);
   d->done = nullptr;
   busy_.erase(std::find(busy_.begin(), busy_.end(), d));
-  // About as many as are in use: a steady load reuses them, a burst does not leave more
-  // behind.
-  if (free_.size() <= busy_.size()) {
+  // As many as were ever in use at once: a steady load reuses them.
+  if (free_.size() + busy_.size() < peak_busy_) {
     free_.push_back(d);
   } else {
     auto it = std::find_if(deliveries_.begin(), deliveries_.end(),
@@ -303,9 +304,9 @@ void HttpClient::KeepIdle(std::unique_ptr<Connection> conn) {
     conn->Close();
     return;
   }
-  // As many idle as attempts in progress (this one included): what the runner's concurrency
-  // uses now, whatever it is.
-  if (idle_.size() >= busy_.size()) return conn->Close();
+  // As many idle as the most attempts ever in progress at once: what the runner's concurrency
+  // has used, whatever it is.
+  if (idle_.size() >= peak_busy_) return conn->Close();
   idle_.push_back(std::move(conn));
 }
 
@@ -376,6 +377,8 @@ void HttpClient::Connect(Delivery* d) {
 }
 
 void HttpClient::Send(Delivery* d) {
+  // Aborted while resolving or connecting (a socket closed before connect is opened again).
+  if (d->aborted) return Failed(d, "aborted at the timeout");
   d->interim_responses = 0;
   d->conn->With([this, d](auto& stream) {
     http::async_write(stream, *d->req,

@@ -1,0 +1,87 @@
+#include "core/checkpointer.h"
+
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "util/clock.h"
+
+namespace seedance {
+
+Checkpointer::Checkpointer(std::unique_ptr<storage::CheckpointLog> log,
+                           std::vector<Stateful> processors, RedeliveryGuard& redelivery)
+    : log_(std::move(log)), processors_(std::move(processors)), redelivery_(redelivery) {}
+
+Result<std::unique_ptr<Checkpointer>> Checkpointer::Open(const config::QueueSettings& q,
+                                                         std::vector<Stateful> processors,
+                                                         RedeliveryGuard& redelivery,
+                                                         observe::MetricsRegistry& metrics) {
+  using Fsync = storage::CheckpointLog::Fsync;
+  const Fsync fsync = q.fsync == config::QueueSettings::Fsync::kAlways  ? Fsync::kAlways
+                      : q.fsync == config::QueueSettings::Fsync::kNever ? Fsync::kNever
+                                                                        : Fsync::kInterval;
+  auto opened = storage::CheckpointLog::Open(q.data_dir + "/checkpoint", fsync, q.fsync_interval);
+  if (!opened) return opened.error();
+  std::unique_ptr<storage::CheckpointLog> log = std::move(opened).value();
+  const auto& entries = log->entries();
+  size_t restored = 0;
+  for (const Stateful& p : processors) {
+    auto it = entries.find(p.name);
+    if (it == entries.end()) continue;
+    for (const auto& [key, value] : it->second) {
+      Status s = p.processor->RestoreState(key, value);
+      if (!s.ok()) {
+        return Status(StatusCode::kDataLoss,
+                      fmt::format("checkpoint of processor \"{}\": {} (key {})", p.name,
+                                  s.message(), key));
+      }
+      ++restored;
+    }
+  }
+  redelivery.Restore(entries, util::WallNowNs());
+  metrics
+      .GetCounter("seedance_checkpoint_lost_records_total",
+                  "Checkpoint records found damaged or missing at start (skipped).", {})
+      .Add(log->lost_records());
+  if (log->lost_records() > 0) {
+    SEEDANCE_LOG_ERROR("checkpoint",
+                       "{}/checkpoint: {} record(s) damaged or missing were skipped ({} damaged "
+                       "bytes, {} bytes of torn tail cut); the state they held is lost",
+                       q.data_dir, log->lost_records(), log->damaged_bytes(),
+                       log->truncated_bytes());
+  }
+  SEEDANCE_LOG_INFO("checkpoint",
+                    "state of stateful processors in {}/checkpoint: {} entr{} restored{}",
+                    q.data_dir, restored, restored == 1 ? "y" : "ies",
+                    log->truncated_tail() ? " (torn tail truncated)" : "");
+  return std::unique_ptr<Checkpointer>(
+      new Checkpointer(std::move(log), std::move(processors), redelivery));
+}
+
+bool Checkpointer::Save(const std::function<bool()>& past_deadline) {
+  for (const Stateful& p : processors_) {
+    p.processor->TakeChangedState([&](std::string_view key, std::string_view value) {
+      log_->Put(p.name, key, value);
+    });
+  }
+  redelivery_.Commit(batch_ids_, util::WallNowNs(), *log_);
+  batch_ids_.clear();
+  while (true) {
+    Status s = log_->Commit();
+    if (s.ok()) return true;
+    uint64_t suppressed = 0;
+    if (log_limiter_.Allow("checkpoint", &suppressed)) {
+      SEEDANCE_LOG_ERROR("checkpoint", "{}; retrying (sources are not acknowledged meanwhile)",
+                         s.message());
+    }
+    if (past_deadline()) {
+      SEEDANCE_LOG_ERROR("checkpoint",
+                         "shutdown deadline reached while the checkpoint cannot be written; the "
+                         "last batch stays unacknowledged (its sources send it again)");
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+}  // namespace seedance

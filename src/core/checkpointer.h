@@ -1,0 +1,61 @@
+// Checkpointer: the state of stateful processors (windows, watermarks) and the redelivery
+// guard's packet ids, in <data_dir>/checkpoint (storage::CheckpointLog).
+//
+// At start it restores every stateful processor from the log (a processor refusing its state
+// is kDataLoss, naming the processor and key) and reports damaged or missing records
+// (`seedance_checkpoint_lost_records_total`, one error line). After each batch, before the
+// batch is acknowledged upstream, Save() commits the state the batch changed and the ids of
+// redeliverable messages it took in; a failed commit is retried (logged at most every 10 s)
+// until the caller's deadline, and then Save() returns false: that batch must stay
+// unacknowledged. Processing thread only.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "core/redelivery_guard.h"
+#include "observe/metrics.h"
+#include "seedance/processor.h"
+#include "seedance/result.h"
+#include "storage/checkpoint_log.h"
+#include "util/log.h"
+
+namespace seedance {
+
+class Checkpointer {
+ public:
+  struct Stateful {
+    std::string name;  // the processor's name in the config
+    Processor* processor;
+  };
+
+  static Result<std::unique_ptr<Checkpointer>> Open(const config::QueueSettings& queue,
+                                                    std::vector<Stateful> processors,
+                                                    RedeliveryGuard& redelivery,
+                                                    observe::MetricsRegistry& metrics);
+
+  // An event of this batch came with redelivery id `id` (a broker packet id) from `source`.
+  void NoteRedelivery(const std::string& source, uint16_t id) { batch_ids_[source].push_back(id); }
+  // Commits what the batch changed. Retries every 100 ms while `past_deadline()` is false;
+  // false when it gave up.
+  bool Save(const std::function<bool()>& past_deadline);
+  // Periodic work of the log (interval fsync).
+  void Tick() { log_->Tick(); }
+
+ private:
+  Checkpointer(std::unique_ptr<storage::CheckpointLog> log, std::vector<Stateful> processors,
+               RedeliveryGuard& redelivery);
+
+  std::unique_ptr<storage::CheckpointLog> log_;
+  std::vector<Stateful> processors_;
+  RedeliveryGuard& redelivery_;
+  std::map<std::string, std::vector<uint16_t>> batch_ids_;  // by source, this batch
+  util::LogLimiter log_limiter_;
+};
+
+}  // namespace seedance

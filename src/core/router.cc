@@ -1,0 +1,99 @@
+#include "core/router.h"
+
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "util/strings.h"
+
+namespace seedance {
+
+Router::Router(DurableQueue* queue, observe::MetricsRegistry& metrics)
+    : queue_(queue),
+      metrics_(metrics),
+      routes_(kOutputCount),
+      write_failed_(metrics.GetCounter(
+          "seedance_events_dropped_total", "Events that left the main stream, by reason.",
+          {{"component", "queue"}, {"kind", "queue"}, {"reason", "queue_write_failed"}})) {
+  for (int i = 0; i < kOutputCount; ++i) {
+    counters_.push_back(&metrics_.GetCounter(
+        "seedance_output_events_total", "Events routed to each output (main and side outputs).",
+        {{"output", std::string(OutputName(static_cast<Output>(i)))}}));
+  }
+}
+
+void Router::AddSink(SinkRunner* runner, const std::vector<Output>& inputs) {
+  for (Output o : inputs) routes_[static_cast<int>(o)].push_back(runner);
+}
+
+bool Router::Route(Output output, Event&& event, bool from_loop, Deadline deadline) {
+  counters_[static_cast<int>(output)]->Add();
+  const std::vector<SinkRunner*>& targets = routes_[static_cast<int>(output)];
+  if (targets.empty()) {
+    if (output != Output::kMain) return true;  // counted by the caller's dropped counter
+    uint64_t suppressed = 0;
+    if (log_limiter_.Allow("no_main_sink", &suppressed)) {
+      SEEDANCE_LOG_WARN("pipeline", "no sink consumes the main output; events are dropped");
+    }
+    return true;
+  }
+  if (queue_) {
+    // One record serves every sink that consumes this output.
+    while (true) {
+      Status s =
+          from_loop ? queue_->AppendNoWait(output, event) : queue_->Append(output, event, deadline);
+      if (s.ok()) return true;
+      uint64_t suppressed = 0;
+      if (log_limiter_.Allow("append", &suppressed)) {
+        SEEDANCE_LOG_ERROR("queue", "cannot append to the durable queue: {}; retrying",
+                           s.message());
+      }
+      if (from_loop || std::chrono::steady_clock::now() >= deadline) {
+        write_failed_.Add();
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  for (size_t i = 0; i < targets.size(); ++i) {
+    Event e = i + 1 == targets.size() ? std::move(event) : event;
+    if (from_loop)
+      targets[i]->PushNoWait(std::move(e));
+    else
+      targets[i]->Push(std::move(e), deadline);
+  }
+  return true;
+}
+
+bool Router::RouteSide(Output output, Event&& event, std::string_view reason, bool from_loop,
+                       const std::string& component, Deadline deadline) {
+  // A reason may quote a script, a server or a payload: one line, at most kMaxReasonBytes.
+  const std::string safe_reason = util::SanitizeText(reason, kMaxReasonBytes);
+  reason = safe_reason;
+  uint64_t suppressed = 0;
+  std::string key = fmt::format("{}/{}/{}", component, OutputName(output), reason.substr(0, 40));
+  if (log_limiter_.Allow(key, &suppressed)) {
+    SEEDANCE_LOG_WARN(
+        component, "event {} (topic {}) to {} output: {}{}", event.id, event.topic,
+        OutputName(output), reason,
+        suppressed ? fmt::format(" ({} similar messages suppressed)", suppressed) : std::string());
+  }
+  event.SetHeader("output", OutputName(output));
+  event.SetHeader("reason", reason);
+  event.SetHeader("component", component);
+  return Route(output, std::move(event), from_loop, deadline);
+}
+
+void Router::RouteRejected(Event&& event, const std::string& reason, const std::string& sink) {
+  if (const std::string* o = event.FindHeader("output"); o != nullptr && *o == "rejected") {
+    // Refused again on the rejected path: do not loop.
+    metrics_
+        .GetCounter("seedance_events_dropped_total", "Events that left the main stream, by reason.",
+                    {{"component", sink}, {"kind", "sink"}, {"reason", "rejected_twice"}})
+        .Add();
+    return;
+  }
+  RouteSide(Output::kRejected, std::move(event), reason, /*from_loop=*/true, sink, Deadline::max());
+}
+
+}  // namespace seedance

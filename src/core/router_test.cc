@@ -1,0 +1,115 @@
+// Router: which sinks get which output, in memory and durable mode; side-output headers;
+// outputs nobody consumes; the rejected path does not loop.
+#include "core/router.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace seedance {
+namespace {
+
+namespace fs = std::filesystem;
+
+class NullSink : public Sink {
+ public:
+  void Attempt(uint64_t, const Batch&, AttemptCallback done) override {
+    done(AttemptOutcome::Delivered());
+  }
+};
+
+class RouterTest : public ::testing::Test {
+ protected:
+  // A memory-mode runner whose loop never runs: what is routed to it stays queued.
+  std::unique_ptr<SinkRunner> Runner(const std::string& name) {
+    stats_.push_back(std::make_unique<ComponentStats>(metrics_, "sink", name));
+    return std::make_unique<SinkRunner>(name, std::make_unique<NullSink>(), DeliveryPolicy{}, 100,
+                                        loop_, *stats_.back(),
+                                        [](Event&&, const std::string&) {});
+  }
+  uint64_t Routed(Output o) {
+    return metrics_
+        .GetCounter("seedance_output_events_total", "", {{"output", std::string(OutputName(o))}})
+        .Value();
+  }
+  static Event Ev(int id) {
+    Event e;
+    e.id = static_cast<uint64_t>(id);
+    e.topic = "t";
+    e.payload = "{}";
+    return e;
+  }
+
+  observe::MetricsRegistry metrics_;
+  EventLoop loop_;
+  std::vector<std::unique_ptr<ComponentStats>> stats_;
+  const Router::Deadline kNoWait = Router::Deadline::max();
+};
+
+TEST_F(RouterTest, MemoryModeCopiesEachEventToEveryConsumerOfItsOutput) {
+  auto a = Runner("a");
+  auto b = Runner("b");
+  Router router(nullptr, metrics_);
+  router.AddSink(a.get(), {Output::kMain});
+  router.AddSink(b.get(), {Output::kMain, Output::kError});
+  EXPECT_TRUE(router.Route(Output::kMain, Ev(1), false, kNoWait));
+  EXPECT_TRUE(router.RouteSide(Output::kError, Ev(2), "bad", false, "lua", kNoWait));
+  EXPECT_TRUE(router.Route(Output::kStale, Ev(3), false, kNoWait));  // nobody: dropped
+  EXPECT_EQ(a->Pending(), 1u);
+  EXPECT_EQ(b->Pending(), 2u);
+  EXPECT_EQ(Routed(Output::kMain), 1u);
+  EXPECT_EQ(Routed(Output::kError), 1u);
+  EXPECT_EQ(Routed(Output::kStale), 1u);  // counted although nobody consumes it
+}
+
+TEST_F(RouterTest, DurableModeWritesOneRecordWithItsOutputAndTheSideHeaders) {
+  QueueConfig config;
+  config.data_dir = (fs::temp_directory_path() / ("router_test_" + std::to_string(::getpid())))
+                        .string();
+  fs::remove_all(config.data_dir);
+  {
+    auto queue = DurableQueue::Open(config, metrics_);
+    ASSERT_TRUE(queue.has_value());
+    auto consumer = Runner("c");
+    Router router(queue->get(), metrics_);
+    router.AddSink(consumer.get(), {Output::kMain, Output::kError});
+    ASSERT_TRUE(router.Route(Output::kMain, Ev(1), false, kNoWait));
+    ASSERT_TRUE(router.RouteSide(Output::kError, Ev(2), "line one\nline two", false, "lua", kNoWait));
+    ASSERT_TRUE((*queue)->Commit().ok());
+    EXPECT_EQ(consumer->Pending(), 0u);  // nothing copied into the runner: it reads the queue
+
+    auto errors = (*queue)->OpenCursor("errors-only", {Output::kError});
+    std::vector<Event> events;
+    uint64_t first = 0, last = 0;
+    ASSERT_TRUE(errors->Read(10, &events, &first, &last));
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].id, 2u);
+    EXPECT_EQ(*events[0].FindHeader("output"), "error");
+    EXPECT_EQ(*events[0].FindHeader("component"), "lua");
+    const std::string reason = *events[0].FindHeader("reason");
+    EXPECT_EQ(reason.find('\n'), std::string::npos) << reason;  // one line
+  }
+  fs::remove_all(config.data_dir);
+}
+
+TEST_F(RouterTest, AnEventRefusedOnTheRejectedPathIsCountedNotRoutedAgain) {
+  auto r = Runner("r");
+  Router router(nullptr, metrics_);
+  router.AddSink(r.get(), {Output::kRejected});
+  router.RouteRejected(Ev(1), "HTTP 400", "http");  // first refusal: to rejected
+  EXPECT_EQ(r->Pending(), 1u);
+  Event again = Ev(2);
+  again.SetHeader("output", "rejected");
+  router.RouteRejected(std::move(again), "HTTP 400", "http");  // refused on the rejected path
+  EXPECT_EQ(r->Pending(), 1u);
+  EXPECT_EQ(Routed(Output::kRejected), 1u);
+  EXPECT_EQ(metrics_
+                .GetCounter("seedance_events_dropped_total", "",
+                            {{"component", "http"}, {"kind", "sink"}, {"reason", "rejected_twice"}})
+                .Value(),
+            1u);
+}
+
+}  // namespace
+}  // namespace seedance
