@@ -3,6 +3,12 @@
 //   sources (event loop) ─► IngestQueue ─► processing thread: JSON check, processors in
 //   order ─► Router ─► SinkRunner per sink (event loop) ─► sinks
 //
+// Its named parts, each in its own file with its own tests: Router (core/router.h),
+// SinkRunner (core/sink_runner.h, the delivery policy), Checkpointer (core/checkpointer.h,
+// state of stateful processors), Reloader (core/reloader.h, SIGHUP). What stays here: building
+// the components, the processing loop (batches from the ingest queue, commit, checkpoint,
+// acknowledgement) and shutdown.
+//
 // With `queue.buffer: disk` (the default) the Router appends to the DurableQueue and each
 // SinkRunner reads from it; with `memory` the Router pushes into the runners' bounded queues.
 // Side outputs (error, rejected, stale) are routed to the sinks that list them in `inputs`;

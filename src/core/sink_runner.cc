@@ -411,6 +411,9 @@ void SinkRunner::FinishJob(Job* job, bool evicted) {
     }
     // A job that was shut down stays unfinished: it is read again after a restart.
     if (cursor_ && !evicted && !shut_down) cursor_->Done(job->first, job->last);
+    // Before the job lets go of its batch: the batch just finished keeps its storage for the
+    // next one (under load the next batch is as large); it is trimmed next time if unused.
+    TrimPool();
     job->batch.reset();
     job->rejected.clear();
     auto it = std::find_if(jobs_.begin(), jobs_.end(),
@@ -418,7 +421,6 @@ void SinkRunner::FinishJob(Job* job, bool evicted) {
     free_jobs_.push_back(std::move(*it));
     *it = std::move(jobs_.back());
     jobs_.pop_back();
-    TrimPool();
   }
   idle_cv_.notify_all();
   if (evicted) {
