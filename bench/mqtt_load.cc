@@ -34,8 +34,8 @@ int main(int argc, char** argv) {
   const std::string padding = pad > 0 ? fmt::format(",\"pad\":\"{}\"", std::string(pad, 'x')) : "";
   o.make_payload = [&padding](uint64_t i, int64_t now_ns) {
     double t = -60 + static_cast<double>(i * 7919 % 2100) / 10.0;
-    return fmt::format("{{\"id\":{},\"device\":\"d{}\",\"temperature\":{},\"sent_ns\":{}{}}}",
-                       i, i % 100, t, now_ns, padding);
+    return fmt::format("{{\"id\":{},\"device\":\"d{}\",\"temperature\":{},\"sent_ns\":{}{}}}", i,
+                       i % 100, t, now_ns, padding);
   };
   auto publisher = seedance::bench::MqttPublisher::Connect(o);
   if (!publisher) {

@@ -118,10 +118,8 @@ void Fill(void* p, uint64_t n, int value) {
 std::vector<std::unique_ptr<trim::Tier>> MakeTiers(uint64_t fast, uint64_t slow) {
   std::vector<std::unique_ptr<trim::Tier>> tiers;
   if (g_cuda) {
-    auto cuda = trim::MakeCudaTiers({.device = 0,
-                                     .device_budget = fast,
-                                     .small_arena = 128 * kMiB,
-                                     .pinned_capacity = slow});
+    auto cuda = trim::MakeCudaTiers(
+        {.device = 0, .device_budget = fast, .small_arena = 128 * kMiB, .pinned_capacity = slow});
     if (!cuda) {
       std::fprintf(stderr, "trim_bench: %s\n", cuda.error().message().c_str());
       std::exit(1);
@@ -361,29 +359,32 @@ int main(int argc, char** argv) {
           {{"trimming off", "#d62728", off.fast_mib}, {"trimming on", "#1f77b4", on.fast_mib}}}});
   }
   std::printf(
-      "{\"benchmark\": \"trim\", \"tier\": \"%s\", \"copies\": \"%s\", \"access\": \"%s\", \"copy_threads\": %d, \"control\": %s, "
+      "{\"benchmark\": \"trim\", \"tier\": \"%s\", \"copies\": \"%s\", \"access\": \"%s\", "
+      "\"copy_threads\": %d, \"control\": %s, "
       "\"buffers\": %llu, \"steps\": %d, "
       "\"registered_bytes\": %llu, \"peak_bytes_off\": %llu, \"peak_bytes_on\": %llu, "
       "\"mean_bytes_off\": %.0f, \"mean_bytes_on\": %.0f, \"peak_reduction\": %.3f, "
-      "\"idle_share\": %.3f, \"idle_share_mean\": %.3f, \"step_ms_off\": %.3f, \"step_ms_on\": %.3f, "
+      "\"idle_share\": %.3f, \"idle_share_mean\": %.3f, \"step_ms_off\": %.3f, \"step_ms_on\": "
+      "%.3f, "
       "\"step_overhead\": %.4f, \"step_overhead_blocks\": [%s], "
       "\"trims\": %llu, \"stalls\": %llu, \"prefetches\": %llu, \"bytes_moved\": %llu, "
       "\"bytes_copied\": %llu, "
-      "\"trim_latency_us\": {\"p50\": %.2f, \"p99\": %.2f, \"decisions\": %llu, \"candidates\": \"up to 48 of 10,000 buffers\"}, "
-      "\"trim_latency_us_workload\": {\"p50\": %.2f, \"p99\": %.2f, \"decisions\": %llu}, \"copy_gbps\": %.2f, "
+      "\"trim_latency_us\": {\"p50\": %.2f, \"p99\": %.2f, \"decisions\": %llu, \"candidates\": "
+      "\"up to 48 of 10,000 buffers\"}, "
+      "\"trim_latency_us_workload\": {\"p50\": %.2f, \"p99\": %.2f, \"decisions\": %llu}, "
+      "\"copy_gbps\": %.2f, "
       "\"pinned_gbps\": %.2f, \"memcpy_gbps\": %.2f}\n",
-      g_cuda ? "cuda" : "host", g_async ? "async" : "sync", g_write ? "write" : "read", g_copy_threads,
-      g_control ? "true" : "false",
-      static_cast<unsigned long long>(stats.buffers), steps,
-      static_cast<unsigned long long>(stats.registered_bytes),
+      g_cuda ? "cuda" : "host", g_async ? "async" : "sync", g_write ? "write" : "read",
+      g_copy_threads, g_control ? "true" : "false", static_cast<unsigned long long>(stats.buffers),
+      steps, static_cast<unsigned long long>(stats.registered_bytes),
       static_cast<unsigned long long>(off.peak), static_cast<unsigned long long>(on.peak),
-      off.MeanBytes(), on.MeanBytes(), 1.0 - static_cast<double>(on.peak) / static_cast<double>(off.peak),
-      on.idle_share_at_peak, on.IdleShareMean(), off.StepMs(), on.StepMs(),
-      on.step_ms_total / off.step_ms_total - 1.0, overhead_list.c_str(),
-      static_cast<unsigned long long>(stats.trims), static_cast<unsigned long long>(stats.stalls),
+      off.MeanBytes(), on.MeanBytes(),
+      1.0 - static_cast<double>(on.peak) / static_cast<double>(off.peak), on.idle_share_at_peak,
+      on.IdleShareMean(), off.StepMs(), on.StepMs(), on.step_ms_total / off.step_ms_total - 1.0,
+      overhead_list.c_str(), static_cast<unsigned long long>(stats.trims),
+      static_cast<unsigned long long>(stats.stalls),
       static_cast<unsigned long long>(stats.prefetches), static_cast<unsigned long long>(moved),
-      static_cast<unsigned long long>(copied), probe.trim_latency_p50_us,
-      probe.trim_latency_p99_us,
+      static_cast<unsigned long long>(copied), probe.trim_latency_p50_us, probe.trim_latency_p99_us,
       static_cast<unsigned long long>(probe.trim_decisions), stats.trim_latency_p50_us,
       stats.trim_latency_p99_us, static_cast<unsigned long long>(stats.trim_decisions), copy_gbps,
       pinned, memcpy_gbps);

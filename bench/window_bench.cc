@@ -12,12 +12,12 @@
 #include <memory>
 #include <random>
 
+#include "config/config.h"
 #include "core/component_stats.h"
 #include "core/plugin_context.h"
 #include "observe/metrics.h"
 #include "plugins/builtin_plugins.h"
 #include "seedance/plugin_registry.h"
-#include "config/config.h"
 
 using namespace seedance;
 

@@ -117,10 +117,11 @@ struct TrimStats {
   uint64_t bytes_moved_up = 0;
   uint64_t bytes_down_without_copy = 0;  // of bytes_moved_down: to a kept copy (AcquireRead)
   uint64_t retained_bytes = 0;           // kept copies on slower tiers now
-  uint64_t stalls = 0;             // Acquire() calls that had to bring a buffer back first
-  uint64_t prefetches = 0;         // buffers brought back ahead of a learned periodic use
-  double copy_seconds = 0;  // time spent copying between tiers (both directions); the bytes
-                            // copied are bytes_moved_down - bytes_down_without_copy + bytes_moved_up
+  uint64_t stalls = 0;                   // Acquire() calls that had to bring a buffer back first
+  uint64_t prefetches = 0;               // buffers brought back ahead of a learned periodic use
+  double copy_seconds =
+      0;  // time spent copying between tiers (both directions); the bytes
+          // copied are bytes_moved_down - bytes_down_without_copy + bytes_moved_up
   uint64_t trim_decisions = 0;     // times victims were chosen (each trim, each room-making)
   double trim_latency_p50_us = 0;  // trim decision time (choosing victims), last 4,096
   double trim_latency_p99_us = 0;
@@ -140,8 +141,8 @@ class TierManager {
   // moved only if its block there keeps its address (Tier::KeepsAddress); otherwise it stays
   // where it is (on the CUDA tiers: blocks under 1 MiB, in the small-block range).
   // kResourceExhausted when the fastest tier cannot make room for it.
-  virtual Result<BufferId> Register(uint64_t size, std::string name = {},
-                                    std::string group = {}, bool stable_address = false) = 0;
+  virtual Result<BufferId> Register(uint64_t size, std::string name = {}, std::string group = {},
+                                    bool stable_address = false) = 0;
   // kNotFound for an unknown id; kFailedPrecondition while acquired.
   virtual Status Unregister(BufferId id) = 0;
   // Pointer to the buffer on the fastest tier, valid until Release(); brings it back first

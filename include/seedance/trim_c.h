@@ -27,10 +27,10 @@ typedef uint64_t sd_trim_buffer;
 
 enum {
   SD_TRIM_OK = 0,
-  SD_TRIM_EINVAL = -1,     /* bad argument */
-  SD_TRIM_ENOTFOUND = -2,  /* unknown buffer */
-  SD_TRIM_ENOSPACE = -3,   /* no tier can hold it / the fast tier cannot make room */
-  SD_TRIM_EBUSY = -4,      /* the buffer is acquired */
+  SD_TRIM_EINVAL = -1,    /* bad argument */
+  SD_TRIM_ENOTFOUND = -2, /* unknown buffer */
+  SD_TRIM_ENOSPACE = -3,  /* no tier can hold it / the fast tier cannot make room */
+  SD_TRIM_EBUSY = -4,     /* the buffer is acquired */
   SD_TRIM_EINTERNAL = -5,
   SD_TRIM_EUNAVAILABLE = -6 /* no usable device or driver, or built without CUDA */
 };
@@ -43,7 +43,7 @@ typedef struct {
   double fragmentation_trigger; /* 0.28 */
   uint64_t min_victim_bytes;    /* 16 MiB */
   double low_watermark;         /* 0.80 */
-  int async_copies;             /* 0: moves started by sd_trim_step() copy in the background when 1 */
+  int async_copies; /* 0: moves started by sd_trim_step() copy in the background when 1 */
 } sd_trim_policy;
 
 typedef struct {
@@ -73,11 +73,11 @@ typedef struct {
   int device;
   uint64_t device_budget;
   uint64_t pinned_capacity;
-  uint64_t small_arena;       /* 0: the default (256 MiB of addresses) */
-  const int* peer_devices;    /* devices granted access too; may be NULL */
+  uint64_t small_arena;    /* 0: the default (256 MiB of addresses) */
+  const int* peer_devices; /* devices granted access too; may be NULL */
   int peer_device_count;
-  int posix_fd_handles;       /* 1: exportable memory (CUDA IPC) */
-  int capture_safe;           /* 1: moves wait for the legacy stream only (CudaTierOptions) */
+  int posix_fd_handles; /* 1: exportable memory (CUDA IPC) */
+  int capture_safe;     /* 1: moves wait for the legacy stream only (CudaTierOptions) */
 } sd_trim_cuda_options;
 
 /* sd_trim_register_ex flags. */
@@ -103,8 +103,8 @@ int sd_trim_create_cuda(const sd_trim_cuda_options* options, const sd_trim_polic
                         sd_trim_manager** out);
 void sd_trim_destroy(sd_trim_manager* manager);
 
-int sd_trim_register(sd_trim_manager* manager, uint64_t size, const char* name,
-                     const char* group, sd_trim_buffer* id);
+int sd_trim_register(sd_trim_manager* manager, uint64_t size, const char* name, const char* group,
+                     sd_trim_buffer* id);
 /* sd_trim_register with SD_TRIM_* flags. */
 int sd_trim_register_ex(sd_trim_manager* manager, uint64_t size, const char* name,
                         const char* group, unsigned flags, sd_trim_buffer* id);

@@ -70,8 +70,8 @@ Result<BenchJob> MakeBenchJob(const config::PipelineConfig& config,
                            [](const auto& s) { return s.type == "mqtt"; });
   if (mqtt != config.sources.end()) {
     job.mqtt = true;
-    std::string uri = options.broker_uri.empty() ? mqtt->params.GetString("uri")
-                                                 : options.broker_uri;
+    std::string uri =
+        options.broker_uri.empty() ? mqtt->params.GetString("uri") : options.broker_uri;
     SEEDANCE_ASSIGN_OR_RETURN(sources::BrokerAddress addr, sources::ParseBrokerUri(uri));
     if (addr.tls) {
       return Status(StatusCode::kInvalidArgument,

@@ -41,7 +41,7 @@ struct BenchJob {
   std::optional<std::string> password;
   std::string topic;
   int qos = 1;
-  std::string payload_template;  // JSON object text; {n} = sequence number
+  std::string payload_template;         // JSON object text; {n} = sequence number
   std::vector<std::string> tail_files;  // file sinks on the main output
   int http_sinks = 0;                   // http sinks on the main output
 };

@@ -81,9 +81,9 @@ class Run {
         .generator_delay = std::chrono::seconds(1),
     };
     SEEDANCE_ASSIGN_OR_RETURN(BenchJob job, MakeBenchJob(config_, job_options));
-    context->load = job.mqtt ? fmt::format("mqtt {}:{} topic {} qos {}", job.host, job.port,
-                                           job.topic, job.qos)
-                             : "generate source (built-in generator)";
+    context->load =
+        job.mqtt ? fmt::format("mqtt {}:{} topic {} qos {}", job.host, job.port, job.topic, job.qos)
+                 : "generate source (built-in generator)";
     const std::string job_path = workdir_ + "/job.yaml";
     std::ofstream(job_path) << job.yaml;
     std::vector<std::unique_ptr<FileStampTailer>> tailers;
@@ -98,8 +98,8 @@ class Run {
       args.push_back(fs::absolute(options_.filter_path).string());
     }
     const std::string log_path = workdir_ + "/seedance.log";
-    SEEDANCE_ASSIGN_OR_RETURN(auto child, SeedanceChild::Spawn(options_.seedance_exe, args,
-                                                               workdir_, log_path));
+    SEEDANCE_ASSIGN_OR_RETURN(
+        auto child, SeedanceChild::Spawn(options_.seedance_exe, args, workdir_, log_path));
     RunFigures figures;
     auto ready = child->WaitReady(std::chrono::seconds(30));
     if (!ready) {

@@ -90,9 +90,9 @@ TEST(ReportTest, BucketsMatchTheMetricsHistogram) {
 std::string Report(double throughput, double p99, std::vector<double> run_p99 = {}) {
   std::string runs;
   for (double r : run_p99) {
-    runs += (runs.empty() ? "" : ",") +
-            std::string(R"({"throughput_eps":)") + std::to_string(throughput) +
-            R"(,"latency_ms":{"p50":1,"p95":2,"p99":)" + std::to_string(r) + "}}";
+    runs += (runs.empty() ? "" : ",") + std::string(R"({"throughput_eps":)") +
+            std::to_string(throughput) + R"(,"latency_ms":{"p50":1,"p95":2,"p99":)" +
+            std::to_string(r) + "}}";
   }
   return R"({"throughput_eps":)" + std::to_string(throughput) +
          R"(,"latency_ms":{"p50":1,"p95":2,"p99":)" + std::to_string(p99) +
@@ -211,7 +211,8 @@ sinks:
   EXPECT_EQ(job->tail_files[0], "/tmp/w/sink-0.ndjson");
   YAML::Node source = YAML::Load(job->yaml)["sources"][0];
   EXPECT_EQ(source["count"].as<int>(), 500);
-  EXPECT_EQ(source["payload"].as<std::string>(), R"({"bench_seq":{n},"bench_ns":{now_ns},"v":{n}})");
+  EXPECT_EQ(source["payload"].as<std::string>(),
+            R"({"bench_seq":{n},"bench_ns":{now_ns},"v":{n}})");
 }
 
 TEST_F(BenchJobTest, UnmeasurableJobsAreRefusedWithTheReason) {

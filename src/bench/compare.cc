@@ -75,10 +75,11 @@ Status LoadSide(const std::string& json, const char* which, Side* side) {
     return Status(StatusCode::kInvalidArgument, fmt::format("{}: not a JSON object", which));
   }
   double probe = 0;
-  if (!Lookup(side->doc, "throughput_eps", &probe) || !Lookup(side->doc, "latency_ms.p99", &probe)) {
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("{}: not a seedance bench report (no throughput_eps / latency_ms)",
-                              which));
+  if (!Lookup(side->doc, "throughput_eps", &probe) ||
+      !Lookup(side->doc, "latency_ms.p99", &probe)) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        fmt::format("{}: not a seedance bench report (no throughput_eps / latency_ms)", which));
   }
   auto it = side->doc.FindMember("runs");
   if (it != side->doc.MemberEnd() && it->value.IsArray() && it->value.Size() > 0) {
@@ -170,14 +171,13 @@ std::string FormatComparison(const Comparison& c) {
                      "target", "change", "threshold", "spread b/t", "verdict");
   auto spread = [](double s) { return s < 0 ? std::string("-") : fmt::format("{:.1f}%", s); };
   for (const auto& r : c.rows) {
-    std::string change =
-        std::isnan(r.change_pct) ? "n/a" : fmt::format("{:+.1f}%", r.change_pct);
+    std::string change = std::isnan(r.change_pct) ? "n/a" : fmt::format("{:+.1f}%", r.change_pct);
     std::string threshold =
         r.gated ? fmt::format("{}{:g}%", r.higher_is_better ? "-" : "+", r.threshold_pct) : "-";
-    out += fmt::format("{:<16} {:>14.6g} {:>14.6g} {:>9} {:>10} {:>15}  {}\n", r.figure,
-                       r.baseline, r.target, change, threshold,
-                       spread(r.baseline_spread_pct) + "/" + spread(r.target_spread_pct),
-                       r.verdict);
+    out +=
+        fmt::format("{:<16} {:>14.6g} {:>14.6g} {:>9} {:>10} {:>15}  {}\n", r.figure, r.baseline,
+                    r.target, change, threshold,
+                    spread(r.baseline_spread_pct) + "/" + spread(r.target_spread_pct), r.verdict);
   }
   out += c.regressed ? "result: REGRESSION\n" : "result: no regression\n";
   return out;

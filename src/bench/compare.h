@@ -21,15 +21,15 @@ struct CompareOptions {
 
 struct CompareRow {
   std::string figure;
-  bool gated = true;          // false: shown for information only
+  bool gated = true;  // false: shown for information only
   bool higher_is_better = false;
   double baseline = 0;
   double target = 0;
-  double change_pct = 0;      // (target − baseline) / baseline × 100; NaN when baseline is 0
+  double change_pct = 0;  // (target − baseline) / baseline × 100; NaN when baseline is 0
   double threshold_pct = 0;
   double baseline_spread_pct = -1;  // -1 when the report has one run
   double target_spread_pct = -1;
-  std::string verdict;        // "ok", "better", "REGRESSED", "info", "n/a"
+  std::string verdict;  // "ok", "better", "REGRESSED", "info", "n/a"
 };
 
 struct Comparison {

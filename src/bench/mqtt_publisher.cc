@@ -53,7 +53,8 @@ Result<std::unique_ptr<MqttPublisher>> MqttPublisher::Connect(PublisherOptions o
   MqttPublisher* raw = p.get();
   p->socket_->reader = std::thread([raw] { raw->ReadLoop(); });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!p->connected_.load() && !p->failed_.load() && std::chrono::steady_clock::now() < deadline) {
+  while (!p->connected_.load() && !p->failed_.load() &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   if (!p->connected_.load()) {
@@ -94,8 +95,8 @@ void MqttPublisher::ReadLoop() {
 Result<uint64_t> MqttPublisher::Run(const std::atomic<bool>& stop) {
   const PublisherOptions& o = options_;
   const auto start = std::chrono::steady_clock::now();
-  const auto end = o.duration.count() > 0 ? start + o.duration
-                                          : std::chrono::steady_clock::time_point::max();
+  const auto end =
+      o.duration.count() > 0 ? start + o.duration : std::chrono::steady_clock::time_point::max();
   std::string out;
   boost::system::error_code ec;
   for (uint64_t i = 0; o.count == 0 || i < o.count; ++i) {

@@ -23,10 +23,10 @@ struct PublisherOptions {
   std::optional<std::string> username;
   std::optional<std::string> password;
   std::string topic;
-  int qos = 1;               // 0 or 1
-  double rate = 0;           // messages per second; 0 = as fast as the window allows
-  uint32_t window = 1000;    // QoS 1 messages published but not yet acknowledged
-  uint64_t count = 0;        // stop after this many; 0 = no count limit
+  int qos = 1;                           // 0 or 1
+  double rate = 0;                       // messages per second; 0 = as fast as the window allows
+  uint32_t window = 1000;                // QoS 1 messages published but not yet acknowledged
+  uint64_t count = 0;                    // stop after this many; 0 = no count limit
   std::chrono::nanoseconds duration{0};  // stop after this long; 0 = no time limit
   // Payload of message `seq` (0-based), published at Unix time `now_ns`.
   std::function<std::string(uint64_t seq, int64_t now_ns)> make_payload;

@@ -12,8 +12,8 @@
 #include <chrono>
 #include <list>
 
-#include "util/clock.h"
 #include <mutex>
+#include "util/clock.h"
 
 namespace seedance::bench {
 namespace asio = boost::asio;
@@ -106,7 +106,9 @@ FileStampTailer::FileStampTailer(DeliveryRecorder& recorder, std::string path)
 
 FileStampTailer::~FileStampTailer() { Stop(); }
 
-void FileStampTailer::Start() { thread_ = std::thread([this] { Loop(); }); }
+void FileStampTailer::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void FileStampTailer::Stop() {
   stop_ = true;
@@ -141,4 +143,3 @@ void FileStampTailer::Loop() {
 }
 
 }  // namespace seedance::bench
-

@@ -96,8 +96,8 @@ Result<double> SeedanceChild::WaitReady(std::chrono::milliseconds timeout) {
     if (::poll(&p, 1, 10) == 1) {
       ssize_t n = ::recv(notify_fd_, buf, sizeof buf - 1, 0);
       const auto now = std::chrono::steady_clock::now();
-      if (n > 0 && std::string_view(buf, static_cast<size_t>(n)).find("READY=1") !=
-                       std::string_view::npos) {
+      if (n > 0 &&
+          std::string_view(buf, static_cast<size_t>(n)).find("READY=1") != std::string_view::npos) {
         return std::chrono::duration<double, std::milli>(now - spawned_).count();
       }
     }

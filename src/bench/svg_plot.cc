@@ -60,8 +60,8 @@ std::string Panel(double top, const std::string& y_label, const std::vector<doub
   for (int i = 0; i <= 5; ++i) {
     const double v = t_max * i / 5;
     out += fmt::format(
-        "<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" font-size=\"11\">{:.3g}</text>\n",
-        x(v), top + h + 15, v);
+        "<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" font-size=\"11\">{:.3g}</text>\n", x(v),
+        top + h + 15, v);
   }
   out += fmt::format(
       "<text x=\"{}\" y=\"{}\" font-size=\"12\" transform=\"rotate(-90 {} {})\" "
@@ -109,7 +109,8 @@ std::string LineChartSvg(const std::string& title, const std::string& x_label,
 
 std::string TimelineSvg(const std::vector<TimelinePoint>& timeline, const std::string& title) {
   std::vector<double> t;
-  SvgSeries p50{"P50 ms", "#1f77b4", {}}, p99{"P99 ms", "#d62728", {}}, rss{"RSS MB", "#2ca02c", {}};
+  SvgSeries p50{"P50 ms", "#1f77b4", {}}, p99{"P99 ms", "#d62728", {}},
+      rss{"RSS MB", "#2ca02c", {}};
   for (const auto& p : timeline) {
     t.push_back(p.t_s);
     uint64_t delivered = 0;

@@ -134,10 +134,9 @@ std::vector<ParamSpec> MetricsSpecs() {
            .type = ParamType::kString,
            .doc = "address:port of the /metrics and /healthz listener, e.g. 127.0.0.1:9464 "
                   "(\":9464\" listens on every IPv4 address)",
-           .validator =
-               [](const ParamValue& v) {
-                 return util::ParseListenAddress(std::get<std::string>(v)).status();
-               }}};
+           .validator = [](const ParamValue& v) {
+             return util::ParseListenAddress(std::get<std::string>(v)).status();
+           }}};
 }
 std::vector<ParamSpec> LogSpecs() {
   return {{.name = "level",
@@ -497,9 +496,8 @@ Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
         fmt::format("{}: expected a YAML map with \"sources\" and \"sinks\"", checker.Loc(root)));
   }
   FindDuplicateKeys(root, checker, 0);
-  static const std::vector<std::string> kTop = {"sources", "processors", "sinks", "pipeline",
-                                                "queue",   "limits",     "metrics",
-                                                "log"};
+  static const std::vector<std::string> kTop = {"sources", "processors", "sinks",   "pipeline",
+                                                "queue",   "limits",     "metrics", "log"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     std::string key = it->first.Scalar();
     if (std::find(kTop.begin(), kTop.end(), key) == kTop.end()) {
@@ -629,9 +627,9 @@ Result<PipelineConfig> LoadConfigText(const std::string& text, const std::string
     }
     // A second document is easy to add by mistake (a pasted "---") and would be ignored.
     if (std::optional<YAML::Mark> second = SecondDocument(text)) {
-      return InvalidArgumentError(fmt::format(
-          "{}:{}: a second YAML document starts here; a config file holds exactly one", file,
-          second->line + 1));
+      return InvalidArgumentError(
+          fmt::format("{}:{}: a second YAML document starts here; a config file holds exactly one",
+                      file, second->line + 1));
     }
   } catch (const YAML::Exception& e) {
     return InvalidArgumentError(

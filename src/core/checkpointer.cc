@@ -31,9 +31,9 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::Open(const config::QueueSett
     for (const auto& [key, value] : it->second) {
       Status s = p.processor->RestoreState(key, value);
       if (!s.ok()) {
-        return Status(StatusCode::kDataLoss,
-                      fmt::format("checkpoint of processor \"{}\": {} (key {})", p.name,
-                                  s.message(), key));
+        return Status(
+            StatusCode::kDataLoss,
+            fmt::format("checkpoint of processor \"{}\": {} (key {})", p.name, s.message(), key));
       }
       ++restored;
     }
@@ -60,9 +60,8 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::Open(const config::QueueSett
 
 bool Checkpointer::Save(const std::function<bool()>& past_deadline) {
   for (const Stateful& p : processors_) {
-    p.processor->TakeChangedState([&](std::string_view key, std::string_view value) {
-      log_->Put(p.name, key, value);
-    });
+    p.processor->TakeChangedState(
+        [&](std::string_view key, std::string_view value) { log_->Put(p.name, key, value); });
   }
   redelivery_.Commit(batch_ids_, util::WallNowNs(), *log_);
   batch_ids_.clear();

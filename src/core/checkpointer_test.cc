@@ -68,8 +68,8 @@ TEST_F(CheckpointerTest, WhatABatchChangedIsRestoredAfterARestart) {
   CountingProcessor restored;
   auto c = Open(restored);
   ASSERT_TRUE(c.has_value());
-  EXPECT_EQ(restored.state, (std::map<std::string, std::string>{{"sensor/1", "42"},
-                                                                {"sensor/2", "7"}}));
+  EXPECT_EQ(restored.state,
+            (std::map<std::string, std::string>{{"sensor/1", "42"}, {"sensor/2", "7"}}));
 }
 
 TEST_F(CheckpointerTest, AProcessorRefusingItsStateStopsTheStartNamingIt) {

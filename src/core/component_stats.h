@@ -36,8 +36,8 @@ struct ComponentStats {
     if (it == dropped_.end()) {
       observe::Labels l = labels_;
       l.emplace_back("reason", std::string(reason));
-      observe::Counter& c = registry_.GetCounter(
-          "seedance_events_dropped_total", "Events that left the main stream, by reason.", l);
+      observe::Counter& c = registry_.GetCounter("seedance_events_dropped_total",
+                                                 "Events that left the main stream, by reason.", l);
       it = dropped_.emplace(std::string(reason), &c).first;
     }
     it->second->Add(n);

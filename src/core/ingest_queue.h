@@ -13,10 +13,10 @@
 #include <mutex>
 #include <vector>
 
-#include "util/event_loop.h"
 #include "governor/memory_budget.h"
 #include "seedance/event.h"
 #include "seedance/source.h"
+#include "util/event_loop.h"
 #include "util/ring_queue.h"
 
 namespace seedance {

@@ -62,8 +62,8 @@ namespace {
 // into bytes that are not UTF-8, which then reached Lua and the sinks.
 TEST(JsonCheckSurrogateTest, UnpairedSurrogatesAreRefusedPairsAccepted) {
   EXPECT_TRUE(CheckJson(R"({"c": "\ud83d\ude00"})").ok());
-  for (const char* bad : {R"({"c": "\udc00"})", R"(["\ude00x"])", R"({"\udfff": 1})",
-                          R"({"c": "\ud83d"})"}) {
+  for (const char* bad :
+       {R"({"c": "\udc00"})", R"(["\ude00x"])", R"({"\udfff": 1})", R"({"c": "\ud83d"})"}) {
     Status s = CheckJson(bad);
     EXPECT_FALSE(s.ok()) << bad;
   }

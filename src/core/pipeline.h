@@ -22,9 +22,9 @@
 #include <atomic>
 #include <boost/asio/steady_timer.hpp>
 #include <future>
-#include <mutex>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,8 +32,6 @@
 #include "config/config.h"
 #include "core/checkpointer.h"
 #include "core/component_stats.h"
-#include "storage/durable_queue.h"
-#include "util/event_loop.h"
 #include "core/ingest_queue.h"
 #include "core/redelivery_guard.h"
 #include "core/reloader.h"
@@ -43,6 +41,8 @@
 #include "observe/metrics.h"
 #include "seedance/plugin_registry.h"
 #include "storage/checkpoint_log.h"
+#include "storage/durable_queue.h"
+#include "util/event_loop.h"
 #include "util/log.h"
 
 namespace seedance {

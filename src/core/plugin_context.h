@@ -8,9 +8,9 @@
 #include <string>
 
 #include "core/component_stats.h"
-#include "util/event_loop.h"
 #include "observe/metrics.h"
 #include "util/clock.h"
+#include "util/event_loop.h"
 
 namespace seedance {
 

@@ -21,7 +21,8 @@ void RedeliveryGuard::Restore(const storage::CheckpointLog::Entries& entries, in
     }
     // Keep the record until this run's own expiry, in case it dies again before redelivery.
     batches_.push_back(Batch{now_ns, key});
-    next_batch_ = std::max<uint64_t>(next_batch_, std::strtoull(key.c_str() + nl + 1, nullptr, 10) + 1);
+    next_batch_ =
+        std::max<uint64_t>(next_batch_, std::strtoull(key.c_str() + nl + 1, nullptr, 10) + 1);
   }
 }
 

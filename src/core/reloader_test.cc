@@ -28,10 +28,16 @@ config::PipelineConfig Config(const std::string& size1, const std::string& size2
                               const std::string& sink_path = "/tmp/out") {
   PluginRegistry registry;
   RegisterBuiltinPlugins(registry);
-  const std::string text = "sources:\n  - type: generate\nprocessors:\n"
-                           "  - {name: a, type: window, size: " + size1 + "}\n"
-                           "  - {name: b, type: window, size: " + size2 + "}\n"
-                           "sinks:\n  - {type: file, path: " + sink_path + "}\n";
+  const std::string text =
+      "sources:\n  - type: generate\nprocessors:\n"
+      "  - {name: a, type: window, size: " +
+      size1 +
+      "}\n"
+      "  - {name: b, type: window, size: " +
+      size2 +
+      "}\n"
+      "sinks:\n  - {type: file, path: " +
+      sink_path + "}\n";
   auto c = config::LoadConfigText(text, "test.yaml", registry);
   EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().message());
   return *c;

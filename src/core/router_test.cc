@@ -25,8 +25,7 @@ class RouterTest : public ::testing::Test {
   std::unique_ptr<SinkRunner> Runner(const std::string& name) {
     stats_.push_back(std::make_unique<ComponentStats>(metrics_, "sink", name));
     return std::make_unique<SinkRunner>(name, std::make_unique<NullSink>(), DeliveryPolicy{}, 100,
-                                        loop_, *stats_.back(),
-                                        [](Event&&, const std::string&) {});
+                                        loop_, *stats_.back(), [](Event&&, const std::string&) {});
   }
   uint64_t Routed(Output o) {
     return metrics_
@@ -65,8 +64,8 @@ TEST_F(RouterTest, MemoryModeCopiesEachEventToEveryConsumerOfItsOutput) {
 
 TEST_F(RouterTest, DurableModeWritesOneRecordWithItsOutputAndTheSideHeaders) {
   QueueConfig config;
-  config.data_dir = (fs::temp_directory_path() / ("router_test_" + std::to_string(::getpid())))
-                        .string();
+  config.data_dir =
+      (fs::temp_directory_path() / ("router_test_" + std::to_string(::getpid()))).string();
   fs::remove_all(config.data_dir);
   {
     auto queue = DurableQueue::Open(config, metrics_);
@@ -75,7 +74,8 @@ TEST_F(RouterTest, DurableModeWritesOneRecordWithItsOutputAndTheSideHeaders) {
     Router router(queue->get(), metrics_);
     router.AddSink(consumer.get(), {Output::kMain, Output::kError});
     ASSERT_TRUE(router.Route(Output::kMain, Ev(1), false, kNoWait));
-    ASSERT_TRUE(router.RouteSide(Output::kError, Ev(2), "line one\nline two", false, "lua", kNoWait));
+    ASSERT_TRUE(
+        router.RouteSide(Output::kError, Ev(2), "line one\nline two", false, "lua", kNoWait));
     ASSERT_TRUE((*queue)->Commit().ok());
     EXPECT_EQ(consumer->Pending(), 0u);  // nothing copied into the runner: it reads the queue
 

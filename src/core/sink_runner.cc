@@ -7,9 +7,9 @@
 namespace seedance {
 
 namespace {
+using boost::system::error_code;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-using boost::system::error_code;
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -19,9 +19,8 @@ int64_t NowNs() {
 }  // namespace
 
 SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, DeliveryPolicy policy,
-                       size_t capacity, EventLoop& loop, ComponentStats& stats,
-                       RejectFn on_reject, std::unique_ptr<SinkCursor> cursor,
-                       governor::MemoryBudget* budget)
+                       size_t capacity, EventLoop& loop, ComponentStats& stats, RejectFn on_reject,
+                       std::unique_ptr<SinkCursor> cursor, governor::MemoryBudget* budget)
     : name_(std::move(name)),
       sink_(std::move(sink)),
       policy_(std::move(policy)),
@@ -32,9 +31,9 @@ SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, DeliveryPol
       cursor_(std::move(cursor)),
       budget_(cursor_ ? budget : nullptr),
       kick_signal_(loop_.io(), [this] { Kick(); }),
-      pool_hits_(stats_.registry().GetCounter(
-          "seedance_pool_hits_total", "Objects taken from a pool instead of allocated.",
-          {{"pool", "batch"}, {"component", name_}})),
+      pool_hits_(stats_.registry().GetCounter("seedance_pool_hits_total",
+                                              "Objects taken from a pool instead of allocated.",
+                                              {{"pool", "batch"}, {"component", name_}})),
       pool_misses_(stats_.registry().GetCounter(
           "seedance_pool_misses_total", "Objects allocated because their pool had none free.",
           {{"pool", "batch"}, {"component", name_}})),
@@ -42,9 +41,8 @@ SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, DeliveryPol
       limit_gauge_(stats_.registry().GetGauge("seedance_sink_concurrency_limit",
                                               "Attempts the sink may have outstanding.",
                                               {{"component", name_}})),
-      in_flight_gauge_(stats_.registry().GetGauge("seedance_sink_in_flight",
-                                                  "Attempts the sink has in progress.",
-                                                  {{"component", name_}})),
+      in_flight_gauge_(stats_.registry().GetGauge(
+          "seedance_sink_in_flight", "Attempts the sink has in progress.", {{"component", name_}})),
       p99_gauge_(stats_.registry().GetFloatGauge(
           "seedance_sink_latency_p99_seconds",
           "P99 attempt latency over the controller's window (adaptive concurrency).",
@@ -124,8 +122,8 @@ size_t SinkRunner::BatchEvents() const {
 bool SinkRunner::BudgetAllowsMore() const {
   if (budget_ == nullptr || jobs_.empty()) return true;  // always make progress
   if (probing_) return false;
-  return budget_->HasRoom(governor::MemoryBudget::BatchAdmissionBytes(BatchEvents(),
-                                                                      event_bytes_estimate_));
+  return budget_->HasRoom(
+      governor::MemoryBudget::BatchAdmissionBytes(BatchEvents(), event_bytes_estimate_));
 }
 
 void SinkRunner::Kick() {
@@ -259,8 +257,7 @@ void SinkRunner::AttemptDone(Part* p, uint64_t attempt_id, AttemptOutcome outcom
   // Latencies of deliveries, refusals and backpressure (429, 503, timeouts) only: another
   // transient failure such as a refused connection is fast, and taking that for spare capacity
   // would raise the limit while the remote side is down.
-  if (outcome.kind != Kind::kShutdown &&
-      (outcome.kind != Kind::kRetry || outcome.backpressure)) {
+  if (outcome.kind != Kind::kShutdown && (outcome.kind != Kind::kRetry || outcome.backpressure)) {
     controller_.RecordLatency(steady_clock::now() - p->sent, now_ns, p->in_flight_at_send);
   }
   if (controller_.Update(now_ns)) {
@@ -334,9 +331,9 @@ void SinkRunner::RetryLater(Part* p, const std::string& reason, milliseconds ret
   uint64_t suppressed = 0;
   if (!failing_ || limiter_.Allow("retry", &suppressed)) {
     failing_ = true;
-    SEEDANCE_LOG_WARN(name_, "delivery failed: {}; retrying in {} ms{}", reason, delay.count(),
-                      suppressed ? fmt::format(" ({} similar failures not logged)", suppressed)
-                                 : "");
+    SEEDANCE_LOG_WARN(
+        name_, "delivery failed: {}; retrying in {} ms{}", reason, delay.count(),
+        suppressed ? fmt::format(" ({} similar failures not logged)", suppressed) : "");
   }
   p->backoff = std::min(policy_.retry_max, p->backoff * 2);
   p->timer.expires_after(delay);
@@ -396,7 +393,8 @@ void SinkRunner::FinishJob(Job* job, bool evicted) {
     for (size_t i = 0; i < n; ++i) {
       const Event& e = batch.events[i];
       if (!refused.empty() && refused[i]) continue;
-      if (e.ingest_time_ns > 0) latency.Observe(static_cast<double>(now_ns - e.ingest_time_ns) / 1e9);
+      if (e.ingest_time_ns > 0)
+        latency.Observe(static_cast<double>(now_ns - e.ingest_time_ns) / 1e9);
     }
   }
   {

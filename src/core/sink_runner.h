@@ -46,11 +46,11 @@
 
 #include "core/component_stats.h"
 #include "core/delivery_policy.h"
-#include "util/event_loop.h"
 #include "governor/concurrency_controller.h"
 #include "governor/memory_budget.h"
 #include "seedance/sink.h"
 #include "storage/durable_queue.h"
+#include "util/event_loop.h"
 #include "util/handler_slot.h"
 #include "util/log.h"
 #include "util/loop_signal.h"
@@ -63,8 +63,8 @@ class SinkRunner final : public governor::BatchHolder {
   using RejectFn = std::function<void(Event&&, const std::string& reason)>;
 
   // With `cursor` the runner is in durable mode; without, in memory mode.
-  SinkRunner(std::string name, std::unique_ptr<Sink> sink, DeliveryPolicy policy,
-             size_t capacity, EventLoop& loop, ComponentStats& stats, RejectFn on_reject,
+  SinkRunner(std::string name, std::unique_ptr<Sink> sink, DeliveryPolicy policy, size_t capacity,
+             EventLoop& loop, ComponentStats& stats, RejectFn on_reject,
              std::unique_ptr<SinkCursor> cursor = nullptr,
              governor::MemoryBudget* budget = nullptr);
   ~SinkRunner() override;

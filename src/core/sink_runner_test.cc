@@ -169,8 +169,8 @@ TEST_F(SinkRunnerTest, BatchesWaitingForARetryAreEvictedReadAgainAfterAProbeAndD
   EXPECT_TRUE(OnLoop([&] { return rejected_.empty(); }));
   ASSERT_TRUE(WaitFor([&] { return runner_->Pending() == 0; }));
   EXPECT_EQ(budget.used(), 0u);
-  EXPECT_GT(metrics_.GetCounter("seedance_memory_moved_bytes_total", "", {{"to", "memory"}}).Value(),
-            0u);
+  EXPECT_GT(
+      metrics_.GetCounter("seedance_memory_moved_bytes_total", "", {{"to", "memory"}}).Value(), 0u);
   budget.RemoveHolder(runner_.get());
 }
 
@@ -226,13 +226,14 @@ TEST_F(SinkRunnerTest, TooLargeIsHalvedDownToSingleEventsAndTheseAreRejected) {
   });
   ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 2; }));
   OnLoop([&] {
-    sink_->AnswerOldest(AttemptOutcome::Delivered());            // 2
+    sink_->AnswerOldest(AttemptOutcome::Delivered());           // 2
     sink_->AnswerOldest(AttemptOutcome::TooLarge("HTTP 413"));  // 3: alone, still too large
     return 0;
   });
   ASSERT_TRUE(WaitFor([&] { return runner_->Pending() == 0; }));
   ASSERT_EQ(OnLoop([&] { return rejected_.size(); }), 1u);
-  EXPECT_EQ(OnLoop([&] { return rejected_[0]; }), std::make_pair(std::string("3"), std::string("HTTP 413")));
+  EXPECT_EQ(OnLoop([&] { return rejected_[0]; }),
+            std::make_pair(std::string("3"), std::string("HTTP 413")));
   EXPECT_EQ(stats_.events_out.Value(), 3u);
   EXPECT_EQ(stats_.BatchLatency().Count(), 1u);  // one outcome for the one batch
 }

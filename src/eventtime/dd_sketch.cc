@@ -65,7 +65,8 @@ double DDSketch::Quantile(double q) const {
 }
 
 size_t DDSketch::bytes() const {
-  return sizeof(*this) + (positive_.capacity() + negative_.capacity()) * sizeof(Buckets::value_type);
+  return sizeof(*this) +
+         (positive_.capacity() + negative_.capacity()) * sizeof(Buckets::value_type);
 }
 
 void DDSketch::AppendTo(std::string& out) const {
@@ -84,7 +85,8 @@ void DDSketch::AppendTo(std::string& out) const {
 
 bool DDSketch::ReadFrom(std::string_view& in) {
   uint32_t np = 0, nn = 0;
-  if (!ReadRaw(in, &zero_) || !ReadRaw(in, &np) || !ReadRaw(in, &nn) || in.size() < (np + nn) * 8ull) {
+  if (!ReadRaw(in, &zero_) || !ReadRaw(in, &np) || !ReadRaw(in, &nn) ||
+      in.size() < (np + nn) * 8ull) {
     return false;
   }
   count_ = zero_;

@@ -144,8 +144,8 @@ const rapidjson::Value* FindField(const rapidjson::Value& root, std::string_view
     if (!v->IsObject()) return nullptr;
     size_t dot = path.find('.');
     std::string_view name = path.substr(0, dot);
-    auto it = v->FindMember(rapidjson::Value(rapidjson::StringRef(
-        name.data(), static_cast<rapidjson::SizeType>(name.size()))));
+    auto it = v->FindMember(rapidjson::Value(
+        rapidjson::StringRef(name.data(), static_cast<rapidjson::SizeType>(name.size()))));
     if (it == v->MemberEnd()) return nullptr;
     v = &it->value;
     if (dot == std::string_view::npos) return v;

@@ -13,7 +13,7 @@
 namespace seedance::eventtime {
 
 enum class TimeFormat {
-  kAuto,     // numbers by magnitude (s < 1e11 ≤ ms < 1e14 ≤ µs < 1e17 ≤ ns), strings RFC 3339
+  kAuto,  // numbers by magnitude (s < 1e11 ≤ ms < 1e14 ≤ µs < 1e17 ≤ ns), strings RFC 3339
   kSeconds,  // may be fractional
   kMillis,
   kMicros,

@@ -73,7 +73,8 @@ TEST(DDSketchTest, QuantilesWithinTheRelativeErrorAndSurviveSerialization) {
     for (double q : {0.0, 0.01, 0.25, 0.5, 0.9, 0.95, 0.99, 1.0}) {
       const double truth = values[static_cast<size_t>(std::floor(q * (n - 1)))];
       for (const DDSketch* s : {&sketch, &copy}) {
-        EXPECT_LE(std::fabs(s->Quantile(q) - truth), DDSketch::kRelativeAccuracy * std::fabs(truth) + 1e-9)
+        EXPECT_LE(std::fabs(s->Quantile(q) - truth),
+                  DDSketch::kRelativeAccuracy * std::fabs(truth) + 1e-9)
             << "q=" << q << " n=" << n;
       }
     }
@@ -154,10 +155,15 @@ Case RandomCase(uint64_t seed, bool per_key) {
     clock += static_cast<int64_t>(rng() % 2000) * 1'000'000;  // 0..2 s apart
     int64_t delay = 0;
     switch (rng() % 10) {
-      case 0: delay = static_cast<int64_t>(rng() % 30) * kS; break;  // far behind: often stale
+      case 0:
+        delay = static_cast<int64_t>(rng() % 30) * kS;
+        break;  // far behind: often stale
       case 1:
-      case 2: delay = static_cast<int64_t>(rng() % 8000) * 1'000'000; break;
-      default: break;
+      case 2:
+        delay = static_cast<int64_t>(rng() % 8000) * 1'000'000;
+        break;
+      default:
+        break;
     }
     c.events.push_back({"k" + std::to_string(rng() % keys), clock - delay,
                         static_cast<double>(static_cast<int>(rng() % 400) - 100) / 4});
@@ -183,9 +189,8 @@ void CheckCase(uint64_t seed, bool per_key) {
     if (!verdict.stale) {
       ASSERT_TRUE(store.Add(e.key, e.t, e.v, true, 0, emit)) << "event " << i;
     }
-    tracker.TakeAdvances([&](std::string_view scope, int64_t w) {
-      store.AdvanceWatermark(scope, w, emit);
-    });
+    tracker.TakeAdvances(
+        [&](std::string_view scope, int64_t w) { store.AdvanceWatermark(scope, w, emit); });
   }
   store.AdvanceWatermark("", INT64_MAX / 2, emit);  // end of input: everything fires
   EXPECT_EQ(store.key_count(), 0u);
@@ -197,8 +202,8 @@ void CheckCase(uint64_t seed, bool per_key) {
     const Ev& e = c.events[i];
     const std::string scope = per_key ? e.key : "";
     auto it = max_t.find(scope);
-    const bool is_stale = it != max_t.end() &&
-                          e.t < it->second - c.wm.max_out_of_order_ns - c.wm.allowed_lateness_ns;
+    const bool is_stale =
+        it != max_t.end() && e.t < it->second - c.wm.max_out_of_order_ns - c.wm.allowed_lateness_ns;
     ASSERT_EQ(stale[i], is_stale) << "event " << i << " t=" << e.t;
     if (is_stale) continue;
     max_t[scope] = it == max_t.end() ? e.t : std::max(it->second, e.t);
@@ -250,12 +255,16 @@ TEST(WindowStoreTest, CheckpointRoundTripContinuesIdentically) {
     WatermarkTracker tracker(c.wm);
     auto store = std::make_unique<WindowStore>(c.spec);
     std::map<std::pair<std::string, int64_t>, uint64_t> counts;
-    auto emit = [&](const WindowResult& r) { counts[{std::string(r.key), r.start_ns}] = r.aggregate->count; };
+    auto emit = [&](const WindowResult& r) {
+      counts[{std::string(r.key), r.start_ns}] = r.aggregate->count;
+    };
     std::map<std::string, std::string> saved_wm, saved_win;
     for (size_t i = 0; i < c.events.size(); ++i) {
       if (restart && i == c.events.size() / 2) {
-        tracker.TakeChangedState([&](std::string_view k, std::string_view v) { saved_wm[std::string(k)] = v; });
-        store->TakeChangedState([&](std::string_view k, std::string_view v) { saved_win[std::string(k)] = v; });
+        tracker.TakeChangedState(
+            [&](std::string_view k, std::string_view v) { saved_wm[std::string(k)] = v; });
+        store->TakeChangedState(
+            [&](std::string_view k, std::string_view v) { saved_win[std::string(k)] = v; });
         WatermarkTracker fresh(c.wm);
         for (auto& [k, v] : saved_wm) EXPECT_TRUE(fresh.RestoreState(k, v, 0).ok());
         tracker = fresh;
@@ -268,7 +277,8 @@ TEST(WindowStoreTest, CheckpointRoundTripContinuesIdentically) {
       }
       const Ev& e = c.events[i];
       if (!tracker.Observe(e.key, e.t, 0).stale) store->Add(e.key, e.t, e.v, true, 0, emit);
-      tracker.TakeAdvances([&](std::string_view s, int64_t w) { store->AdvanceWatermark(s, w, emit); });
+      tracker.TakeAdvances(
+          [&](std::string_view s, int64_t w) { store->AdvanceWatermark(s, w, emit); });
     }
     store->AdvanceWatermark("", INT64_MAX / 2, emit);
     return counts;

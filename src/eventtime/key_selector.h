@@ -14,7 +14,7 @@
 namespace seedance::eventtime {
 
 struct KeySelector {
-  std::string field;    // "" = not from the payload
+  std::string field;     // "" = not from the payload
   int topic_level = -1;  // -1 = not from the topic
 
   bool none() const { return field.empty() && topic_level < 0; }

@@ -60,8 +60,7 @@ WatermarkTracker::Verdict WatermarkTracker::Observe(std::string_view scope_id, i
   if (it == scopes_.end()) it = scopes_.emplace(key, ScopeState{}).first;
   ScopeState& s = it->second;
   Verdict v;
-  v.watermark =
-      options_.scope == WatermarkOptions::Scope::kKey ? s.watermark : stream_watermark_;
+  v.watermark = options_.scope == WatermarkOptions::Scope::kKey ? s.watermark : stream_watermark_;
   if (v.watermark != kNoWatermark && event_ns < v.watermark - options_.allowed_lateness_ns) {
     v.stale = true;
     v.lateness_ns = v.watermark - event_ns;
@@ -88,8 +87,7 @@ void WatermarkTracker::Tick(int64_t now_ns) {
   RecomputeStream(now_ns);
 }
 
-void WatermarkTracker::TakeAdvances(
-    const std::function<void(std::string_view, int64_t)>& advance) {
+void WatermarkTracker::TakeAdvances(const std::function<void(std::string_view, int64_t)>& advance) {
   if (options_.scope == WatermarkOptions::Scope::kKey) {
     for (const auto& key : advanced_keys_) advance(key, scopes_[key].watermark);
     advanced_keys_.clear();

@@ -64,7 +64,8 @@ void WindowStore::FireDue(const std::string& key, KeyState& k, const Emit& emit)
   const int64_t watermark = EffectiveWatermark(k);
   for (auto w = k.windows.begin(); w != k.windows.end();) {
     const int64_t end = w->first + spec_.size_ns;
-    if (end <= watermark && fire_.erase(Due{end, key, w->first}) > 0) Fire(key, w->first, w->second, emit);
+    if (end <= watermark && fire_.erase(Due{end, key, w->first}) > 0)
+      Fire(key, w->first, w->second, emit);
     if (end + spec_.allowed_lateness_ns <= watermark) {
       purge_.erase(Due{end + spec_.allowed_lateness_ns, key, w->first});
       w = k.windows.erase(w);
@@ -75,8 +76,7 @@ void WindowStore::FireDue(const std::string& key, KeyState& k, const Emit& emit)
   }
 }
 
-void WindowStore::AdvanceWatermark(std::string_view scope, int64_t watermark_ns,
-                                   const Emit& emit) {
+void WindowStore::AdvanceWatermark(std::string_view scope, int64_t watermark_ns, const Emit& emit) {
   if (!scope.empty()) {
     auto it = keys_.find(std::string(scope));
     if (it == keys_.end() || watermark_ns <= it->second.watermark) return;

@@ -33,8 +33,8 @@ MemoryBudget::MemoryBudget(MemoryBudgetOptions options, observe::MetricsRegistry
                                         "Bytes of batches moved between tiers: evicted from "
                                         "memory (to=disk) and read back (to=memory).",
                                         {{"to", "disk"}})),
-      moved_to_memory_(metrics.GetCounter("seedance_memory_moved_bytes_total", "",
-                                          {{"to", "memory"}})),
+      moved_to_memory_(
+          metrics.GetCounter("seedance_memory_moved_bytes_total", "", {{"to", "memory"}})),
       evictions_(metrics.GetCounter("seedance_memory_evictions_total",
                                     "Batches whose in-memory copy a trim released.", {})),
       refused_(metrics.GetCounter("seedance_memory_evictions_refused_total",
@@ -77,8 +77,8 @@ void MemoryBudget::MaybeReleaseHeap(bool trimmed) {
   if (baseline_resident_ == 0) baseline_resident_ = resident;
   resident_gauge_.Set(static_cast<int64_t>(resident));
   const uint64_t steps_per_second = std::max<uint64_t>(
-      1, static_cast<uint64_t>(std::chrono::seconds(1) / std::max(options_.step,
-                                                                   std::chrono::nanoseconds(1))));
+      1, static_cast<uint64_t>(std::chrono::seconds(1) /
+                               std::max(options_.step, std::chrono::nanoseconds(1))));
   const bool over = resident > baseline_resident_ + options_.capacity &&
                     step_ >= last_release_step_ + steps_per_second;
   // Queued bytes fell by a quarter of the budget since the last release: a burst is over.
@@ -130,10 +130,10 @@ uint64_t MemoryBudget::Trim(TrimReason reason, const std::vector<BufferState>& b
     evictions_.Add(evicted);
   }
   moved_to_disk_.Add(freed);
-  SEEDANCE_LOG_DEBUG("governor",
-                     "trim ({}): {} of {} queued bytes in memory, evicted {} batches ({} bytes) in {:.0f} us",
-                     TrimReasonName(reason), used(), queued_capacity_, evicted, freed,
-                     seconds * 1e6);
+  SEEDANCE_LOG_DEBUG(
+      "governor",
+      "trim ({}): {} of {} queued bytes in memory, evicted {} batches ({} bytes) in {:.0f} us",
+      TrimReasonName(reason), used(), queued_capacity_, evicted, freed, seconds * 1e6);
   if (freed > 0) {
     for (BatchHolder* h : holders_) {
       if (h) h->OnRoom();

@@ -5,9 +5,10 @@
 // size; a third of it (`reserve_share`) is left for what is not counted per event (read and
 // write buffers, connections, allocator slack: about 4 MB were measured at the peak of the
 // stalled-sink test on a loaded machine), the rest — `queued_capacity()` — is what the counted
-// bytes may use, and what occupancy is measured against. Components charge the bytes they hold for queued events — the ingest
-// queue, the batches a sink has been handed, the request bodies a sink built — and credit
-// them when done. Admission is the holders' own: they ask HasRoom() before taking more.
+// bytes may use, and what occupancy is measured against. Components charge the bytes they hold for
+// queued events — the ingest queue, the batches a sink has been handed, the request bodies a sink
+// built — and credit them when done. Admission is the holders' own: they ask HasRoom() before
+// taking more.
 //
 // Once per step (100 ms) Step() samples the triggers: occupancy ≥ 92% of the budget for 3
 // consecutive steps, or more than 35% of the holders' batch bytes idle for 50+ steps. When one
@@ -120,7 +121,7 @@ class MemoryBudget {
   TrimPolicy policy_;
   uint64_t baseline_resident_ = 0;  // at the first step
   uint64_t last_release_step_ = 0;
-  uint64_t used_high_ = 0;  // most bytes counted since the last release
+  uint64_t used_high_ = 0;           // most bytes counted since the last release
   bool release_after_trim_ = false;  // evicted batches are freed when their sink lets go
   observe::Gauge& resident_gauge_;
   observe::Counter& heap_releases_;

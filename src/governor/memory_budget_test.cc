@@ -80,8 +80,8 @@ TEST(MemoryBudgetTest, OccupancyTrimEvictsInScoreOrderUnderTheWatermarkSkippingB
   h.Add(3, 200, 1);
   h.Add(4, 350, 2);
   h.busy = {2};
-  EXPECT_EQ(budget.Step(), TrimReason::kNone);  // step 1
-  EXPECT_EQ(budget.Step(), TrimReason::kNone);  // step 2
+  EXPECT_EQ(budget.Step(), TrimReason::kNone);       // step 1
+  EXPECT_EQ(budget.Step(), TrimReason::kNone);       // step 2
   EXPECT_EQ(budget.Step(), TrimReason::kOccupancy);  // step 3: third sample at ≥ 92%
   // Needs 150 freed (to 800): id 2 is refused, id 3 (score 400) is enough.
   EXPECT_EQ(h.evicted, (std::vector<uint64_t>{3}));

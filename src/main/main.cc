@@ -41,8 +41,9 @@ int main(int argc, char** argv) {
       "bench", "run a pipeline against generated load and write a JSON report (docs/bench.md)");
   bench->add_option("-c,--config", bench_opts.config_path, "pipeline configuration (YAML)");
   bench->add_option("-f,--filter", bench_opts.filter_path, "Lua filter, as for run");
-  bench->add_option("--broker", bench_opts.broker, "publish through this broker instead of the "
-                                                   "config's (tcp://HOST:PORT)");
+  bench->add_option("--broker", bench_opts.broker,
+                    "publish through this broker instead of the "
+                    "config's (tcp://HOST:PORT)");
   bench->add_option("--rate", bench_opts.rate, "events per second (default: as fast as possible)");
   bench->add_option("--count", bench_opts.count, "events to generate");
   bench->add_option("--duration", bench_opts.duration, "generate for this long, e.g. 30s");
@@ -52,11 +53,13 @@ int main(int argc, char** argv) {
                     "JSON object template of each event; {n} = sequence number");
   bench->add_option("--interval", bench_opts.interval, "timeline resolution")
       ->capture_default_str();
-  bench->add_option("--settle", bench_opts.settle,
-                    "after the load, stop when nothing was delivered for this long")
+  bench
+      ->add_option("--settle", bench_opts.settle,
+                   "after the load, stop when nothing was delivered for this long")
       ->capture_default_str();
-  bench->add_option("--drain-timeout", bench_opts.drain_timeout,
-                    "after the load, wait at most this long for deliveries")
+  bench
+      ->add_option("--drain-timeout", bench_opts.drain_timeout,
+                   "after the load, wait at most this long for deliveries")
       ->capture_default_str();
   bench->add_option("-o,--out", bench_opts.out_path, "write the report here (default stdout)");
   bench->add_option("--svg", bench_opts.svg_path, "write latency and RSS over time as SVG");

@@ -86,8 +86,9 @@ int SloCheck(const SloCheckOptions& o) {
     std::string url = o.push_url;
     while (!url.empty() && url.back() == '/') url.pop_back();
     url += "/metrics/job/" + o.job;
-    auto reply = slo::HttpRequest("PUT", url, slo::PushgatewayBody(*metric, *value, o.slo, window_s),
-                                  "text/plain; version=0.0.4");
+    auto reply =
+        slo::HttpRequest("PUT", url, slo::PushgatewayBody(*metric, *value, o.slo, window_s),
+                         "text/plain; version=0.0.4");
     if (!reply || reply->status / 100 != 2) {
       std::cerr << "push to " << url << " failed: "
                 << (reply ? fmt::format("HTTP {}: {}", reply->status, reply->body)

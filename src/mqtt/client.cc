@@ -395,8 +395,8 @@ Result<bool> Client::TakeBufferedPacket() {
   std::string_view avail(rx_.data() + rx_pos_, rx_.size() - rx_pos_);
   auto frame = PeekFrame(avail, opts_.max_packet_size);
   const bool is_publish =
-      !avail.empty() && static_cast<PacketType>(static_cast<uint8_t>(avail[0]) >> 4) ==
-                            PacketType::kPublish;
+      !avail.empty() &&
+      static_cast<PacketType>(static_cast<uint8_t>(avail[0]) >> 4) == PacketType::kPublish;
   size_t consumed = 0;
   if (!frame && frame.error().code() == StatusCode::kResourceExhausted && is_publish) {
     // Too large to take: read its head, skip the rest as it arrives (never buffered), and
@@ -419,8 +419,8 @@ Result<bool> Client::TakeBufferedPacket() {
     pub.props.clear();
     pub.dup = (f.first_byte & 0x08) != 0;
     pub.retain = (f.first_byte & 1) != 0;
-    rx_invalid_ = fmt::format("message of {} bytes exceeds max_packet_size ({} bytes)",
-                              f.total(), opts_.max_packet_size);
+    rx_invalid_ = fmt::format("message of {} bytes exceeds max_packet_size ({} bytes)", f.total(),
+                              opts_.max_packet_size);
   } else {
     if (!frame) return frame.error();
     if (!frame->has_value()) return false;
@@ -450,8 +450,10 @@ Result<bool> Client::TakeBufferedPacket() {
       }
     } else {
       Result<Packet> p = Decode(f.first_byte, body, opts_.version);
-      if (p) rx_packet_ = std::move(*p);
-      else decoded = p.error();
+      if (p)
+        rx_packet_ = std::move(*p);
+      else
+        decoded = p.error();
     }
     consumed = f.total();
     if (!decoded.ok()) return decoded;
@@ -499,10 +501,11 @@ awaitable<Result<Packet>> Client::ReadPacket() {
     if (*taken) co_return std::move(rx_packet_);
     if (!IsOpen()) co_return UnavailableError("connection closed");
     error_code ec;
-    const size_t n = tls_ ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
-                                                           asio::redirect_error(use_awaitable, ec))
-                          : co_await socket_->async_read_some(
-                                asio::buffer(read_buffer_), asio::redirect_error(use_awaitable, ec));
+    const size_t n = tls_
+                         ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
+                                                          asio::redirect_error(use_awaitable, ec))
+                         : co_await socket_->async_read_some(
+                               asio::buffer(read_buffer_), asio::redirect_error(use_awaitable, ec));
     if (Status s = Received(ec, n); !s.ok()) co_return s;
   }
 }
@@ -617,9 +620,9 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
     for (size_t i = 0; i < s->reasons.size(); ++i) {
       if (s->reasons[i] >= 0x80) {
         std::string filter = i < opts_.subscriptions.size() ? opts_.subscriptions[i].filter : "?";
-        return UnavailableError(fmt::format(
-            "broker refused subscription to \"{}\" (0x{:02x} {})", filter, s->reasons[i],
-            SubackReasonText(s->reasons[i])));
+        return UnavailableError(fmt::format("broker refused subscription to \"{}\" (0x{:02x} {})",
+                                            filter, s->reasons[i],
+                                            SubackReasonText(s->reasons[i])));
       }
     }
     return Status::Ok();
@@ -671,7 +674,7 @@ void Client::FlushWrites() {
   tx_pending_.clear();
   auto done = [self = shared_from_this(), buffer, socket = socket_, tls = tls_,
                generation = generation_](error_code ec, size_t) mutable {
-    buffer.reset();  // written: the next FlushWrites may reuse it
+    buffer.reset();                       // written: the next FlushWrites may reuse it
     if (socket != self->socket_) return;  // a write on an earlier connection
     self->writing_ = false;
     if (ec) {

@@ -100,8 +100,7 @@ class Client : public std::enable_shared_from_this<Client> {
       std::function<bool(Publish& message, uint64_t ack_token, std::string_view invalid)>;
   // Called on each state change with a one-line detail (e.g. why a connection failed);
   // `news` is false for a repeat within one outage (log it once, count it always).
-  using StateHandler =
-      std::function<void(ClientState state, const std::string& detail, bool news)>;
+  using StateHandler = std::function<void(ClientState state, const std::string& detail, bool news)>;
   // A connection that lasts this long ends an outage and resets the reconnect backoff.
   static constexpr std::chrono::seconds kStableAfter{10};
 
@@ -161,7 +160,7 @@ class Client : public std::enable_shared_from_this<Client> {
   std::array<char, 65536> read_buffer_;
   std::string rx_;
   size_t rx_pos_ = 0;
-  Packet rx_packet_;  // the packet just read (reused: see TakeBufferedPacket)
+  Packet rx_packet_;        // the packet just read (reused: see TakeBufferedPacket)
   std::string rx_invalid_;  // why rx_packet_ (a PUBLISH) cannot be taken; empty when fine
   size_t skip_bytes_ = 0;   // bytes of an oversized PUBLISH still to discard as they arrive
 
@@ -194,8 +193,8 @@ class Client : public std::enable_shared_from_this<Client> {
   ClientState state_ = ClientState::kDisconnected;
   ClientState reported_state_ = ClientState::kConnecting;  // last state given to on_state_
   std::string last_detail_;
-  bool in_outage_ = false;                  // disconnected since the last stable connection
-  std::vector<std::string> outage_news_;    // details already reported in this outage
+  bool in_outage_ = false;                // disconnected since the last stable connection
+  std::vector<std::string> outage_news_;  // details already reported in this outage
   std::chrono::steady_clock::time_point connected_at_;
   bool warned_receive_maximum_ = false;
   bool stopped_ = false;

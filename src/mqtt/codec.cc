@@ -439,8 +439,8 @@ Result<std::optional<FrameInfo>> PeekFrame(std::string_view buffer, size_t max_p
   if (!header || !header->has_value()) return header;
   const FrameInfo& f = **header;
   if (f.total() > max_packet_size) {
-    return ResourceExhaustedError(fmt::format("packet of {} bytes exceeds the maximum of {}",
-                                              f.total(), max_packet_size));
+    return ResourceExhaustedError(
+        fmt::format("packet of {} bytes exceeds the maximum of {}", f.total(), max_packet_size));
   }
   if (buffer.size() < f.total()) return std::optional<FrameInfo>();
   return header;
@@ -463,8 +463,7 @@ Result<std::optional<PublishHead>> PeekPublishHead(uint8_t first_byte, std::stri
   return std::optional<PublishHead>(std::move(head));
 }
 
-Status DecodePublishInto(uint8_t first_byte, std::string_view body, Version version,
-                         Publish* out) {
+Status DecodePublishInto(uint8_t first_byte, std::string_view body, Version version, Publish* out) {
   const bool v5 = version == Version::kV5;
   const uint8_t flags = first_byte & 0x0F;
   Reader r(body);

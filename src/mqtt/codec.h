@@ -52,8 +52,7 @@ Result<Packet> Decode(uint8_t first_byte, std::string_view body, Version version
 
 // Decodes a PUBLISH (first_byte's type must be PUBLISH) into `out`, assigning into its strings
 // so their storage is reused: the hot path of a subscriber. Same checks as Decode.
-Status DecodePublishInto(uint8_t first_byte, std::string_view body, Version version,
-                         Publish* out);
+Status DecodePublishInto(uint8_t first_byte, std::string_view body, Version version, Publish* out);
 
 // Decodes exactly one whole packet (fixed header included). For tests and the fuzzer.
 Result<Packet> DecodeWhole(std::string_view bytes, Version version);

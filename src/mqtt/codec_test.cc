@@ -119,9 +119,9 @@ TEST_P(CodecTest, DecodePublishIntoMatchesDecodeAndReusesTheStrings) {
     auto frame = PeekFrame(bytes, 1 << 20);
     ASSERT_TRUE(frame.has_value() && frame->has_value());
     const FrameInfo& f = **frame;
-    ASSERT_TRUE(DecodePublishInto(f.first_byte, std::string_view(bytes).substr(f.header_size), v,
-                                  &into)
-                    .ok());
+    ASSERT_TRUE(
+        DecodePublishInto(f.first_byte, std::string_view(bytes).substr(f.header_size), v, &into)
+            .ok());
     Result<Packet> whole = DecodeWhole(bytes, v);
     ASSERT_TRUE(whole.has_value());
     EXPECT_EQ(into, std::get<Publish>(*whole));

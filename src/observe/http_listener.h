@@ -13,9 +13,9 @@
 #include <memory>
 #include <string>
 
-#include "util/event_loop.h"
 #include "observe/metrics.h"
 #include "seedance/result.h"
+#include "util/event_loop.h"
 
 namespace seedance::observe {
 

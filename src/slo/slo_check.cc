@@ -118,8 +118,8 @@ Result<double> FigureFromReport(const SloMetric& metric, const std::string& repo
                                 double window_s, std::string* how) {
   rapidjson::Document doc;
   doc.Parse(report_json.c_str(), report_json.size());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("runs") ||
-      !doc["runs"].IsArray() || doc["runs"].Empty() || !doc.HasMember("latency_bucket_bounds_ms")) {
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("runs") || !doc["runs"].IsArray() ||
+      doc["runs"].Empty() || !doc.HasMember("latency_bucket_bounds_ms")) {
     return Status(StatusCode::kInvalidArgument, "not a seedance bench report");
   }
   std::vector<double> bounds;
@@ -134,11 +134,11 @@ Result<double> FigureFromReport(const SloMetric& metric, const std::string& repo
     const bool covers = window_s <= 0 || window_s >= end_t;
     const double from_t = covers ? -1 : end_t - window_s;
     if (covers) {
-      const char* exact = !metric.latency                 ? "throughput_eps"
-                          : metric.quantile == 0.5        ? "p50"
-                          : metric.quantile == 0.95       ? "p95"
-                          : metric.quantile == 0.99       ? "p99"
-                                                          : nullptr;
+      const char* exact = !metric.latency           ? "throughput_eps"
+                          : metric.quantile == 0.5  ? "p50"
+                          : metric.quantile == 0.95 ? "p95"
+                          : metric.quantile == 0.99 ? "p99"
+                                                    : nullptr;
       if (exact != nullptr) {
         per_run.push_back(metric.latency ? run["latency_ms"][exact].GetDouble()
                                          : run[exact].GetDouble());
@@ -177,8 +177,8 @@ Result<double> FigureFromReport(const SloMetric& metric, const std::string& repo
   if (per_run.empty()) {
     return Status(StatusCode::kNotFound, "the report has no deliveries in the window");
   }
-  *how = fmt::format("{} of {} run(s){}", whole ? "whole run" : "last window",
-                     per_run.size(), per_run.size() > 1 ? ", median" : "");
+  *how = fmt::format("{} of {} run(s){}", whole ? "whole run" : "last window", per_run.size(),
+                     per_run.size() > 1 ? ", median" : "");
   return MedianOf(per_run);
 }
 

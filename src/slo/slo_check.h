@@ -16,9 +16,9 @@
 namespace seedance::slo {
 
 struct SloMetric {
-  std::string name;          // as given, e.g. "p95_latency_ms"
-  bool latency = true;       // false: throughput_eps
-  double quantile = 0.95;    // latency only
+  std::string name;        // as given, e.g. "p95_latency_ms"
+  bool latency = true;     // false: throughput_eps
+  double quantile = 0.95;  // latency only
   bool higher_is_better = false;
 };
 

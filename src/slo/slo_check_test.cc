@@ -45,8 +45,8 @@ std::string Scrape(double le_1ms, double le_10ms, double inf, double out) {
          "\nseedance_event_latency_seconds_bucket{component=\"a\",le=\"0.01\"} " +
          std::to_string(le_10ms) +
          "\nseedance_event_latency_seconds_bucket{component=\"a\",le=\"+Inf\"} " +
-         std::to_string(inf) +
-         "\nseedance_events_out_total{component=\"a\",kind=\"sink\"} " + std::to_string(out) +
+         std::to_string(inf) + "\nseedance_events_out_total{component=\"a\",kind=\"sink\"} " +
+         std::to_string(out) +
          "\nseedance_events_out_total{component=\"lua\",kind=\"processor\"} 99999\n";
 }
 

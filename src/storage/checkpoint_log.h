@@ -53,8 +53,8 @@ class CheckpointLog {
   uint64_t file_bytes() const { return file_bytes_; }
   uint64_t recovered_records() const { return recovered_records_; }
   // What the replay at open found wrong.
-  uint64_t lost_records() const { return lost_records_; }      // damaged or missing records
-  uint64_t damaged_bytes() const { return damaged_bytes_; }    // skipped over
+  uint64_t lost_records() const { return lost_records_; }        // damaged or missing records
+  uint64_t damaged_bytes() const { return damaged_bytes_; }      // skipped over
   uint64_t truncated_bytes() const { return truncated_bytes_; }  // torn tail cut at the end
   bool truncated_tail() const { return truncated_bytes_ > 0; }
 

@@ -120,7 +120,7 @@ TEST_F(CheckpointLogTest, AFlippedByteMidFileLosesOneRecordNotTheRest) {
   EXPECT_EQ(w.size(), 19u);
   EXPECT_EQ(w.count("k7"), 0u);
   EXPECT_EQ(w.at("k19"), "value-19");  // everything after the damage is kept
-  log->Put("w", "k20", "value-20");  // and appends go on after it
+  log->Put("w", "k20", "value-20");    // and appends go on after it
   ASSERT_TRUE(log->Commit().ok());
   log.reset();
   auto again = Open();

@@ -17,15 +17,15 @@ constexpr uint64_t kMaxPosition = uint64_t{1} << 62;
 
 CursorFile ReadCursorFile(FileSystem& fs, const std::string& path, uint64_t* position) {
   auto data = fs.ReadFile(path, 4096);
-  if (!data) return data.error().code() == StatusCode::kNotFound ? CursorFile::kMissing
-                                                                  : CursorFile::kDamaged;
+  if (!data)
+    return data.error().code() == StatusCode::kNotFound ? CursorFile::kMissing
+                                                        : CursorFile::kDamaged;
   const std::string& bytes = *data;
   size_t pos = 0;
   ScannedRecord record;
   size_t skipped = 0;
-  if (ScanRecord(bytes, &pos, &record, &skipped) == ScanResult::kRecord &&
-      pos == bytes.size() && record.tag == kCursorTag && record.payload.empty() &&
-      record.sequence <= kMaxPosition) {
+  if (ScanRecord(bytes, &pos, &record, &skipped) == ScanResult::kRecord && pos == bytes.size() &&
+      record.tag == kCursorTag && record.payload.empty() && record.sequence <= kMaxPosition) {
     *position = record.sequence;
     return CursorFile::kOk;
   }

@@ -177,9 +177,7 @@ std::unique_ptr<SinkCursor> DurableQueue::OpenCursor(const std::string& name,
     case CursorFile::kMissing:
       break;
     case CursorFile::kDamaged:
-      metrics_
-          .GetCounter("seedance_queue_cursor_resets_total", "", {{"reason", "damaged"}})
-          .Add();
+      metrics_.GetCounter("seedance_queue_cursor_resets_total", "", {{"reason", "damaged"}}).Add();
       SEEDANCE_LOG_ERROR(name,
                          "durable queue: saved position {} is damaged; re-sending from the "
                          "oldest retained record {} (duplicates, never loss)",
@@ -191,9 +189,7 @@ std::unique_ptr<SinkCursor> DurableQueue::OpenCursor(const std::string& name,
         // The log lost its tail (a power cut before the records were synced), its files were
         // removed, or the position is wrong: which, nothing tells. Re-sending what is retained
         // costs duplicates; trusting the position could lose every queued record.
-        metrics_
-            .GetCounter("seedance_queue_cursor_resets_total", "", {{"reason", "ahead"}})
-            .Add();
+        metrics_.GetCounter("seedance_queue_cursor_resets_total", "", {{"reason", "ahead"}}).Add();
         SEEDANCE_LOG_ERROR(name,
                            "durable queue: saved position {} is beyond the log's end {} (the "
                            "log lost its tail, its files were removed, or the position file is "
@@ -230,11 +226,10 @@ void DurableQueue::ReportLoss(const std::string& sink, KnownGap& known) {
   uint64_t suppressed = 0;
   if (Limiter().Allow(fmt::format("lost/{}/{}", sink, storage::LossReasonName(gap.reason)),
                       &suppressed)) {
-    SEEDANCE_LOG_ERROR(sink,
-                       "durable queue: {} record(s) lost before delivery (sequences {}–{}): {}{}",
-                       gap.records(), gap.first, gap.last, storage::LossReasonName(gap.reason),
-                       suppressed ? fmt::format(" ({} similar messages suppressed)", suppressed)
-                                  : std::string());
+    SEEDANCE_LOG_ERROR(
+        sink, "durable queue: {} record(s) lost before delivery (sequences {}–{}): {}{}",
+        gap.records(), gap.first, gap.last, storage::LossReasonName(gap.reason),
+        suppressed ? fmt::format(" ({} similar messages suppressed)", suppressed) : std::string());
   }
 }
 
@@ -336,11 +331,11 @@ Status DurableQueue::MakeRoom(std::chrono::steady_clock::time_point deadline) {
     }
     return Status::Ok();
   }
-  const std::string why = no_space_ ? std::string("file system full")
-                                    : fmt::format("disk limit of {} bytes reached",
-                                                  config_.max_disk);
+  const std::string why = no_space_
+                              ? std::string("file system full")
+                              : fmt::format("disk limit of {} bytes reached", config_.max_disk);
   // Make what is appended visible, so the sinks can drain it, then wait for them.
-  Commit().IgnoreError();  // a full file system is why we wait
+  Commit().IgnoreError();            // a full file system is why we wait
   if (!Full()) return Status::Ok();  // the commit found space
   blocked_.Add();
   uint64_t suppressed = 0;
@@ -430,7 +425,8 @@ Status DurableQueue::Commit() {
 
 void DurableQueue::Tick() {
   auto now = std::chrono::steady_clock::now();
-  if (now - last_cursor_save_ >= storage::kCursorSaveInterval) {  // an idle sink's position is saved too
+  if (now - last_cursor_save_ >=
+      storage::kCursorSaveInterval) {  // an idle sink's position is saved too
     last_cursor_save_ = now;
     {
       std::lock_guard<std::mutex> lock(cursors_mu_);

@@ -29,8 +29,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -48,8 +48,6 @@
 #include "storage/sink_cursor.h"
 
 namespace seedance {
-
-
 
 class DurableQueue {
  public:

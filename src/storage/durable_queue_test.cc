@@ -190,7 +190,8 @@ TEST_F(DurableQueueTest, QueueFilesRemovedWithPositionsKeptLosesNothingNew) {
 }
 
 TEST_F(DurableQueueTest, DamagedPositionFileResendsInsteadOfLosing) {
-  for (const std::string& damage : {std::string("\x07\x00garbage", 9), std::string("99999999999\n")}) {
+  for (const std::string& damage :
+       {std::string("\x07\x00garbage", 9), std::string("99999999999\n")}) {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     {
@@ -215,8 +216,8 @@ TEST_F(DurableQueueTest, DamagedPositionFileResendsInsteadOfLosing) {
     // Sequences a position moved on are skipped, not reported as lost.
     EXPECT_EQ(Counter("seedance_queue_lost_records_total", {{"reason", "corrupt"}}), 0u);
     const bool text = damage[0] == '9';
-    EXPECT_EQ(Counter("seedance_queue_cursor_resets_total", {{"reason", text ? "ahead" : "damaged"}}),
-              1u)
+    EXPECT_EQ(
+        Counter("seedance_queue_cursor_resets_total", {{"reason", text ? "ahead" : "damaged"}}), 1u)
         << damage;
   }
 }
@@ -252,7 +253,8 @@ TEST_F(DurableQueueTest, MissingMiddleSegmentIsCountedByRecords) {
   std::vector<uint64_t> firsts;
   for (const auto& e : fs::directory_iterator(dir_ + "/queue")) {
     uint64_t first = 0;
-    if (storage::ParseSegmentFileName(e.path().filename().string(), &first)) firsts.push_back(first);
+    if (storage::ParseSegmentFileName(e.path().filename().string(), &first))
+      firsts.push_back(first);
   }
   std::sort(firsts.begin(), firsts.end());
   ASSERT_GE(firsts.size(), 4u);

@@ -19,9 +19,7 @@ class Posix final : public FileSystem {
     return fd;
   }
   int Close(int fd) override { return ::close(fd); }
-  ssize_t Write(int fd, const void* data, size_t size) override {
-    return ::write(fd, data, size);
-  }
+  ssize_t Write(int fd, const void* data, size_t size) override { return ::write(fd, data, size); }
   ssize_t PRead(int fd, void* data, size_t size, off_t offset) override {
     return ::pread(fd, data, size, offset);
   }

@@ -17,10 +17,14 @@ namespace seedance::storage {
 
 const char* LossReasonName(LossReason reason) {
   switch (reason) {
-    case LossReason::kCorrupt: return "corrupt";
-    case LossReason::kMissingSegment: return "missing_segment";
-    case LossReason::kTornTail: return "torn_tail";
-    case LossReason::kLostTail: return "lost_tail";
+    case LossReason::kCorrupt:
+      return "corrupt";
+    case LossReason::kMissingSegment:
+      return "missing_segment";
+    case LossReason::kTornTail:
+      return "torn_tail";
+    case LossReason::kLostTail:
+      return "lost_tail";
   }
   return "unknown";
 }
@@ -267,8 +271,8 @@ void QueueLog::DeleteBefore(uint64_t sequence, bool reclaim_active) {
     segments_.erase(segments_.begin());
   }
   // Buffered records (a full disk kept them from being written) go to the emptied segment.
-  if (reclaim_active && segments_.size() == 1 && segments_.back().size > 0 &&
-      buffer_first_ != 0 && sequence >= buffer_first_) {
+  if (reclaim_active && segments_.size() == 1 && segments_.back().size > 0 && buffer_first_ != 0 &&
+      sequence >= buffer_first_) {
     RestartActiveLocked(buffer_first_).IgnoreError();
   }
 }

@@ -49,10 +49,10 @@ struct SequenceGap {
 
 struct RecoveryReport {
   uint64_t segments = 0;
-  uint64_t records = 0;          // valid records found
-  uint64_t damaged_regions = 0;  // stretches of bytes that failed a CRC (skipped)
-  uint64_t damaged_bytes = 0;    // bytes in them
-  uint64_t truncated_bytes = 0;  // torn tail removed from the newest segment
+  uint64_t records = 0;           // valid records found
+  uint64_t damaged_regions = 0;   // stretches of bytes that failed a CRC (skipped)
+  uint64_t damaged_bytes = 0;     // bytes in them
+  uint64_t truncated_bytes = 0;   // torn tail removed from the newest segment
   std::vector<SequenceGap> gaps;  // oldest first
 };
 
@@ -106,13 +106,13 @@ class QueueLog {
   // Where the segment that starts at `first_sequence` stands, without copying the list (the
   // reader asks every time it catches up with the writer).
   struct SegmentPosition {
-    bool found = false;        // the segment is still there
-    uint64_t size = 0;         // its readable bytes
-    bool active = false;       // still being written
-    bool has_next = false;     // a newer segment exists ...
-    uint64_t next_first = 0;   // ... starting here
-    bool any = false;          // any segment exists ...
-    uint64_t oldest_first = 0; // ... the oldest starting here
+    bool found = false;         // the segment is still there
+    uint64_t size = 0;          // its readable bytes
+    bool active = false;        // still being written
+    bool has_next = false;      // a newer segment exists ...
+    uint64_t next_first = 0;    // ... starting here
+    bool any = false;           // any segment exists ...
+    uint64_t oldest_first = 0;  // ... the oldest starting here
   };
   SegmentPosition Locate(uint64_t first_sequence) const;
   const std::string& dir() const { return options_.dir; }

@@ -45,8 +45,8 @@ void SinkCursor::Decode(uint64_t sequence, uint8_t tag, std::string_view payload
   }
   Status s = storage::DecodeEvent(payload, &(*out)[*n]);
   if (!s.ok()) {  // its CRC held, its content does not: lost like a damaged record
-    queue_.ReportGaps(name_, {storage::SequenceGap{sequence, sequence,
-                                                   storage::LossReason::kCorrupt}});
+    queue_.ReportGaps(name_,
+                      {storage::SequenceGap{sequence, sequence, storage::LossReason::kCorrupt}});
     return;
   }
   ++*n;

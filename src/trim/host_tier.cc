@@ -12,9 +12,9 @@
 #include <new>
 #include <unordered_map>
 
+#include "seedance/trim.h"
 #include "trim/parallel_copy.h"
 #include "trim/sub_allocator.h"
-#include "seedance/trim.h"
 
 namespace seedance::trim {
 namespace {
@@ -26,7 +26,7 @@ class HostTier final : public Tier {
     mapped_ = std::max<uint64_t>(capacity, 1);
     void* p = ::mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
-    (void)::madvise(p, mapped_, MADV_HUGEPAGE);  // a hint: without THP, 4 KiB pages
+    (void)::madvise(p, mapped_, MADV_HUGEPAGE);             // a hint: without THP, 4 KiB pages
     if (::madvise(p, mapped_, MADV_POPULATE_WRITE) != 0) {  // before Linux 5.14: touch them
       for (uint64_t off = 0; off < mapped_; off += 4096) static_cast<volatile char*>(p)[off] = 0;
     }
@@ -52,8 +52,7 @@ class HostTier final : public Tier {
   Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier&,
                   CopyUrgency urgency) override {
     // Both sides are host memory. A background copy keeps to one thread: the program computes.
-    ParallelCopy(dst, src, size,
-                           urgency == CopyUrgency::kWaited ? copy_threads_ : 1);
+    ParallelCopy(dst, src, size, urgency == CopyUrgency::kWaited ? copy_threads_ : 1);
     return Status::Ok();
   }
 

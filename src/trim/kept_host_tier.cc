@@ -116,9 +116,9 @@ class AddressKeepingHostTier final : public Tier {
     }
   }
   Status Exhausted(uint64_t size) const {
-    return ResourceExhaustedError(name_ + ": " + std::to_string(size) + " bytes over the capacity (" +
-                                  std::to_string(backed_) + " of " + std::to_string(capacity_) +
-                                  " used)");
+    return ResourceExhaustedError(name_ + ": " + std::to_string(size) +
+                                  " bytes over the capacity (" + std::to_string(backed_) + " of " +
+                                  std::to_string(capacity_) + " used)");
   }
 
   std::string name_;

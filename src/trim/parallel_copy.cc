@@ -51,7 +51,8 @@ void StreamingCopy(void* dst, const void* src, uint64_t size) {
     // against 9.3 on one core here).
     for (; size >= 4 * kPage; size -= 4 * kPage, d += 4 * kPage, s += 4 * kPage) {
       for (uint64_t off = 0; off < kPage; off += 64) {
-        for (uint64_t page = 0; page < 4 * kPage; page += kPage) StreamLine(d + page + off, s + page + off);
+        for (uint64_t page = 0; page < 4 * kPage; page += kPage)
+          StreamLine(d + page + off, s + page + off);
       }
     }
     for (; size >= 64; size -= 64, d += 64, s += 64) StreamLine(d, s);

@@ -1,23 +1,22 @@
 // TierManager implementation on top of the shared TrimPolicy (see seedance/trim.h).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <deque>
 #include <map>
-#include <unordered_map>
-#include <unordered_set>
-#include <atomic>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
-#include "trim/trim_policy.h"
 #include "seedance/trim.h"
+#include "trim/trim_policy.h"
 
 namespace seedance::trim {
 namespace {
-
 
 // Runs copies between tiers on its own thread, in submission order.
 class CopyWorker {
@@ -234,14 +233,12 @@ class TierManagerImpl final : public TierManager {
     TrimStats s;
     for (int t = 0; t < static_cast<int>(tiers_.size()); ++t) {
       const Tier& tier = *tiers_[t];
-      s.tiers.push_back(
-          TierStats{.name = tier.name(),
-                    .capacity = tier.capacity(),
-                    .used = tier.used(),
-                    .occupancy = tier.capacity()
-                                     ? static_cast<double>(tier.used()) / tier.capacity()
-                                     : 0,
-                    .fragmentation = tier.fragmentation()});
+      s.tiers.push_back(TierStats{
+          .name = tier.name(),
+          .capacity = tier.capacity(),
+          .used = tier.used(),
+          .occupancy = tier.capacity() ? static_cast<double>(tier.used()) / tier.capacity() : 0,
+          .fragmentation = tier.fragmentation()});
     }
     if (!s.tiers.empty()) s.tiers[0].peak_used = peak_fast_;
     s.step = step_;
@@ -325,8 +322,8 @@ class TierManagerImpl final : public TierManager {
     for (BufferId id : eligible_) {
       const Buffer& b = buffers_.at(id);
       // A buffer being moved is in use as far as the policy is concerned.
-      out.push_back(BufferState{id, b.size, true, b.acquired || b.job != nullptr,
-                                b.last_used_step, b.uses});
+      out.push_back(
+          BufferState{id, b.size, true, b.acquired || b.job != nullptr, b.last_used_step, b.uses});
     }
     return out;
   }
@@ -468,8 +465,8 @@ class TierManagerImpl final : public TierManager {
     for (BufferId id : ids) {
       auto b = buffers_.find(id);
       // Superseded when the buffer was used again since it was scheduled.
-      if (b == buffers_.end() || b->second.gap < 2 ||
-          b->second.prefetch_step != step_ || b->second.tier == 0) {
+      if (b == buffers_.end() || b->second.gap < 2 || b->second.prefetch_step != step_ ||
+          b->second.tier == 0) {
         continue;
       }
       if (b->second.job) continue;
@@ -600,9 +597,9 @@ class TierManagerImpl final : public TierManager {
     auto p = RoomOnFastTier(id, b);
     if (!p) return p.error();
     auto copy_start = std::chrono::steady_clock::now();
-    Status copied =
-        tiers_[0]->CopyFrom(*p, b.ptr, b.size, *tiers_[b.tier], CopyUrgency::kWaited);
-    copy_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
+    Status copied = tiers_[0]->CopyFrom(*p, b.ptr, b.size, *tiers_[b.tier], CopyUrgency::kWaited);
+    copy_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
     if (!copied.ok()) {
       if (home != nullptr) {
         (void)tiers_[0]->Evict(home);
@@ -722,8 +719,7 @@ class TierManagerImpl final : public TierManager {
         continue;
       }
       auto copy_start = std::chrono::steady_clock::now();
-      Status copied =
-          tiers_[1]->CopyFrom(*p, b.ptr, b.size, *tiers_[0], CopyUrgency::kWaited);
+      Status copied = tiers_[1]->CopyFrom(*p, b.ptr, b.size, *tiers_[0], CopyUrgency::kWaited);
       copy_seconds_ +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
       if (!copied.ok()) {
@@ -756,7 +752,7 @@ class TierManagerImpl final : public TierManager {
   std::vector<std::unique_ptr<Tier>> tiers_;
   TrimPolicy policy_;
   std::unordered_map<BufferId, Buffer> buffers_;
-  std::unordered_set<BufferId> eligible_;  // see Candidates()
+  std::unordered_set<BufferId> eligible_;                                 // see Candidates()
   std::unordered_map<std::string, std::unordered_set<BufferId>> groups_;  // named groups only
   std::deque<std::pair<uint64_t, BufferId>> becoming_idle_;  // (step, id), in step order
   uint64_t idle_bytes_ = 0;
@@ -772,15 +768,15 @@ class TierManagerImpl final : public TierManager {
   uint64_t stalls_ = 0;
   uint64_t prefetches_ = 0;
   uint64_t peak_fast_ = 0;
-  std::map<uintptr_t, BufferId> by_address_;  // see Address()
+  std::map<uintptr_t, BufferId> by_address_;                         // see Address()
   std::unordered_map<uint64_t, std::vector<BufferId>> prefetch_at_;  // step → buffers due next
   double copy_seconds_ = 0;
   double step_seconds_ = 0;
   std::chrono::steady_clock::time_point last_step_at_{};
   std::deque<double> decision_us_;
   uint64_t decisions_ = 0;
-  std::vector<BufferId> in_flight_;       // buffers with a move in flight
-  std::unique_ptr<CopyWorker> worker_;    // last: joined before the tiers go
+  std::vector<BufferId> in_flight_;     // buffers with a move in flight
+  std::unique_ptr<CopyWorker> worker_;  // last: joined before the tiers go
 };
 
 }  // namespace

@@ -35,7 +35,7 @@ TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
   for (uint32_t seed : {1u, 2u, 3u, 101u, 102u, 103u}) {
     PolicyOptions o = SmallBuffers();
     o.async_copies = seed > 100;  // the same sequences with moves copied in the background
-    o.idle_steps = 5;              // idle trims often, whatever the sequence
+    o.idle_steps = 5;             // idle trims often, whatever the sequence
     // Seeds 2 and 102: a slow tier that fills up with kept copies (room made by dropping them).
     auto m = Make(256 * kKiB, seed % 100 == 2 ? 2304 * kKiB : 4096 * kKiB, o);
     std::mt19937 rng(seed);
@@ -347,57 +347,57 @@ TEST(TierManagerTest, PeriodicUseIsLearnedAndPrefetchedAheadOfTime) {
     m->Step();
   }
   const TrimStats s = m->Stats();
-  EXPECT_GE(stalls_before_learning, 1u);           // the first uses stall
-  EXPECT_EQ(s.stalls, stalls_before_learning);     // once learned, none
-  EXPECT_GE(s.prefetches, 6u);                     // uses at 40, 50, ..., 90 came back early
+  EXPECT_GE(stalls_before_learning, 1u);        // the first uses stall
+  EXPECT_EQ(s.stalls, stalls_before_learning);  // once learned, none
+  EXPECT_GE(s.prefetches, 6u);                  // uses at 40, 50, ..., 90 came back early
 }
 
 TEST(TierManagerTest, AddressKeepingTierReturnsTheSamePointerWithTheSameContent) {
   for (bool async : {false, true}) {
-  SCOPED_TRACE(async ? "async copies" : "sync copies");
-  std::vector<std::unique_ptr<Tier>> tiers;
-  // The CUDA device tier's semantics on the host: evicted blocks keep their address, give
-  // their pages back and fault on access until restored.
-  auto keeping = MakeAddressKeepingHostTier("keeping", 512 * kKiB);
-  Tier* fast = keeping.get();
-  tiers.push_back(std::move(keeping));
-  tiers.push_back(MakeHostTier("slow", 4096 * kKiB));
-  PolicyOptions o = SmallBuffers();
-  o.async_copies = async;
-  auto m = TierManager::Create(std::move(tiers), o).value();
-  std::mt19937 rng(5);
-  std::map<BufferId, std::pair<void*, uint64_t>> first;  // id → (address, checksum)
-  for (int round = 0; round < 200; ++round) {
-    if (first.size() < 12) {  // 12 × 96 KiB = 1152 KiB of buffers on a 512 KiB budget
-      auto id = m->Register(96 * kKiB).value();
-      auto p = m->Acquire(id).value();
-      for (uint64_t i = 0; i < 96 * kKiB; ++i) static_cast<unsigned char*>(p)[i] = rng();
-      first[id] = {p, Checksum(p, 96 * kKiB)};
-      ASSERT_TRUE(m->Release(id).ok());
-    } else {
-      auto it = std::next(first.begin(), static_cast<long>(rng() % first.size()));
-      // Read-only uses too: those move down to their kept copy (evicted, no copy).
-      const void* p = nullptr;
-      if (rng() % 2) {
-        auto w = m->Acquire(it->first);
-        ASSERT_TRUE(w.has_value()) << w.error().ToString();
-        p = *w;
+    SCOPED_TRACE(async ? "async copies" : "sync copies");
+    std::vector<std::unique_ptr<Tier>> tiers;
+    // The CUDA device tier's semantics on the host: evicted blocks keep their address, give
+    // their pages back and fault on access until restored.
+    auto keeping = MakeAddressKeepingHostTier("keeping", 512 * kKiB);
+    Tier* fast = keeping.get();
+    tiers.push_back(std::move(keeping));
+    tiers.push_back(MakeHostTier("slow", 4096 * kKiB));
+    PolicyOptions o = SmallBuffers();
+    o.async_copies = async;
+    auto m = TierManager::Create(std::move(tiers), o).value();
+    std::mt19937 rng(5);
+    std::map<BufferId, std::pair<void*, uint64_t>> first;  // id → (address, checksum)
+    for (int round = 0; round < 200; ++round) {
+      if (first.size() < 12) {  // 12 × 96 KiB = 1152 KiB of buffers on a 512 KiB budget
+        auto id = m->Register(96 * kKiB).value();
+        auto p = m->Acquire(id).value();
+        for (uint64_t i = 0; i < 96 * kKiB; ++i) static_cast<unsigned char*>(p)[i] = rng();
+        first[id] = {p, Checksum(p, 96 * kKiB)};
+        ASSERT_TRUE(m->Release(id).ok());
       } else {
-        auto r = m->AcquireRead(it->first);
-        ASSERT_TRUE(r.has_value()) << r.error().ToString();
-        p = *r;
+        auto it = std::next(first.begin(), static_cast<long>(rng() % first.size()));
+        // Read-only uses too: those move down to their kept copy (evicted, no copy).
+        const void* p = nullptr;
+        if (rng() % 2) {
+          auto w = m->Acquire(it->first);
+          ASSERT_TRUE(w.has_value()) << w.error().ToString();
+          p = *w;
+        } else {
+          auto r = m->AcquireRead(it->first);
+          ASSERT_TRUE(r.has_value()) << r.error().ToString();
+          p = *r;
+        }
+        EXPECT_EQ(p, it->second.first) << "the address must not change across moves";
+        EXPECT_EQ(Checksum(p, 96 * kKiB), it->second.second);
+        ASSERT_TRUE(m->Release(it->first).ok());
       }
-      EXPECT_EQ(p, it->second.first) << "the address must not change across moves";
-      EXPECT_EQ(Checksum(p, 96 * kKiB), it->second.second);
-      ASSERT_TRUE(m->Release(it->first).ok());
+      m->Step();
     }
-    m->Step();
-  }
-  EXPECT_GT(m->Stats().bytes_moved_down, 10 * 96 * kKiB);
-  EXPECT_GT(m->Stats().bytes_down_without_copy, 0u);
-  EXPECT_LE(fast->used(), 512 * kKiB);
-  for (const auto& [id, v] : first) EXPECT_TRUE(m->Unregister(id).ok());
-  EXPECT_EQ(fast->used(), 0u);
+    EXPECT_GT(m->Stats().bytes_moved_down, 10 * 96 * kKiB);
+    EXPECT_GT(m->Stats().bytes_down_without_copy, 0u);
+    EXPECT_LE(fast->used(), 512 * kKiB);
+    for (const auto& [id, v] : first) EXPECT_TRUE(m->Unregister(id).ok());
+    EXPECT_EQ(fast->used(), 0u);
   }
 }
 

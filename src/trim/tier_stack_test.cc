@@ -32,8 +32,7 @@ class ScriptedTier final : public Tier {
     return inner_->Allocate(size);
   }
   void Free(void* p) override { inner_->Free(p); }
-  Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier&,
-                  CopyUrgency) override {
+  Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier&, CopyUrgency) override {
     {
       std::unique_lock<std::mutex> lock(mu_);
       open_cv_.wait(lock, [&] { return open_; });

@@ -88,10 +88,9 @@ extern "C" {
 void sd_trim_policy_defaults(sd_trim_policy* policy) {
   if (policy == nullptr) return;
   const trim::PolicyOptions o;
-  *policy = sd_trim_policy{o.occupancy_trigger,     o.occupancy_samples, o.idle_share_trigger,
-                           o.idle_steps,            o.fragmentation_trigger,
-                           o.min_victim_bytes,      o.low_watermark,
-                           o.async_copies ? 1 : 0};
+  *policy = sd_trim_policy{o.occupancy_trigger, o.occupancy_samples,     o.idle_share_trigger,
+                           o.idle_steps,        o.fragmentation_trigger, o.min_victim_bytes,
+                           o.low_watermark,     o.async_copies ? 1 : 0};
 }
 
 sd_trim_manager* sd_trim_create_host(uint64_t fast_capacity, uint64_t slow_capacity,

@@ -55,9 +55,9 @@ void LogLine(LogLevel level, std::string_view component, std::string_view messag
   gmtime_r(&ts.tv_sec, &utc);
   char stamp[32];
   strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
-  std::string line = fmt::format("{}.{:03d}Z {} [{}] {}\n", stamp, ts.tv_nsec / 1000000,
-                                 LevelName(level), SanitizeText(component, 128),
-                                 SanitizeText(message, kMaxLogMessageBytes));
+  std::string line =
+      fmt::format("{}.{:03d}Z {} [{}] {}\n", stamp, ts.tv_nsec / 1000000, LevelName(level),
+                  SanitizeText(component, 128), SanitizeText(message, kMaxLogMessageBytes));
   ssize_t unused = ::write(STDERR_FILENO, line.data(), line.size());
   (void)unused;
 }

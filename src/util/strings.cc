@@ -136,10 +136,9 @@ void AppendBase64(std::string& out, std::string_view bytes) {
     const size_t n = std::min(kSlice, bytes.size() - at);
     const size_t start = out.size();
     out.resize(start + 4 * ((n + 2) / 3) + 1);
-    const int written =
-        EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data() + start),
-                        reinterpret_cast<const unsigned char*>(bytes.data() + at),
-                        static_cast<int>(n));
+    const int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data() + start),
+                                        reinterpret_cast<const unsigned char*>(bytes.data() + at),
+                                        static_cast<int>(n));
     out.resize(start + static_cast<size_t>(written));
   }
 }

@@ -1,10 +1,10 @@
 #include "util/tls_files.h"
 
 #include <fmt/format.h>
-#include <boost/asio/ssl/error.hpp>
 #include <openssl/err.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <boost/asio/ssl/error.hpp>
 
 #include <cerrno>
 #include <cstring>

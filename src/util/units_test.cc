@@ -29,7 +29,7 @@ TEST(UnitsTest, ParsesSizes) {
 // These wrapped to negative durations (and huge sizes to nonsense) before.
 TEST(UnitsTest, RefusesDurationsAndSizesOutOfRange) {
   for (const std::string& text : {std::string("9223372037s"), std::string("99999999999999999h"),
-                                 std::string(400, '9') + "s"}) {
+                                  std::string(400, '9') + "s"}) {
     auto d = ParseDuration(text);
     ASSERT_FALSE(d.has_value()) << text;
     EXPECT_NE(d.error().message().find("out of range"), std::string::npos) << text;

@@ -181,7 +181,8 @@ class SinkConformanceTest : public ::testing::TestWithParam<std::string> {
     for (char& c : name) {
       if (c == '/') c = '_';
     }
-    dir_ = fs::temp_directory_path() / ("sink_conformance_" + std::to_string(::getpid()) + "_" + name);
+    dir_ =
+        fs::temp_directory_path() / ("sink_conformance_" + std::to_string(::getpid()) + "_" + name);
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     queue_config_.data_dir = (dir_ / "queue").string();
@@ -267,7 +268,6 @@ class SinkConformanceTest : public ::testing::TestWithParam<std::string> {
     runner_->NotifyAppended();
   }
 
-
   // Waits up to 10 s for `done`.
   template <typename Fn>
   bool WaitFor(Fn done) {
@@ -312,7 +312,8 @@ class SinkConformanceTest : public ::testing::TestWithParam<std::string> {
 TEST_P(SinkConformanceTest, DeliversEveryEventOnce) {
   StartRunner();
   Append(0, 95);
-  ASSERT_TRUE(WaitFor([&] { return fixture_->Delivered().size() >= 95 && runner_->Pending() == 0; }));
+  ASSERT_TRUE(
+      WaitFor([&] { return fixture_->Delivered().size() >= 95 && runner_->Pending() == 0; }));
   ExpectEachOnce(fixture_->Delivered(), 0, 95);
   EXPECT_EQ(stats_->events_out.Value(), 95u);
   EXPECT_EQ(RejectedCount(), 0u);
@@ -334,7 +335,7 @@ TEST_P(SinkConformanceTest, RetriesATransientFailureUntilItRecovers) {
 TEST_P(SinkConformanceTest, RoutesRefusedEventsToRejected) {
   if (auto why = fixture_->RefuseMarked()) GTEST_SKIP() << fixture_->type() << ": " << *why;
   StartRunner();
-  Append(0, 10);     // one batch, accepted
+  Append(0, 10);       // one batch, accepted
   Append(1000, 1010);  // one batch, refused
   ASSERT_TRUE(WaitFor([&] { return runner_->Pending() == 0; }));
   ExpectEachOnce(fixture_->Delivered(), 0, 10);
@@ -398,12 +399,12 @@ TEST_P(SinkConformanceTest, ShutdownWithWorkInFlightLosesNothing) {
   // After a restart the same events come again from the durable queue.
   fixture_->Recover();
   StartRunner();
-  ASSERT_TRUE(WaitFor([&] { return runner_->Pending() == 0 && fixture_->Delivered().size() >= 20; }));
+  ASSERT_TRUE(
+      WaitFor([&] { return runner_->Pending() == 0 && fixture_->Delivered().size() >= 20; }));
   ExpectEachOnce(fixture_->Delivered(), 0, 20);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sinks, SinkConformanceTest,
-                         ::testing::Values("http", "file", "stdout"),
+INSTANTIATE_TEST_SUITE_P(Sinks, SinkConformanceTest, ::testing::Values("http", "file", "stdout"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -114,8 +114,8 @@ void Workload(storage::FileSystem& fs, const std::string& dir, QueueConfig::Fsyn
 class StorageCrashTest : public ::testing::TestWithParam<QueueConfig::Fsync> {
  protected:
   StorageCrashTest() {
-    root_ = (fs::temp_directory_path() / ("storage_crash_test_" + std::to_string(::getpid())))
-                .string();
+    root_ =
+        (fs::temp_directory_path() / ("storage_crash_test_" + std::to_string(::getpid()))).string();
   }
   ~StorageCrashTest() override { fs::remove_all(root_); }
   std::string Fresh() {
@@ -212,8 +212,8 @@ TEST_P(StorageCrashTest, OneFailureAtEveryOperationIsRetriedWithoutLoss) {
       Workload(faults, root_, GetParam(), &out);
       EXPECT_TRUE(out.completed) << "operation " << k << " failing with " << err
                                  << " was not recovered by a retry";
-      Verify(out, /*strict=*/true, "failure " + std::to_string(err) + " at operation " +
-                                       std::to_string(k));
+      Verify(out, /*strict=*/true,
+             "failure " + std::to_string(err) + " at operation " + std::to_string(k));
       if (HasFailure()) return;
     }
   }
@@ -234,9 +234,12 @@ INSTANTIATE_TEST_SUITE_P(FsyncPolicies, StorageCrashTest,
                                            QueueConfig::Fsync::kNever),
                          [](const auto& info) {
                            switch (info.param) {
-                             case QueueConfig::Fsync::kAlways: return std::string("Always");
-                             case QueueConfig::Fsync::kInterval: return std::string("Interval");
-                             default: return std::string("Never");
+                             case QueueConfig::Fsync::kAlways:
+                               return std::string("Always");
+                             case QueueConfig::Fsync::kInterval:
+                               return std::string("Interval");
+                             default:
+                               return std::string("Never");
                            }
                          });
 

@@ -11,5 +11,6 @@
 #define SEEDANCE_FUZZ_TARGET(name) \
   extern "C" int SeedanceFuzz_##name(const uint8_t* data, size_t size)
 #else
-#define SEEDANCE_FUZZ_TARGET(name) extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
+#define SEEDANCE_FUZZ_TARGET(name) \
+  extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 #endif

@@ -7,8 +7,8 @@
 // A ends the capture. Prints: call, B's mode, the call's result, and whether the capture
 // survived (cudaStreamEndCapture == cudaSuccess).
 #include <cuda.h>
-#include <cuda_runtime.h>
 #include <cudaTypedefs.h>
+#include <cuda_runtime.h>
 
 #include <cstdio>
 #include <functional>

@@ -6,10 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -64,8 +64,8 @@ inline std::unique_ptr<TierManager> MakeManager(DeviceHarness& d, std::string* s
   return std::move(m).value();
 }
 
-#define SEEDANCE_MANAGER_OR_SKIP(m, device, ...)                                 \
-  std::string skip_reason;                                                       \
+#define SEEDANCE_MANAGER_OR_SKIP(m, device, ...)                                      \
+  std::string skip_reason;                                                            \
   auto m = ::seedance::trim::testing::MakeManager(device, &skip_reason, __VA_ARGS__); \
   if (!m) GTEST_SKIP() << "no usable device: " << skip_reason
 
@@ -290,30 +290,30 @@ inline void SmallBuffersBeyondTheSmallBlockRangeStillWork(DeviceHarness& d) {
 }
 
 // Instantiates every case for a harness type.
-#define SEEDANCE_DEVICE_TIER_CASES(Suite, Harness)                                            \
-  TEST(Suite, ContentSurvivesRandomMovesAndAddressesStay) {                                   \
-    Harness d;                                                                                \
-    ::seedance::trim::testing::ContentSurvivesRandomMovesAndAddressesStay(d);                 \
-  }                                                                                           \
-  TEST(Suite, CapturedGraphStillWorksAfterItsBufferWasMovedAndBack) {                         \
-    Harness d;                                                                                \
-    ::seedance::trim::testing::CapturedGraphStillWorksAfterItsBufferWasMovedAndBack(d);       \
-  }                                                                                           \
-  TEST(Suite, OccupancyIsTheManagersOwnBytesAgainstItsBudget) {                               \
-    Harness d;                                                                                \
-    ::seedance::trim::testing::OccupancyIsTheManagersOwnBytesAgainstItsBudget(d);             \
-  }                                                                                           \
-  TEST(Suite, MoveWaitsForWorkIssuedBeforeRelease) {                                          \
-    Harness d;                                                                                \
-    ::seedance::trim::testing::MoveWaitsForWorkIssuedBeforeRelease(d);                        \
-  }                                                                                           \
-  TEST(Suite, TrimOnAnotherThreadKeepsAGraphCapture) {                                        \
-    Harness d;                                                                                \
-    ::seedance::trim::testing::TrimOnAnotherThreadKeepsAGraphCapture(d);                      \
-  }                                                                                           \
-  TEST(Suite, SmallBuffersBeyondTheSmallBlockRangeStillWork) {                                \
-    Harness d;                                                                                \
-    ::seedance::trim::testing::SmallBuffersBeyondTheSmallBlockRangeStillWork(d);              \
+#define SEEDANCE_DEVICE_TIER_CASES(Suite, Harness)                                      \
+  TEST(Suite, ContentSurvivesRandomMovesAndAddressesStay) {                             \
+    Harness d;                                                                          \
+    ::seedance::trim::testing::ContentSurvivesRandomMovesAndAddressesStay(d);           \
+  }                                                                                     \
+  TEST(Suite, CapturedGraphStillWorksAfterItsBufferWasMovedAndBack) {                   \
+    Harness d;                                                                          \
+    ::seedance::trim::testing::CapturedGraphStillWorksAfterItsBufferWasMovedAndBack(d); \
+  }                                                                                     \
+  TEST(Suite, OccupancyIsTheManagersOwnBytesAgainstItsBudget) {                         \
+    Harness d;                                                                          \
+    ::seedance::trim::testing::OccupancyIsTheManagersOwnBytesAgainstItsBudget(d);       \
+  }                                                                                     \
+  TEST(Suite, MoveWaitsForWorkIssuedBeforeRelease) {                                    \
+    Harness d;                                                                          \
+    ::seedance::trim::testing::MoveWaitsForWorkIssuedBeforeRelease(d);                  \
+  }                                                                                     \
+  TEST(Suite, TrimOnAnotherThreadKeepsAGraphCapture) {                                  \
+    Harness d;                                                                          \
+    ::seedance::trim::testing::TrimOnAnotherThreadKeepsAGraphCapture(d);                \
+  }                                                                                     \
+  TEST(Suite, SmallBuffersBeyondTheSmallBlockRangeStillWork) {                          \
+    Harness d;                                                                          \
+    ::seedance::trim::testing::SmallBuffersBeyondTheSmallBlockRangeStillWork(d);        \
   }
 
 }  // namespace seedance::trim::testing

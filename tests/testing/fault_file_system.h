@@ -34,7 +34,7 @@ class FaultFileSystem final : public storage::FileSystem {
   // The n-th mutating operation (1-based) fails with `err`, once; the rest go through.
   void FailOperation(uint64_t n, int err);
   bool crashed() const;
-  uint64_t operations() const;  // mutating operations so far
+  uint64_t operations() const;      // mutating operations so far
   std::string crash_point() const;  // "write <path>" where it crashed
   // What a power cut leaves (see above). Call after the objects using this were destroyed;
   // afterwards the current state counts as durable and nothing is crashed.
@@ -71,9 +71,9 @@ class FaultFileSystem final : public storage::FileSystem {
   std::string crash_point_;
   // The durability model: files by identity (stable across renames).
   uint64_t next_id_ = 1;
-  std::map<std::string, uint64_t> path_id_;  // current names of managed files
+  std::map<std::string, uint64_t> path_id_;              // current names of managed files
   std::map<int, std::pair<std::string, uint64_t>> fds_;  // fd → (path at open, id)
-  std::map<uint64_t, std::string> durable_content_;  // id → content at its last fdatasync
+  std::map<uint64_t, std::string> durable_content_;      // id → content at its last fdatasync
   std::map<std::string, std::map<std::string, uint64_t>> durable_dirs_;  // dir → name → id
 };
 

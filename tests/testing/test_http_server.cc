@@ -76,8 +76,7 @@ TestHttpServer::TestHttpServer(Responder responder) : impl_(std::make_unique<Imp
 TestHttpServer::~TestHttpServer() { Stop(); }
 
 std::string TestHttpServer::url() const {
-  return "http://127.0.0.1:" + std::to_string(impl_->port) +
-         "/ingest";
+  return "http://127.0.0.1:" + std::to_string(impl_->port) + "/ingest";
 }
 
 std::vector<std::string> TestHttpServer::accepted() const {

@@ -67,7 +67,8 @@ Status Under(Status s, std::string_view step) {
 }
 
 Status AppendNumber(std::string& out, double d) {
-  if (!std::isfinite(d)) return Here(std::isnan(d) ? "NaN is not a JSON number" : "infinity is not a JSON number");
+  if (!std::isfinite(d))
+    return Here(std::isnan(d) ? "NaN is not a JSON number" : "infinity is not a JSON number");
   char buf[32];
   if (d == std::floor(d) && std::fabs(d) < 1e15) {
     auto r = std::to_chars(buf, buf + sizeof buf, static_cast<long long>(d));
@@ -79,11 +80,9 @@ Status AppendNumber(std::string& out, double d) {
   return Status::Ok();
 }
 
-Status Serialize(lua_State* L, int index, const rapidjson::Value* hint, JsonOut& json,
-                 int depth);
+Status Serialize(lua_State* L, int index, const rapidjson::Value* hint, JsonOut& json, int depth);
 
-Status SerializeTable(lua_State* L, int t, const rapidjson::Value* hint, JsonOut& json,
-                      int depth) {
+Status SerializeTable(lua_State* L, int t, const rapidjson::Value* hint, JsonOut& json, int depth) {
   std::string& out = json.text;
   const size_t n = lua_objlen(L, t);
   const size_t keys = CountKeys(L, t);
@@ -172,14 +171,12 @@ Status SerializeTable(lua_State* L, int t, const rapidjson::Value* hint, JsonOut
   return Status::Ok();
 }
 
-Status Serialize(lua_State* L, int index, const rapidjson::Value* hint, JsonOut& json,
-                 int depth) {
+Status Serialize(lua_State* L, int index, const rapidjson::Value* hint, JsonOut& json, int depth) {
   std::string& out = json.text;
   if (depth > kMaxDepth) return Here("nested deeper than 64 levels (or a cycle)");
   // Checked at every value: a table may hold the same large table or key many times.
   if (out.size() > json.max_bytes) {
-    return Here("the JSON text would be larger than " + std::to_string(json.max_bytes) +
-                " bytes");
+    return Here("the JSON text would be larger than " + std::to_string(json.max_bytes) + " bytes");
   }
   index = AbsIndex(L, index);
   luaL_checkstack(L, 6, "JSON serialization");

@@ -72,9 +72,9 @@ std::string LuaLimits::Reason() const {
       return fmt::format("instruction limit of {} exceeded (runaway script?)",
                          options_.instructions);
     case LuaLimit::kTime:
-      return fmt::format("time limit of {} ms exceeded",
-                         std::chrono::duration_cast<std::chrono::milliseconds>(options_.time)
-                             .count());
+      return fmt::format(
+          "time limit of {} ms exceeded",
+          std::chrono::duration_cast<std::chrono::milliseconds>(options_.time).count());
     case LuaLimit::kMemory:
       return fmt::format("memory limit of {} exceeded", Mebibytes(options_.memory));
     case LuaLimit::kNone:

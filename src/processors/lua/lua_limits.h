@@ -31,9 +31,9 @@ class MemoryBudget;
 namespace seedance::processors {
 
 struct LuaLimitOptions {
-  int64_t instructions = 10'000'000;                     // per call; 0 = unlimited
+  int64_t instructions = 10'000'000;                        // per call; 0 = unlimited
   std::chrono::nanoseconds time = std::chrono::seconds(1);  // per call; 0 = unlimited
-  size_t memory = size_t{64} << 20;                      // the state's heap; 0 = unlimited
+  size_t memory = size_t{64} << 20;                         // the state's heap; 0 = unlimited
 };
 
 enum class LuaLimit { kNone, kInstructions, kTime, kMemory };

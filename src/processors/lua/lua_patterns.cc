@@ -34,17 +34,38 @@ bool IsXdigit(unsigned c) { return IsDigit(c) || (c | 0x20) - 'a' < 6; }
 bool MatchClass(unsigned c, unsigned cl) {
   bool res;
   switch (cl | 0x20) {
-    case 'a': res = IsAlpha(c); break;
-    case 'c': res = IsCntrl(c); break;
-    case 'd': res = IsDigit(c); break;
-    case 'l': res = IsLower(c); break;
-    case 'p': res = IsPunct(c); break;
-    case 's': res = IsSpace(c); break;
-    case 'u': res = IsUpper(c); break;
-    case 'w': res = IsAlnum(c); break;
-    case 'x': res = IsXdigit(c); break;
-    case 'z': res = c == 0; break;
-    default: return cl == c;  // %. %% %] ...: the character itself
+    case 'a':
+      res = IsAlpha(c);
+      break;
+    case 'c':
+      res = IsCntrl(c);
+      break;
+    case 'd':
+      res = IsDigit(c);
+      break;
+    case 'l':
+      res = IsLower(c);
+      break;
+    case 'p':
+      res = IsPunct(c);
+      break;
+    case 's':
+      res = IsSpace(c);
+      break;
+    case 'u':
+      res = IsUpper(c);
+      break;
+    case 'w':
+      res = IsAlnum(c);
+      break;
+    case 'x':
+      res = IsXdigit(c);
+      break;
+    case 'z':
+      res = c == 0;
+      break;
+    default:
+      return cl == c;  // %. %% %] ...: the character itself
   }
   return IsUpper(cl) ? !res : res;
 }
@@ -238,8 +259,7 @@ const char* DoMatch(MatchState& ms, const char* s, const char* p) {
           p += 2;
           if (p >= ms.p_end || *p != '[') Fail(ms.L, "missing '[' after '%f' in pattern");
           const char* ep = ClassEnd(ms, p);
-          const unsigned previous =
-              s == ms.src_init ? 0u : static_cast<unsigned char>(*(s - 1));
+          const unsigned previous = s == ms.src_init ? 0u : static_cast<unsigned char>(*(s - 1));
           const unsigned current = s < ms.src_end ? static_cast<unsigned char>(*s) : 0u;
           if (MatchBracketClass(previous, p, ep - 1) || !MatchBracketClass(current, p, ep - 1))
             return nullptr;
@@ -327,8 +347,10 @@ int FindAux(lua_State* L, bool find) {
   const char* s = luaL_checklstring(L, 1, &ls);
   const char* p = luaL_checklstring(L, 2, &lp);
   lua_Integer init = luaL_optinteger(L, 3, 1);
-  if (init < 0) init += static_cast<lua_Integer>(ls);
-  else --init;
+  if (init < 0)
+    init += static_cast<lua_Integer>(ls);
+  else
+    --init;
   if (init < 0) init = 0;
   if (init > static_cast<lua_Integer>(ls)) init = static_cast<lua_Integer>(ls);
   if (find && (lua_toboolean(L, 4) || !HasSpecials(p, lp))) {
@@ -454,9 +476,9 @@ int Gsub(lua_State* L) {
   const char* p = luaL_checklstring(L, 2, &lp);
   const int tr = lua_type(L, 3);
   const lua_Integer max_n = luaL_optinteger(L, 4, static_cast<lua_Integer>(ls) + 1);
-  luaL_argcheck(
-      L, tr == LUA_TNUMBER || tr == LUA_TSTRING || tr == LUA_TFUNCTION || tr == LUA_TTABLE, 3,
-      "string/function/table expected");
+  luaL_argcheck(L,
+                tr == LUA_TNUMBER || tr == LUA_TSTRING || tr == LUA_TFUNCTION || tr == LUA_TTABLE,
+                3, "string/function/table expected");
   MatchState ms(L, src, ls, p, lp);
   const bool anchor = lp > 0 && *p == '^';
   if (anchor) ++p;

@@ -1,8 +1,8 @@
 #include "processors/lua/lua_processor.h"
 
+#include <fmt/format.h>
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
-#include <fmt/format.h>
 
 #include <cstring>
 
@@ -216,8 +216,8 @@ Status LuaProcessor::ReadEvent(int index, const Event& in, const rapidjson::Valu
       const char* name = lua_tolstring(L, -2, &name_len);
       const std::string_view shown(name, std::min<size_t>(name_len, 64));
       if (lua_type(L, -1) != LUA_TSTRING) {
-        return InvalidArgumentError(fmt::format("event.headers[\"{}\"] must be a string, got {}",
-                                                shown, TypeOf(L, -1)));
+        return InvalidArgumentError(
+            fmt::format("event.headers[\"{}\"] must be a string, got {}", shown, TypeOf(L, -1)));
       }
       size_t value_len = 0;
       const char* value = lua_tolstring(L, -1, &value_len);
@@ -232,15 +232,13 @@ Status LuaProcessor::ReadEvent(int index, const Event& in, const rapidjson::Valu
   } else if (lua_isnil(L, -1)) {
     out.headers = in.headers;
   } else {
-    return InvalidArgumentError("event.headers must be a table of strings, got " +
-                                TypeOf(L, -1));
+    return InvalidArgumentError("event.headers must be a table of strings, got " + TypeOf(L, -1));
   }
   lua_pop(L, 1);
 
   // What one call returns is bounded like the state's heap: one table can hold the same large
   // string many times.
-  const size_t limit = options_.script.limits.memory > 0 ? options_.script.limits.memory
-                                                          : SIZE_MAX;
+  const size_t limit = options_.script.limits.memory > 0 ? options_.script.limits.memory : SIZE_MAX;
   produced_bytes_ += out.topic.size();
   lua_getfield(L, index, "payload");
   Status s;
@@ -261,8 +259,8 @@ Status LuaProcessor::ReadEvent(int index, const Event& in, const rapidjson::Valu
   lua_pop(L, 1);
   produced_bytes_ += out.payload.size();
   if (s.ok() && produced_bytes_ > limit) {
-    return InvalidArgumentError(fmt::format(
-        "the events returned by one call hold more than {} bytes (max_memory)", limit));
+    return InvalidArgumentError(
+        fmt::format("the events returned by one call hold more than {} bytes (max_memory)", limit));
   }
   return s;
 }
@@ -348,12 +346,11 @@ Status LuaProcessor::Run(const Event& event, const rapidjson::Value* parsed, Run
   }
   *outcome = RunResult::kList;
   const size_t n = lua_objlen(L, result);
-  if (options_.max_events_per_call > 0 &&
-      n > static_cast<size_t>(options_.max_events_per_call)) {
+  if (options_.max_events_per_call > 0 && n > static_cast<size_t>(options_.max_events_per_call)) {
     events_exceeded_->Add();
-    return InvalidArgumentError(fmt::format(
-        "{}() returned {} events; max_events_per_call is {}", options_.script.function, n,
-        options_.max_events_per_call));
+    return InvalidArgumentError(fmt::format("{}() returned {} events; max_events_per_call is {}",
+                                            options_.script.function, n,
+                                            options_.max_events_per_call));
   }
   produced_.reserve(n);
   for (size_t i = 1; i <= n; ++i) {
@@ -466,8 +463,8 @@ ProcessorFactory LuaProcessorFactory() {
     o.chunk_name = path.empty() ? ctx.name : path;
     auto script = LuaScript::Load(code, o.chunk_name, o.script);
     if (!script) return script.error();
-    auto processor = std::make_unique<LuaProcessor>(std::move(script).value(), std::move(code),
-                                                    o, ctx);
+    auto processor =
+        std::make_unique<LuaProcessor>(std::move(script).value(), std::move(code), o, ctx);
     const auto every = p.GetDuration("reload_check");
     if (!path.empty() && every.count() > 0 && !ctx.validate_only)
       processor->WatchFile(path, sig, every);

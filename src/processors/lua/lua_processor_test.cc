@@ -199,12 +199,9 @@ code: |
   p->Process(JsonEvent(R"({"kind": "fine"})"), out);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
   ASSERT_EQ(out.side.size(), 3u);
-  EXPECT_NE(out.side[0].reason.find("no field payload"), std::string::npos)
-      << out.side[0].reason;
-  EXPECT_NE(out.side[1].reason.find("instruction limit"), std::string::npos)
-      << out.side[1].reason;
-  EXPECT_NE(out.side[2].reason.find("no field topic"), std::string::npos)
-      << out.side[2].reason;
+  EXPECT_NE(out.side[0].reason.find("no field payload"), std::string::npos) << out.side[0].reason;
+  EXPECT_NE(out.side[1].reason.find("instruction limit"), std::string::npos) << out.side[1].reason;
+  EXPECT_NE(out.side[2].reason.find("no field topic"), std::string::npos) << out.side[2].reason;
   // Nothing of the list was emitted: its second element failed.
   ASSERT_EQ(out.main.size(), 1u);
   EXPECT_EQ(out.main[0].payload, R"({"kind": "fine"})");
@@ -391,9 +388,8 @@ INSTANTIATE_TEST_SUITE_P(
         HostileCase{"pcall_swallows_budget",
                     "while true do pcall(function() while true do end end) end",
                     "instruction limit", "instructions"},
-        HostileCase{"catch_and_return",
-                    "pcall(function() while true do end end) return e", "instruction limit",
-                    "instructions"},
+        HostileCase{"catch_and_return", "pcall(function() while true do end end) return e",
+                    "instruction limit", "instructions"},
         HostileCase{"xpcall_handler_loops",
                     "xpcall(function() while true do end end, function() while true do end end)"
                     " return e",
@@ -403,18 +399,17 @@ INSTANTIATE_TEST_SUITE_P(
                     "end end)) end",
                     "instruction limit", "instructions"},
         HostileCase{"backtracking_find",
-                    "string.find(string.rep('a', 40), string.rep('a*', 25) .. 'b')",
-                    "limit", "instructions"},
+                    "string.find(string.rep('a', 40), string.rep('a*', 25) .. 'b')", "limit",
+                    "instructions"},
         HostileCase{"quadratic_find", "string.find(string.rep('a', 1e6), '.-b')", "limit",
                     "instructions"},
         HostileCase{"backtracking_gmatch",
                     "for x in string.gmatch(string.rep('a', 40), string.rep('a*', 25) .. 'b') "
                     "do end",
                     "limit", "instructions"},
-        HostileCase{"long_date_format", "os.date(string.rep('%c', 1e6))", "os.date: format",
-                    ""},
-        HostileCase{"huge_gsub", "string.rep('a', 1e7):gsub('a', 'aaaaaaaaaa')",
-                    "memory limit", "memory"},
+        HostileCase{"long_date_format", "os.date(string.rep('%c', 1e6))", "os.date: format", ""},
+        HostileCase{"huge_gsub", "string.rep('a', 1e7):gsub('a', 'aaaaaaaaaa')", "memory limit",
+                    "memory"},
         HostileCase{"huge_rep", "local s = string.rep('x', 2^30)", "string.rep", ""},
         HostileCase{"table_of_strings",
                     "local t = {} for i = 1, 1e9 do t[i] = tostring(i) .. 'padding-padding' end",
@@ -423,8 +418,9 @@ INSTANTIATE_TEST_SUITE_P(
                     "pcall(function() local t = {} for i = 1, 1e9 do t[i] = {} end end) return e",
                     "memory limit", "memory"},
         HostileCase{"stop_the_collector", "collectgarbage('stop')", "not allowed", ""},
-        HostileCase{"fan_out", "local l = {} for i = 1, 20000 do l[i] = {payload = {}} end "
-                               "return l",
+        HostileCase{"fan_out",
+                    "local l = {} for i = 1, 20000 do l[i] = {payload = {}} end "
+                    "return l",
                     "max_events_per_call", "events"},
         HostileCase{"amplified_output",
                     "local s = string.rep('x', 1e6) local l = {} for i = 1, 100 do "
@@ -437,8 +433,8 @@ INSTANTIATE_TEST_SUITE_P(
                     "event.headers[\"n\"] must be a string", ""},
         HostileCase{"header_nul", "e.headers = {n = 'a\\0b'}", "contains a NUL", ""},
         HostileCase{"payload_nan", "e.payload.v = 0/0", "event.payload.v: NaN", ""},
-        HostileCase{"payload_inf", "e.payload.list = {1, 1/0}",
-                    "event.payload.list[2]: infinity", ""}),
+        HostileCase{"payload_inf", "e.payload.list = {1, 1/0}", "event.payload.list[2]: infinity",
+                    ""}),
     [](const ::testing::TestParamInfo<HostileCase>& info) { return info.param.name; });
 
 // With the instruction limit off, the matcher's own clock checks (every 4,096 steps) end a
@@ -461,10 +457,9 @@ code: |
   EXPECT_NE(out.side[0].reason.find("time limit of 200 ms exceeded"), std::string::npos)
       << out.side[0].reason;
   EXPECT_EQ(Exceeded("time").Value(), 1u);
-  EXPECT_GE(harness_.metrics
-                .GetGauge("seedance_lua_memory_bytes", "", {{"component", "lua"}})
-                .Value(),
-            2 << 20);
+  EXPECT_GE(
+      harness_.metrics.GetGauge("seedance_lua_memory_bytes", "", {{"component", "lua"}}).Value(),
+      2 << 20);
 }
 
 // A script that keeps what it sees fills its state; at the memory limit the event fails and
@@ -495,8 +490,9 @@ TEST_F(LuaProcessorTest, ScriptMemoryIsChargedToTheBudget) {
   auto ctx = harness_.Context("lua");
   ctx.memory = &budget;
   auto p = LuaProcessorFactory().create(
-      ProcessorParams("lua", "code: |\n  big = string.rep('x', 8 * 1024 * 1024)\n"
-                             "  function process(e) return e end\n"),
+      ProcessorParams("lua",
+                      "code: |\n  big = string.rep('x', 8 * 1024 * 1024)\n"
+                      "  function process(e) return e end\n"),
       ctx);
   ASSERT_TRUE(p.has_value()) << p.error().message();
   EXPECT_GE(budget.used(), 8u << 20);

@@ -23,8 +23,7 @@ Result<std::string> ReadScriptFile(const std::string& path) {
 
 ScriptReloader::ScriptReloader(std::string path, FileSignature current,
                                std::chrono::nanoseconds every, LuaScriptOptions options,
-                               std::string log_name, observe::Counter* ok,
-                               observe::Counter* failed)
+                               std::string log_name, observe::Counter* ok, observe::Counter* failed)
     : path_(std::move(path)),
       signature_(current),
       every_(every),

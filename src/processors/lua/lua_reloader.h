@@ -70,8 +70,8 @@ class ScriptReloader {
   observe::Counter* failed_;
   std::mutex mu_;
   std::condition_variable wake_;
-  bool stop_ = false;                // guarded by mu_
-  std::optional<Version> ready_;     // guarded by mu_
+  bool stop_ = false;             // guarded by mu_
+  std::optional<Version> ready_;  // guarded by mu_
   std::thread thread_;
 };
 

@@ -58,10 +58,13 @@ Result<std::unique_ptr<LuaScript>> LuaScript::Load(const std::string& code,
   limits = nullptr;
   LuaLimits& lim = *script->limits_;
   lim.BeginCall(L);
-  if (lua_cpcall(L, [](lua_State* l) -> int {
-        OpenSandbox(l, *static_cast<const LuaSandboxOptions*>(lua_touserdata(l, 1)));
-        return 0;
-      }, const_cast<LuaSandboxOptions*>(&options.sandbox)) != 0) {
+  if (lua_cpcall(
+          L,
+          [](lua_State* l) -> int {
+            OpenSandbox(l, *static_cast<const LuaSandboxOptions*>(lua_touserdata(l, 1)));
+            return 0;
+          },
+          const_cast<LuaSandboxOptions*>(&options.sandbox)) != 0) {
     return ResourceExhaustedError(std::string("cannot set up the Lua state: ") +
                                   (lua_tostring(L, -1) ? lua_tostring(L, -1) : "?"));
   }
@@ -95,7 +98,7 @@ Status LuaScript::RunProtected(Status (*call)(void*), void* body) {
   if (rc != 0) {
     const char* msg = lua_tostring(L_, -1);
     result = InvalidArgumentError(limits_->exceeded() != LuaLimit::kNone ? limits_->Reason()
-                                  : msg != nullptr ? msg
+                                  : msg != nullptr                       ? msg
                                                    : "error object is not a string");
   }
   lua_settop(L_, top);

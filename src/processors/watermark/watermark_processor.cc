@@ -23,7 +23,8 @@ struct WatermarkSettings {
   static Result<WatermarkSettings> From(const Params& p) {
     WatermarkSettings s;
     s.time_field = p.GetString("time_field");
-    SEEDANCE_ASSIGN_OR_RETURN(s.time_format, eventtime::ParseTimeFormat(p.GetString("time_format")));
+    SEEDANCE_ASSIGN_OR_RETURN(s.time_format,
+                              eventtime::ParseTimeFormat(p.GetString("time_format")));
     s.require_time = p.GetBool("require_time");
     const std::string per = p.GetString("per");
     s.options.scope = per == "source" ? WatermarkOptions::Scope::kSource
@@ -54,10 +55,10 @@ class WatermarkProcessor final : public Processor {
     watermark_gauge_ = &ctx_.metrics->GetFloatGauge(
         "seedance_watermark_seconds", "The stream's event-time watermark (Unix seconds).",
         {{"component", ctx_.name}});
-    missing_time_ = &ctx_.metrics->GetCounter(
-        "seedance_event_time_fallbacks_total",
-        "Events without a usable time field that took their ingest time.",
-        {{"component", ctx_.name}});
+    missing_time_ =
+        &ctx_.metrics->GetCounter("seedance_event_time_fallbacks_total",
+                                  "Events without a usable time field that took their ingest time.",
+                                  {{"component", ctx_.name}});
   }
 
   void Process(Event&& event, ProcessorOutput& out) override {
@@ -77,9 +78,9 @@ class WatermarkProcessor final : public Processor {
       if (t) {
         event.event_time_ns = *t;
       } else if (settings_.require_time) {
-        out.EmitSide(Output::kError, std::move(event),
-                     fmt::format("time field \"{}\": {}", settings_.time_field,
-                                 t.error().message()));
+        out.EmitSide(
+            Output::kError, std::move(event),
+            fmt::format("time field \"{}\": {}", settings_.time_field, t.error().message()));
         return;
       } else {
         event.event_time_ns = event.ingest_time_ns;
@@ -140,9 +141,8 @@ class WatermarkProcessor final : public Processor {
 
  private:
   void Announce(ProcessorOutput& out) {
-    tracker_.TakeAdvances([&](std::string_view scope, int64_t watermark) {
-      out.EmitWatermark(scope, watermark);
-    });
+    tracker_.TakeAdvances(
+        [&](std::string_view scope, int64_t watermark) { out.EmitWatermark(scope, watermark); });
     const int64_t w = tracker_.Watermark();
     if (w != eventtime::kNoWatermark) watermark_gauge_->Set(static_cast<double>(w) / 1e9);
   }

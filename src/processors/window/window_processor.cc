@@ -15,7 +15,7 @@ namespace seedance::processors {
 namespace {
 
 struct Aggregate {
-  std::string name;   // as configured: count, sum, min, max, avg, p95, ...
+  std::string name;      // as configured: count, sum, min, max, avg, p95, ...
   double quantile = -1;  // for pNN
 };
 
@@ -44,7 +44,8 @@ struct WindowSettings {
     s.spec.allowed_lateness_ns = p.GetDuration("allowed_lateness").count();
     s.state_ttl_ns = p.GetDuration("state_ttl").count();
     if (s.spec.size_ns <= 0) {
-      return Status(StatusCode::kInvalidArgument, "size must be above 0 (" + p.Location("size") + ")");
+      return Status(StatusCode::kInvalidArgument,
+                    "size must be above 0 (" + p.Location("size") + ")");
     }
     if (s.spec.slide_ns > s.spec.size_ns || s.spec.size_ns % s.spec.slide_ns != 0) {
       return Status(StatusCode::kInvalidArgument,
@@ -205,10 +206,10 @@ class WindowProcessor final : public Processor {
     const eventtime::WindowAggregate& a = *r.aggregate;
     std::string payload = "{\"key\":";
     util::AppendJsonString(payload, r.key);
-    payload += fmt::format(
-        ",\"window_start\":\"{}\",\"window_end\":\"{}\",\"start_ms\":{},\"end_ms\":{}",
-        eventtime::FormatRfc3339(r.start_ns), eventtime::FormatRfc3339(r.end_ns),
-        r.start_ns / 1'000'000, r.end_ns / 1'000'000);
+    payload +=
+        fmt::format(",\"window_start\":\"{}\",\"window_end\":\"{}\",\"start_ms\":{},\"end_ms\":{}",
+                    eventtime::FormatRfc3339(r.start_ns), eventtime::FormatRfc3339(r.end_ns),
+                    r.start_ns / 1'000'000, r.end_ns / 1'000'000);
     bool count_written = false;
     for (const auto& agg : settings_.aggregates) {
       payload += ",\"" + agg.name + "\":";
@@ -222,7 +223,8 @@ class WindowProcessor final : public Processor {
       } else if (agg.name == "max") {
         AppendNumber(payload, a.sketch.count() ? a.max : NAN);
       } else if (agg.name == "avg") {
-        AppendNumber(payload, a.sketch.count() ? a.sum / static_cast<double>(a.sketch.count()) : NAN);
+        AppendNumber(payload,
+                     a.sketch.count() ? a.sum / static_cast<double>(a.sketch.count()) : NAN);
       } else {
         AppendNumber(payload, a.sketch.count() ? a.sketch.Quantile(agg.quantile) : NAN);
       }

@@ -56,8 +56,9 @@ TEST_F(EventTimeProcessorsTest, WatermarkTakesTheFieldOrRoutesBadTimesToErrorWhe
 }
 
 TEST_F(EventTimeProcessorsTest, StaleEventsCarryReasonAndLatenessAndWatermarksFlowOn) {
-  auto wm = Make("watermark", "time_field: ts\ntime_format: s\nmax_out_of_order: 0s\n"
-                              "allowed_lateness: 10s\n");
+  auto wm = Make("watermark",
+                 "time_field: ts\ntime_format: s\nmax_out_of_order: 0s\n"
+                 "allowed_lateness: 10s\n");
   RecordingOutput out;
   wm->Process(JsonEvent(R"({"ts":1000})"), out);
   wm->Process(JsonEvent(R"({"ts":985})"), out);
@@ -71,8 +72,9 @@ TEST_F(EventTimeProcessorsTest, StaleEventsCarryReasonAndLatenessAndWatermarksFl
 }
 
 TEST_F(EventTimeProcessorsTest, WindowEmitsOnWatermarkAndReEmitsLateUpdates) {
-  auto win = Make("window", "size: 10s\nkey_field: d\nfield: v\naggregates: [count, sum, p50]\n"
-                            "allowed_lateness: 20s\n");
+  auto win = Make("window",
+                  "size: 10s\nkey_field: d\nfield: v\naggregates: [count, sum, p50]\n"
+                  "allowed_lateness: 20s\n");
   RecordingOutput out;
   auto at = [](const char* json, int64_t t) {
     Event e = JsonEvent(json);
@@ -131,9 +133,11 @@ TEST_F(EventTimeProcessorsTest, BadWindowParametersAreRefusedWithTheReason) {
   ASSERT_FALSE(no_key.has_value());
   // Reconfigure: a key change is refused, a lateness change accepted.
   auto win = Make("window", "size: 10s\nkey_field: d\n");
-  EXPECT_FALSE(win->Reconfigure(ProcessorParams("window", "size: 10s\nkey_field: e\n"), false).ok());
+  EXPECT_FALSE(
+      win->Reconfigure(ProcessorParams("window", "size: 10s\nkey_field: e\n"), false).ok());
   EXPECT_TRUE(
-      win->Reconfigure(ProcessorParams("window", "size: 10s\nkey_field: d\nallowed_lateness: 1m\n"), true)
+      win->Reconfigure(ProcessorParams("window", "size: 10s\nkey_field: d\nallowed_lateness: 1m\n"),
+                       true)
           .ok());
 }
 

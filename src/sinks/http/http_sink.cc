@@ -20,9 +20,9 @@
 #include "core/plugin_context.h"
 #include "governor/memory_budget.h"
 #include "sinks/common/event_encoding.h"
-#include "util/http_url.h"
 #include "sinks/http/response_policy.h"
 #include "util/handler_slot.h"
+#include "util/http_url.h"
 #include "util/log.h"
 #include "util/strings.h"
 #include "util/tls_files.h"
@@ -65,25 +65,23 @@ Status CheckHeaderFields(const ParamValue& v) {
     for (char c : name) {
       if (!std::isalnum(static_cast<unsigned char>(c)) &&
           kTokenPunctuation.find(c) == std::string_view::npos) {
-        return InvalidArgumentError(fmt::format(
-            "header name \"{}\" has a character not allowed in a name ({:#04x})",
-            util::SanitizeText(name, 64), static_cast<unsigned char>(c)));
+        return InvalidArgumentError(
+            fmt::format("header name \"{}\" has a character not allowed in a name ({:#04x})",
+                        util::SanitizeText(name, 64), static_cast<unsigned char>(c)));
       }
     }
     for (char c : value) {
       const auto u = static_cast<unsigned char>(c);
       if ((u < 0x20 && c != '\t') || u == 0x7f) {
-        return InvalidArgumentError(fmt::format(
-            "the value of header \"{}\" has a control character ({:#04x}); line breaks "
-            "would inject header fields",
-            name, u));
+        return InvalidArgumentError(
+            fmt::format("the value of header \"{}\" has a control character ({:#04x}); line breaks "
+                        "would inject header fields",
+                        name, u));
       }
     }
   }
   return Status::Ok();
 }
-
-
 
 // A connection: a socket, or TLS over one, and its read buffer. Timeouts are the client's
 // watchdog's (see HttpClient), not per-operation timers: those would allocate per request.
@@ -121,8 +119,8 @@ struct Delivery {
   std::optional<Request> req;
 
   std::unique_ptr<Connection> conn;
-  bool reused = false;   // conn came from the idle pool
-  bool aborted = false;  // the runner's timeout: the connection was closed
+  bool reused = false;        // conn came from the idle pool
+  bool aborted = false;       // the runner's timeout: the connection was closed
   int interim_responses = 0;  // 1xx responses read before the final one
 
   alignas(std::max_align_t) std::byte response_arena_buffer[1024];
@@ -131,7 +129,6 @@ struct Delivery {
   std::optional<ResponseParser> parser;
 
   util::HandlerSlot slots;
-
 };
 
 // Shared state of the sink, kept alive by the handlers that use it.
@@ -141,9 +138,9 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
       : o_(std::move(o)),
         ctx_(std::move(ctx)),
         resolver_(ctx_.loop->io()),
-        pool_hits_(ctx_.metrics->GetCounter(
-            "seedance_pool_hits_total", "Objects taken from a pool instead of allocated.",
-            {{"pool", "http_request"}, {"component", ctx_.name}})),
+        pool_hits_(ctx_.metrics->GetCounter("seedance_pool_hits_total",
+                                            "Objects taken from a pool instead of allocated.",
+                                            {{"pool", "http_request"}, {"component", ctx_.name}})),
         pool_misses_(ctx_.metrics->GetCounter(
             "seedance_pool_misses_total", "Objects allocated because their pool had none free.",
             {{"pool", "http_request"}, {"component", ctx_.name}})) {}
@@ -223,7 +220,7 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   tcp::resolver resolver_;
   std::vector<std::unique_ptr<Connection>> idle_;
   std::vector<std::unique_ptr<Delivery>> deliveries_;  // every delivery ever made (the pool)
-  std::vector<Delivery*> free_;                         // of those, the unused ones
+  std::vector<Delivery*> free_;                        // of those, the unused ones
   std::vector<Delivery*> busy_;  // the rest (a vector: no node to allocate per delivery)
   size_t peak_busy_ = 0;         // the most attempts in progress at once
   observe::Counter& pool_hits_;
@@ -298,8 +295,10 @@ void HttpClient::KeepIdle(std::unique_ptr<Connection> conn) {
     // next request, so the connection goes.
     uint64_t suppressed = 0;
     if (limiter_.Allow("unsolicited", &suppressed)) {
-      SEEDANCE_LOG_WARN(ctx_.name, "{} sent {} bytes after a complete response; closing the "
-                        "connection", o_.url_text, conn->buffer.size());
+      SEEDANCE_LOG_WARN(ctx_.name,
+                        "{} sent {} bytes after a complete response; closing the "
+                        "connection",
+                        o_.url_text, conn->buffer.size());
     }
     conn->Close();
     return;
@@ -356,9 +355,8 @@ void HttpClient::Connect(Delivery* d) {
         asio::async_connect(
             d->conn->socket(), endpoints, [self, d](error_code ec, const tcp::endpoint&) {
               if (ec) {
-                return self->Failed(d, fmt::format("cannot connect to {}:{}: {}",
-                                                   self->o_.url.host, self->o_.url.port,
-                                                   ec.message()));
+                return self->Failed(d, fmt::format("cannot connect to {}:{}: {}", self->o_.url.host,
+                                                   self->o_.url.port, ec.message()));
               }
               error_code ignored;
               d->conn->socket().set_option(tcp::no_delay(true), ignored);
@@ -400,21 +398,21 @@ void HttpClient::ReadResponse(Delivery* d) {
   // server announces, so "Content-Length: 66666666666666666" threw bad_alloc out of the
   // event loop (found by tests/fuzz/http_response_fuzz.cc). We check the length ourselves.
   d->conn->With([this, d](auto& s) {
-    http::async_read_header(
-        s, d->conn->buffer, *d->parser,
-        Step(d, [self = shared_from_this(), d](error_code ec, size_t) {
-          if (!ec) {
-            const auto length = d->parser->content_length();
-            if (length && *length > kMaxResponseBody) ec = http::error::body_limit;
-          }
-          if (ec || d->parser->is_done()) return self->ResponseRead(d, ec);
-          d->conn->With([&self, d](auto& stream) {
-            http::async_read(stream, d->conn->buffer, *d->parser,
-                             self->Step(d, [self, d](error_code ec, size_t) {
-                               self->ResponseRead(d, ec);
-                             }));
-          });
-        }));
+    http::async_read_header(s, d->conn->buffer, *d->parser,
+                            Step(d, [self = shared_from_this(), d](error_code ec, size_t) {
+                              if (!ec) {
+                                const auto length = d->parser->content_length();
+                                if (length && *length > kMaxResponseBody)
+                                  ec = http::error::body_limit;
+                              }
+                              if (ec || d->parser->is_done()) return self->ResponseRead(d, ec);
+                              d->conn->With([&self, d](auto& stream) {
+                                http::async_read(stream, d->conn->buffer, *d->parser,
+                                                 self->Step(d, [self, d](error_code ec, size_t) {
+                                                   self->ResponseRead(d, ec);
+                                                 }));
+                              });
+                            }));
   });
 }
 
@@ -444,9 +442,9 @@ void HttpClient::Received(Delivery* d, error_code ec) {
   if (auto ra = r.find(http::field::retry_after); ra != r.end()) {
     retry_after = std::string_view(ra->value().data(), ra->value().size());
   }
-  ResponseVerdict verdict = ClassifyResponse(
-      r.result_int(), std::string_view(r.reason().data(), r.reason().size()), r.body(),
-      retry_after, std::chrono::system_clock::now());
+  ResponseVerdict verdict =
+      ClassifyResponse(r.result_int(), std::string_view(r.reason().data(), r.reason().size()),
+                       r.body(), retry_after, std::chrono::system_clock::now());
   if (r.keep_alive()) {
     KeepIdle(std::move(d->conn));
   } else {
@@ -503,7 +501,9 @@ SinkFactory HttpSinkFactory() {
        .doc = "URL to send events to, e.g. http://127.0.0.1:8080/v1/metrics",
        .required = true,
        .validator =
-           [](const ParamValue& v) { return util::ParseHttpUrl(std::get<std::string>(v)).status(); }},
+           [](const ParamValue& v) {
+             return util::ParseHttpUrl(std::get<std::string>(v)).status();
+           }},
       {.name = "method",
        .type = ParamType::kString,
        .doc = "HTTP method",

@@ -36,8 +36,8 @@ std::optional<std::chrono::milliseconds> ParseRetryAfter(
     if (at == static_cast<time_t>(-1)) continue;
     // In whole seconds: a date in year 9999 is past what system_clock's nanoseconds hold
     // (UBSan caught the overflow in a fuzz run).
-    const int64_t delay = static_cast<int64_t>(at) -
-                          static_cast<int64_t>(std::chrono::system_clock::to_time_t(now));
+    const int64_t delay =
+        static_cast<int64_t>(at) - static_cast<int64_t>(std::chrono::system_clock::to_time_t(now));
     if (delay <= 0) return std::chrono::milliseconds(0);
     return std::chrono::seconds(std::min<int64_t>(delay, kSaturateSeconds));
   }

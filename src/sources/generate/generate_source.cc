@@ -104,7 +104,8 @@ SourceFactory GenerateSourceFactory() {
   f.info.params = {
       {.name = "payload",
        .type = ParamType::kString,
-       .doc = "payload of each event; {n} becomes the sequence number, {now_ns} the Unix time in ns",
+       .doc =
+           "payload of each event; {n} becomes the sequence number, {now_ns} the Unix time in ns",
        .default_value = "{\"seq\":{n},\"temperature\":21.5}"},
       {.name = "topic",
        .type = ParamType::kString,
@@ -131,7 +132,8 @@ SourceFactory GenerateSourceFactory() {
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Source>> {
     return std::unique_ptr<Source>(new GenerateSource(
         p.GetString("payload"), p.GetString("topic"), p.GetInt("count"), p.GetDouble("rate"),
-        p.GetDuration("delay"), p.GetString("format") == "raw" ? PayloadFormat::kRaw : PayloadFormat::kJson, ctx));
+        p.GetDuration("delay"),
+        p.GetString("format") == "raw" ? PayloadFormat::kRaw : PayloadFormat::kJson, ctx));
   };
   return f;
 }

@@ -7,8 +7,8 @@
 #include <variant>
 
 #include "core/plugin_context.h"
-#include "mqtt/client.h"
 #include "core/redelivery_guard.h"
+#include "mqtt/client.h"
 #include "mqtt/topic.h"
 #include "sources/mqtt/mqtt_uri.h"
 #include "util/log.h"

@@ -4,16 +4,16 @@
 namespace seedance::trim::cuda {
 
 Status RuntimeError(cudaError_t e, const std::string& what) {
-  return Status(e == cudaErrorMemoryAllocation ? StatusCode::kResourceExhausted
-                                               : StatusCode::kUnavailable,
-                "CUDA " + what + ": " + cudaGetErrorString(e) + " (" +
-                    std::to_string(static_cast<int>(e)) + ")");
+  return Status(
+      e == cudaErrorMemoryAllocation ? StatusCode::kResourceExhausted : StatusCode::kUnavailable,
+      "CUDA " + what + ": " + cudaGetErrorString(e) + " (" + std::to_string(static_cast<int>(e)) +
+          ")");
 }
 
 Status DriverError(CUresult r, const std::string& what) {
-  return Status(r == CUDA_ERROR_OUT_OF_MEMORY ? StatusCode::kResourceExhausted
-                                              : StatusCode::kInternal,
-                "CUDA driver " + what + ": error " + std::to_string(static_cast<int>(r)));
+  return Status(
+      r == CUDA_ERROR_OUT_OF_MEMORY ? StatusCode::kResourceExhausted : StatusCode::kInternal,
+      "CUDA driver " + what + ": error " + std::to_string(static_cast<int>(r)));
 }
 
 OnDevice::OnDevice(int device) {
@@ -68,8 +68,7 @@ Status Driver::CheckDevice(int device, bool posix_fd_handles) const {
   }
   if (posix_fd_handles) {
     int fd = 0;
-    r = device_attribute(&fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
-                         dev);
+    r = device_attribute(&fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev);
     if (r != CUDA_SUCCESS || fd == 0) {
       return FailedPreconditionError("CUDA device " + std::to_string(device) +
                                      " cannot export memory as POSIX file descriptors");
@@ -88,12 +87,14 @@ Status CheckDriverVersion() {
   };
   // Minor version compatibility: a driver of the same major CUDA version runs these binaries.
   if (driver / 1000 < CUDART_VERSION / 1000) {
-    return UnavailableError(
-        "the NVIDIA driver supports CUDA " + version(driver) + " but seedance::trim was built "
-        "with CUDA " + version(CUDART_VERSION) + ", which needs a driver for CUDA " +
-        std::to_string(CUDART_VERSION / 1000) + ".x (CUDA 13: driver 580 or newer; CUDA 12: "
-        "525 or newer): update the driver, or build with an older toolkit "
-        "(-DCMAKE_CUDA_COMPILER=/usr/local/cuda-12.x/bin/nvcc; docs/trim.md)");
+    return UnavailableError("the NVIDIA driver supports CUDA " + version(driver) +
+                            " but seedance::trim was built "
+                            "with CUDA " +
+                            version(CUDART_VERSION) + ", which needs a driver for CUDA " +
+                            std::to_string(CUDART_VERSION / 1000) +
+                            ".x (CUDA 13: driver 580 or newer; CUDA 12: "
+                            "525 or newer): update the driver, or build with an older toolkit "
+                            "(-DCMAKE_CUDA_COMPILER=/usr/local/cuda-12.x/bin/nvcc; docs/trim.md)");
   }
   return Status::Ok();
 }

@@ -161,10 +161,10 @@ class CudaDeviceTier final : public Tier {
 
   Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier& from,
                   CopyUrgency urgency) override {
-    return engine_->Copy(dst, src, size,
-                         urgency == CopyUrgency::kWaited ? CopyEngine::kUpWaited
-                                                         : CopyEngine::kUpBackground,
-                         from.memory() == MemoryKind::kDevice);
+    return engine_->Copy(
+        dst, src, size,
+        urgency == CopyUrgency::kWaited ? CopyEngine::kUpWaited : CopyEngine::kUpBackground,
+        from.memory() == MemoryKind::kDevice);
   }
 
   bool KeepsAddress(const void* p) const override {
@@ -205,7 +205,7 @@ class CudaDeviceTier final : public Tier {
     CUmemGenericAllocationHandle handle;
     bool backed;
   };
-  struct Granule {  // of the small-block range
+  struct Granule {       // of the small-block range
     uint32_t users = 0;  // blocks that touch it; backed while > 0
     CUmemGenericAllocationHandle handle = 0;
   };
@@ -288,9 +288,9 @@ class CudaDeviceTier final : public Tier {
   }
 
   Status Exhausted(uint64_t size) const {
-    return ResourceExhaustedError(name_ + ": " + std::to_string(size) +
-                                  " bytes over the budget (" + std::to_string(backed_) + " of " +
-                                  std::to_string(budget_) + " used)");
+    return ResourceExhaustedError(name_ + ": " + std::to_string(size) + " bytes over the budget (" +
+                                  std::to_string(backed_) + " of " + std::to_string(budget_) +
+                                  " used)");
   }
 
   std::string name_ = "cuda-device";
@@ -343,10 +343,10 @@ class CudaPinnedTier final : public Tier {
   }
   Status CopyFrom(void* dst, const void* src, uint64_t size, const Tier& from,
                   CopyUrgency urgency) override {
-    return engine_->Copy(dst, src, size,
-                         urgency == CopyUrgency::kWaited ? CopyEngine::kDownWaited
-                                                         : CopyEngine::kDownBackground,
-                         from.memory() == MemoryKind::kDevice);
+    return engine_->Copy(
+        dst, src, size,
+        urgency == CopyUrgency::kWaited ? CopyEngine::kDownWaited : CopyEngine::kDownBackground,
+        from.memory() == MemoryKind::kDevice);
   }
 
  private:
