@@ -2,8 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <thread>
-
+#include "core/commit_retry.h"
 #include "util/clock.h"
 
 namespace seedance {
@@ -65,22 +64,8 @@ bool Checkpointer::Save(const std::function<bool()>& past_deadline) {
   }
   redelivery_.Commit(batch_ids_, util::WallNowNs(), *log_);
   batch_ids_.clear();
-  while (true) {
-    Status s = log_->Commit();
-    if (s.ok()) return true;
-    uint64_t suppressed = 0;
-    if (log_limiter_.Allow("checkpoint", &suppressed)) {
-      SEEDANCE_LOG_ERROR("checkpoint", "{}; retrying (sources are not acknowledged meanwhile)",
-                         s.message());
-    }
-    if (past_deadline()) {
-      SEEDANCE_LOG_ERROR("checkpoint",
-                         "shutdown deadline reached while the checkpoint cannot be written; the "
-                         "last batch stays unacknowledged (its sources send it again)");
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  return CommitUntilDeadline([this] { return log_->Commit(); }, past_deadline, "checkpoint",
+                             "the checkpoint", log_limiter_);
 }
 
 }  // namespace seedance

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/commit_retry.h"
 #include "core/json_check.h"
 #include "core/plugin_context.h"
 #include "governor/heap.h"
@@ -361,24 +362,9 @@ void Pipeline::ProcessOne(IngestItem& item) {
 }
 
 bool Pipeline::CommitBatch() {
-  while (true) {
-    Status s = queue_->Commit();
-    if (s.ok()) return true;
-    uint64_t suppressed = 0;
-    if (log_limiter_.Allow("commit", &suppressed)) {
-      SEEDANCE_LOG_ERROR("queue",
-                         "cannot write the durable queue: {}; retrying (sources are not "
-                         "acknowledged meanwhile)",
-                         s.message());
-    }
-    if (PastShutdownDeadline()) {
-      SEEDANCE_LOG_ERROR("queue",
-                         "shutdown deadline reached while the durable queue cannot be written; "
-                         "the last batch stays unacknowledged (its sources send it again)");
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  return CommitUntilDeadline([this] { return queue_->Commit(); },
+                             [this] { return PastShutdownDeadline(); }, "queue",
+                             "the durable queue", log_limiter_);
 }
 
 void Pipeline::RunFrom(size_t stage, Event&& event) {

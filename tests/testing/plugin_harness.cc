@@ -4,41 +4,39 @@
 
 namespace seedance::testing {
 
-Params ProcessorParams(const std::string& type, const std::string& yaml) {
+namespace {
+
+// Checks `section` (the keys of one component, without "type") of kind `kind` against the
+// schema within a minimal config; returns its checked parameters.
+Params CheckedParams(const std::string& kind, const std::string& type, const std::string& section) {
   PluginRegistry registry;
   RegisterBuiltinPlugins(registry);
   std::string indented;
   size_t start = 0;
-  while (start < yaml.size()) {
-    size_t end = yaml.find('\n', start);
-    if (end == std::string::npos) end = yaml.size();
-    indented += "    " + yaml.substr(start, end - start) + "\n";
+  while (start < section.size()) {
+    size_t end = section.find('\n', start);
+    if (end == std::string::npos) end = section.size();
+    indented += "    " + section.substr(start, end - start) + "\n";
     start = end + 1;
   }
-  std::string text = "sources:\n  - type: generate\nprocessors:\n  - type: " + type + "\n" +
-                     indented + "sinks:\n  - type: stdout\n";
+  const std::string component = "  - type: " + type + "\n" + indented;
+  std::string text = "sources:\n  - type: generate\n";
+  text += kind == "processor" ? "processors:\n" + component + "sinks:\n  - type: stdout\n"
+                              : "sinks:\n" + component;
   auto config = config::LoadConfigText(text, "test.yaml", registry);
   EXPECT_TRUE(config.has_value()) << (config ? "" : config.error().message());
   if (!config) return Params();
-  return config->processors.at(0).params;
+  return kind == "processor" ? config->processors.at(0).params : config->sinks.at(0).params;
+}
+
+}  // namespace
+
+Params ProcessorParams(const std::string& type, const std::string& yaml) {
+  return CheckedParams("processor", type, yaml);
 }
 
 Params SinkParams(const std::string& type, const std::string& yaml) {
-  PluginRegistry registry;
-  RegisterBuiltinPlugins(registry);
-  std::string indented;
-  size_t start = 0;
-  while (start < yaml.size()) {
-    size_t end = yaml.find('\n', start);
-    if (end == std::string::npos) end = yaml.size();
-    indented += "    " + yaml.substr(start, end - start) + "\n";
-    start = end + 1;
-  }
-  std::string text = "sources:\n  - type: generate\nsinks:\n  - type: " + type + "\n" + indented;
-  auto config = config::LoadConfigText(text, "test.yaml", registry);
-  EXPECT_TRUE(config.has_value()) << (config ? "" : config.error().message());
-  if (!config) return Params();
-  return config->sinks.at(0).params;
+  return CheckedParams("sink", type, yaml);
 }
 
 Harness::Harness() { RegisterBuiltinPlugins(registry); }
