@@ -2,13 +2,14 @@
 //
 // Two tiers: memory (what the budget counts) and disk (the durable queue, where every queued
 // event already is). `capacity` (limits.memory) bounds the process's memory above its idle
-// size; a third of it (`reserve_share`) is left for what is not counted per event (read and
-// write buffers, connections, allocator slack: about 4 MB were measured at the peak of the
-// stalled-sink test on a loaded machine), the rest — `queued_capacity()` — is what the counted
-// bytes may use, and what occupancy is measured against. Components charge the bytes they hold for
-// queued events — the ingest queue, the batches a sink has been handed, the request bodies a sink
-// built — and credit them when done. Admission is the holders' own: they ask HasRoom() before
-// taking more.
+// size; 40% of it (`reserve_share`) is left for what is not counted per event (the ingest
+// ring's slots, the queue's read and write buffers, connections, allocator slack in the
+// arenas: up to 6.2 MB were measured at the peak of the hung-sink test with limits.memory
+// 16MiB on a loaded CI machine, where a third, 5.3 MB, was too little), the rest —
+// `queued_capacity()` — is what the counted bytes may use, and what occupancy is measured against.
+// Components charge the bytes they hold for queued events — the ingest queue, the batches a sink
+// has been handed, the request bodies a sink built — and credit them when done. Admission is the
+// holders' own: they ask HasRoom() before taking more.
 //
 // Once per step (100 ms) Step() samples the triggers: occupancy ≥ 92% of the budget for 3
 // consecutive steps, or more than 35% of the holders' batch bytes idle for 50+ steps. When one
@@ -60,7 +61,7 @@ class BatchHolder {
 
 struct MemoryBudgetOptions {
   uint64_t capacity = 0;
-  double reserve_share = 1.0 / 3;
+  double reserve_share = 0.4;
   std::chrono::nanoseconds step = std::chrono::milliseconds(100);
   TrimPolicyOptions policy = {.min_victim_bytes = 0};
 };

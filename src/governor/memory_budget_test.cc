@@ -61,7 +61,7 @@ TEST(MemoryBudgetTest, QueuedCapacityLeavesTheReserve) {
   MemoryBudgetOptions o;
   o.capacity = 16 << 20;
   MemoryBudget budget(o, metrics);
-  const uint64_t queued = (16u << 20) * 2 / 3;
+  const uint64_t queued = (16u << 20) * 6 / 10;  // 40% reserved
   EXPECT_NEAR(static_cast<double>(budget.queued_capacity()), static_cast<double>(queued), 1.0);
   EXPECT_TRUE(budget.HasRoom(budget.queued_capacity()));
   budget.Charge(1);

@@ -46,6 +46,19 @@ void AppendPayload(const Event& e, bool as_json_value, std::string& out) {
   }
 }
 
+// What AppendEvent writes for `e`, give or take escapes.
+size_t EstimatedSize(const Event& e, EventEncoding encoding) {
+  // A raw payload becomes a JSON string or base64 (a third larger): count the larger.
+  const size_t payload =
+      e.format == PayloadFormat::kRaw ? (e.payload.size() + 2) / 3 * 4 + 20 : e.payload.size();
+  if (encoding == EventEncoding::kPayload) return payload;
+  // {"id":N,"source":"","topic":"","time":"YYYY-MM-DDTHH:MM:SS.uuuuuuZ","payload":}
+  size_t bytes = 80 + e.source.size() + e.topic.size() + payload;
+  if (!e.headers.empty()) bytes += 13;
+  for (const Header& h : e.headers) bytes += h.name.size() + h.value.size() + 6;
+  return bytes;
+}
+
 }  // namespace
 
 void AppendEvent(const Event& e, EventEncoding encoding, bool as_json_value, std::string& out) {
@@ -82,9 +95,11 @@ void AppendEvent(const Event& e, EventEncoding encoding, bool as_json_value, std
 
 void AppendBatch(const std::vector<Event>& events, EventEncoding encoding, BatchFormat format,
                  std::string& out) {
-  // One allocation for the payloads and separators (envelopes add a little more).
+  // One allocation for the whole body: growing it by doubling would copy it and, for a large
+  // batch, hold the old and the new block at once (half again the body, uncounted by the memory
+  // budget). Escaped strings can still exceed the estimate.
   size_t bytes = 2;
-  for (const Event& e : events) bytes += e.payload.size() + 1;
+  for (const Event& e : events) bytes += EstimatedSize(e, encoding) + 1;
   out.reserve(out.size() + bytes);
   switch (format) {
     case BatchFormat::kJsonArray:

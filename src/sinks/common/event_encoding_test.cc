@@ -56,5 +56,28 @@ TEST(EventEncodingTest, BytesThatAreNotUtf8StayValidJsonAndLoseNothing) {
   EXPECT_EQ(text, "\"h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
 }
 
+TEST(EventEncodingTest, ABatchBodyIsAllocatedOnceAtItsEstimatedSize) {
+  // Growing a large body by doubling would copy it and hold two blocks at once.
+  for (EventEncoding encoding : {EventEncoding::kPayload, EventEncoding::kEnvelope}) {
+    std::vector<Event> events;
+    for (int i = 0; i < 500; ++i) {
+      Event e = Make(
+          R"({"device":")" + std::to_string(i) + R"(","pad":")" + std::string(1000, 'x') + R"("})",
+          i % 7 == 0 ? PayloadFormat::kRaw : PayloadFormat::kJson);
+      e.id = 1'000'000'000'000u + static_cast<uint64_t>(i);
+      if (i % 3 == 0) e.SetHeader("x-reason", "a header value");
+      events.push_back(std::move(e));
+    }
+    for (BatchFormat format : {BatchFormat::kJsonArray, BatchFormat::kNdjson}) {
+      std::string body;
+      AppendBatch(events, encoding, format, body);
+      const size_t reserved = body.capacity();
+      // Within the first reservation: no regrowth, and not much more than needed.
+      EXPECT_LE(body.size(), reserved);
+      EXPECT_LT(static_cast<double>(reserved), 1.15 * static_cast<double>(body.size()));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace seedance::sinks
