@@ -1,5 +1,7 @@
 #include "core/pipeline.h"
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "core/commit_retry.h"
@@ -69,9 +71,13 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
                                                    observe::MetricsRegistry& metrics,
                                                    bool validate_only) {
   std::unique_ptr<Pipeline> p(new Pipeline(config, metrics));
+  std::error_code ec;
+  std::filesystem::path data_dir = std::filesystem::absolute(config.queue.data_dir, ec);
+  if (!ec) data_dir = std::filesystem::weakly_canonical(data_dir, ec);
   auto context = [&](const config::ComponentConfig& c, ComponentStats* stats) {
     PluginContext ctx;
     ctx.name = c.name;
+    ctx.data_dir = ec ? config.queue.data_dir : data_dir.string();
     ctx.loop = &p->loop_;
     ctx.metrics = &metrics;
     ctx.stats = stats;

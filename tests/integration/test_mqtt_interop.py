@@ -96,6 +96,51 @@ def test_persistent_session_gets_messages_sent_while_offline(broker, receiver, p
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_by_default_qos1_keeps_its_session_across_a_restart(broker, receiver, protocol, tmp_path):
+    # No client_id, no persistent_session: the defaults must lose nothing across a restart.
+    cfg = config(broker.uri, receiver, protocol, '"sensor/#"')
+    sd = Seedance(cfg, workdir=str(tmp_path)).start()
+    assert sd.wait_log("connected to .*session new"), sd.stderr()
+    assert sd.stop() == 0
+    publish_all(broker.port, [("sensor/x", json.dumps({"n": i})) for i in range(200)], qos=1)
+    sd = Seedance(cfg, workdir=str(tmp_path)).start()
+    try:
+        assert sd.wait_log("connected to .*session resumed"), sd.stderr()
+        assert receiver.wait_for_events(200, timeout=15), sd.stderr()[-2000:]
+        assert sorted(e["n"] for e in receiver.accepted_events()) == list(range(200))
+    finally:
+        assert sd.stop() == 0
+
+
+def test_qos0_starts_a_clean_session_by_default(broker, receiver, tmp_path):
+    cfg = config(broker.uri, receiver, "5", '"sensor/#"', "    qos: 0")
+    for _ in range(2):
+        sd = Seedance(cfg, workdir=str(tmp_path)).start()
+        assert sd.wait_log("connected to .*session new"), sd.stderr()
+        assert sd.stop() == 0
+
+
+def test_two_jobs_on_one_host_do_not_take_each_others_session(broker, receiver):
+    # Same configuration, default client ids, two data directories: each keeps its connection
+    # (with one id for both, the broker hands the session back and forth on every reconnect).
+    cfg = config(broker.uri, receiver, "5", '"sensor/#"', "    reconnect_min: 50ms")
+    jobs = [Seedance(cfg).start(), Seedance(cfg).start()]
+    try:
+        for sd in jobs:
+            assert sd.wait_log("connected to"), sd.stderr()
+        time.sleep(2.0)
+        publish_all(broker.port, [("sensor/x", json.dumps({"n": i})) for i in range(50)], qos=1)
+        assert receiver.wait_for_events(100, timeout=15)
+        for sd in jobs:
+            assert sum("connected to" in line for line in sd.stderr_lines) == 1, sd.stderr()
+            assert "taken over" not in sd.stderr() and "DISCONNECT" not in sd.stderr(), sd.stderr()
+        assert sorted(e["n"] for e in receiver.accepted_events()) == sorted(list(range(50)) * 2)
+    finally:
+        for sd in jobs:
+            assert sd.stop() == 0
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_reconnects_after_broker_restart_and_survives_unreachable_broker(receiver, protocol):
     b = Broker().start()
     port = b.port

@@ -1,5 +1,6 @@
 #include "sources/mqtt/mqtt_source.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include "mqtt/client.h"
 #include "mqtt/topic.h"
 #include "sources/mqtt/mqtt_uri.h"
+#include "storage/crc32c.h"
 #include "util/log.h"
 #include "util/tls_files.h"
 
@@ -160,10 +162,14 @@ Status ValidateFilters(const ParamValue& v) {
   return Status::Ok();
 }
 
-std::string DefaultClientId(const std::string& component) {
-  char host[64] = {0};
+// seedance-<hostname>-<8 hex digits of the data directory>-<component>: the same across
+// restarts (a persistent session is found again), different for two jobs on one host (one
+// process per data directory), which would otherwise take each other's session over forever.
+std::string DefaultClientId(const PluginContext& ctx) {
+  char host[65] = {0};
   gethostname(host, sizeof host - 1);
-  return "seedance-" + std::string(host) + "-" + component;
+  const uint32_t dir = storage::Crc32c(ctx.data_dir);
+  return fmt::format("seedance-{}-{:08x}-{}", host, dir, ctx.name);
 }
 
 }  // namespace
@@ -196,13 +202,14 @@ SourceFactory MqttSourceFactory() {
        .allowed = {"5", "3.1.1"}},
       {.name = "client_id",
        .type = ParamType::kString,
-       .doc = "client identifier; default seedance-<hostname>-<component name>"},
+       .doc = "client identifier; default seedance-<hostname>-<hash of queue.data_dir>-<component "
+              "name>: stable across restarts, unique per host and data directory"},
       {.name = "username", .type = ParamType::kString, .doc = "user name for the broker"},
       {.name = "password", .type = ParamType::kString, .doc = "password (use ${ENV_VAR})"},
       {.name = "persistent_session",
        .type = ParamType::kBool,
-       .doc = "keep the session (and queued QoS 1/2 messages) on the broker across restarts",
-       .default_value = "false"},
+       .doc = "keep the session (and queued QoS 1/2 messages) on the broker across restarts; "
+              "default true when qos is 1 or 2, false for qos 0"},
       {.name = "session_expiry",
        .type = ParamType::kDuration,
        .doc = "MQTT 5: how long the broker keeps a persistent session",
@@ -291,10 +298,13 @@ SourceFactory MqttSourceFactory() {
       if (!s.ok()) return InvalidArgumentError(p.Location("tls") + ": " + s.message());
     }
     o.version = p.GetString("protocol") == "3.1.1" ? mqtt::Version::kV311 : mqtt::Version::kV5;
-    o.client_id = p.Has("client_id") ? p.GetString("client_id") : DefaultClientId(ctx.name);
+    o.client_id = p.Has("client_id") ? p.GetString("client_id") : DefaultClientId(ctx);
     if (p.Has("username")) o.username = p.GetString("username");
     if (p.Has("password")) o.password = p.GetString("password");
-    const bool persistent = p.GetBool("persistent_session");
+    // QoS 1/2 promise no loss: a clean session would drop what the broker queued while
+    // Seedance restarted.
+    const bool persistent =
+        p.Has("persistent_session") ? p.GetBool("persistent_session") : p.GetInt("qos") >= 1;
     o.clean_start = !persistent;
     o.session_expiry_s =
         persistent ? static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(
