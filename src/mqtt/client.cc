@@ -162,7 +162,8 @@ Client::Client(asio::io_context& io, ClientOptions options, MessageHandler on_me
       on_state_(std::move(on_state)),
       acked_(65536, 0),
       awaiting_rel_(65536, 0),
-      resume_timer_(io) {}
+      resume_timer_(io),
+      outbound_(opts_.max_publish_in_flight) {}
 
 Client::~Client() = default;
 
@@ -188,6 +189,44 @@ void Client::DrainAcks() {
   }
   for (uint64_t token : ack_draining_) AckOnLoop(token);
   ack_draining_.clear();
+}
+
+void Client::PublishMessage(mqtt::Publish message, uint64_t tag) {
+  if (broker_max_packet_ != 0) {
+    size_t props = 0;
+    for (const Property& p : message.props) props += 8 + p.text.size() + p.value.size();
+    if (message.topic.size() + message.payload.size() + props + 16 > broker_max_packet_) {
+      if (on_published_) {
+        on_published_(
+            {tag, 0x95,
+             fmt::format("message of {} bytes exceeds the broker's maximum packet size "
+                         "({} bytes)",
+                         message.topic.size() + message.payload.size(), broker_max_packet_)});
+      }
+      return;
+    }
+  }
+  outbound_.Enqueue(std::move(message), tag);
+  if (state_ != ClientState::kConnected || !IsOpen()) return;
+  std::vector<OutboundSession::ToSend> send;
+  std::vector<OutboundSession::Completion> done;
+  outbound_.Pump(&send, &done);
+  SendOutbound(send, done);
+}
+
+void Client::SendOutbound(std::vector<OutboundSession::ToSend>& send,
+                          std::vector<OutboundSession::Completion>& done) {
+  for (const OutboundSession::ToSend& t : send) {
+    Status s = t.publish
+                   ? EncodePublish(*t.publish, opts_.version, tx_pending_)
+                   : Encode(PubResponse{.type = PacketType::kPubrel, .packet_id = t.pubrel_id},
+                            opts_.version, tx_pending_);
+    if (!s.ok()) SetState(state_, "cannot encode a message: " + s.message());
+  }
+  FlushWrites();
+  if (on_published_) {
+    for (const auto& c : done) on_published_(c);
+  }
 }
 
 void Client::Resume() {
@@ -266,6 +305,8 @@ awaitable<void> Client::Run([[maybe_unused]] std::shared_ptr<Client> self) {
       }
     }
     CloseSocket();
+    outbound_.Disconnected();
+    last_error_ = s.message();
     if (stopped_) break;
     if (!in_outage_) {
       in_outage_ = true;
@@ -379,14 +420,32 @@ awaitable<Status> Client::ConnectOnce() {
   std::fill(acked_.begin(), acked_.end(), 0);
   last_rx_ = std::chrono::steady_clock::now();
 
-  Subscribe sub;
-  sub.packet_id = next_packet_id_++;
-  if (next_packet_id_ == 0) next_packet_id_ = 1;
-  sub.subscriptions = opts_.subscriptions;
-  Send(sub);
+  uint32_t broker_receive_maximum = 65535;
+  broker_max_packet_ = 0;
+  if (const Property* p = FindProperty(connack->props, prop::kReceiveMaximum)) {
+    broker_receive_maximum = p->number;
+  }
+  if (const Property* p = FindProperty(connack->props, prop::kMaximumPacketSize)) {
+    broker_max_packet_ = p->number;
+  }
+  if (!opts_.subscriptions.empty()) {
+    if (subscribe_id_ != 0) outbound_.ReleaseId(subscribe_id_);
+    Subscribe sub;
+    sub.packet_id = subscribe_id_ = outbound_.ReserveId();
+    sub.subscriptions = opts_.subscriptions;
+    Send(sub);
+  }
+  last_error_.clear();
   SetState(ClientState::kConnected, fmt::format("{} (MQTT {}, session {})", where,
                                                 opts_.version == Version::kV5 ? "5" : "3.1.1",
                                                 connack->session_present ? "resumed" : "new"));
+  {
+    // Messages in flight first (sent again), then the queue.
+    std::vector<OutboundSession::ToSend> send;
+    std::vector<OutboundSession::Completion> done;
+    outbound_.Connected(connack->session_present, broker_receive_maximum, &send, &done);
+    SendOutbound(send, done);
+  }
   co_return Status::Ok();
 }
 
@@ -611,10 +670,20 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
     if (r->type == PacketType::kPubrel) {
       awaiting_rel_[r->packet_id] = 0;
       Send(PubResponse{.type = PacketType::kPubcomp, .packet_id = r->packet_id});
+      return Status::Ok();
     }
+    std::vector<OutboundSession::ToSend> send;
+    std::vector<OutboundSession::Completion> done;
+    // One for no message of ours (a broker's mistake, or a repeat) is ignored.
+    outbound_.OnResponse(*r, &send, &done);
+    SendOutbound(send, done);
     return Status::Ok();
   }
   if (auto* s = std::get_if<Suback>(&packet)) {
+    if (s->packet_id == subscribe_id_) {
+      outbound_.ReleaseId(subscribe_id_);
+      subscribe_id_ = 0;
+    }
     // Connected without the subscription would receive nothing for ever: a refusal fails the
     // connection, retried with backoff (and logged once per outage).
     for (size_t i = 0; i < s->reasons.size(); ++i) {

@@ -1,8 +1,10 @@
-// MQTT client session over Boost.Asio (TCP or TLS), protocol 3.1.1 or 5.0, subscribe side.
+// MQTT client session over Boost.Asio (TCP or TLS), protocol 3.1.1 or 5.0.
 //
-// What it does: connects, subscribes, receives PUBLISH packets and hands them to the
-// MessageHandler; keeps the connection alive (PINGREQ) and reconnects with capped exponential
-// backoff and jitter, logging once per state change.
+// What it does: connects, subscribes (when it has subscriptions), receives PUBLISH packets and
+// hands them to the MessageHandler, publishes messages with QoS 0/1/2 (PublishMessage(): the
+// exchange, flow control and resending after a reconnect are the OutboundSession's, each
+// message's outcome goes to the PublishedHandler); keeps the connection alive (PINGREQ) and
+// reconnects with capped exponential backoff and jitter, logging once per state change.
 //
 // Acknowledgement is the caller's decision: a QoS 1/2 message comes with a token, and the
 // PUBACK (or PUBREC) is sent only when Acknowledge(token) is called. PUBACKs go out in the
@@ -51,6 +53,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mqtt/outbound.h"
 #include "mqtt/packet.h"
 #include "seedance/result.h"
 #include "util/handler_slot.h"
@@ -85,6 +88,7 @@ struct ClientOptions {
   std::chrono::milliseconds reconnect_min{200};
   std::chrono::milliseconds reconnect_max{30000};
   size_t max_packet_size = 16 * 1024 * 1024;
+  uint32_t max_publish_in_flight = 65535;  // QoS 1/2 messages published and not yet complete
   std::string log_name = "mqtt";
 };
 
@@ -101,6 +105,8 @@ class Client : public std::enable_shared_from_this<Client> {
   // Called on each state change with a one-line detail (e.g. why a connection failed);
   // `news` is false for a repeat within one outage (log it once, count it always).
   using StateHandler = std::function<void(ClientState state, const std::string& detail, bool news)>;
+  // Called on the io thread when a published message is complete (see OutboundSession).
+  using PublishedHandler = std::function<void(const OutboundSession::Completion& completion)>;
   // A connection that lasts this long ends an outage and resets the reconnect backoff.
   static constexpr std::chrono::seconds kStableAfter{10};
 
@@ -110,6 +116,14 @@ class Client : public std::enable_shared_from_this<Client> {
 
   // Starts connecting. REQUIRES: called once, on the io thread.
   void Start();
+  // Before Start(): where PublishMessage() outcomes go.
+  void OnPublished(PublishedHandler handler) { on_published_ = std::move(handler); }
+  // io thread: publishes `message` (packet id and DUP are the session's); its outcome goes to
+  // the PublishedHandler with `tag`. Queued while disconnected. A message larger than the
+  // broker's Maximum Packet Size completes at once with 0x95 (packet too large).
+  void PublishMessage(mqtt::Publish message, uint64_t tag);
+  // io thread: drops the messages of `tag` not yet sent (see OutboundSession::Cancel).
+  void CancelPublishes(uint64_t tag) { outbound_.Cancel(tag); }
   // Any thread: acknowledges the message with `token` (see class comment).
   void Acknowledge(uint64_t token);
   // Any thread: resumes reading after the handler refused a message.
@@ -120,6 +134,8 @@ class Client : public std::enable_shared_from_this<Client> {
   void Close();
 
   ClientState state() const { return state_; }
+  // Why the last connection attempt failed or ended; empty while connected.
+  const std::string& last_error() const { return last_error_; }
   uint64_t connects() const { return connects_; }
 
  private:
@@ -140,6 +156,9 @@ class Client : public std::enable_shared_from_this<Client> {
   boost::asio::awaitable<void> KeepAlive(std::shared_ptr<Client> self, uint64_t generation);
   Status HandlePacket(Packet& packet, bool* refused);
   void Send(const Packet& packet);
+  // Writes what the outbound session returned, then reports its completions.
+  void SendOutbound(std::vector<OutboundSession::ToSend>& send,
+                    std::vector<OutboundSession::Completion>& done);
   void FlushWrites();
   void AckOnLoop(uint64_t token);
   void DrainAcks();
@@ -186,7 +205,6 @@ class Client : public std::enable_shared_from_this<Client> {
   boost::asio::steady_timer resume_timer_;
   bool resume_pending_ = false;
   bool paused_ = false;
-  uint16_t next_packet_id_ = 1;
   uint16_t keep_alive_s_ = 30;
   std::chrono::steady_clock::time_point last_rx_;
 
@@ -197,6 +215,11 @@ class Client : public std::enable_shared_from_this<Client> {
   std::vector<std::string> outage_news_;  // details already reported in this outage
   std::chrono::steady_clock::time_point connected_at_;
   bool warned_receive_maximum_ = false;
+  PublishedHandler on_published_;
+  OutboundSession outbound_;
+  uint32_t broker_max_packet_ = 0;  // MQTT 5 CONNACK Maximum Packet Size; 0: no limit given
+  uint16_t subscribe_id_ = 0;       // the SUBSCRIBE in flight, 0 when none
+  std::string last_error_;
   bool stopped_ = false;
   bool closed_ = false;
   uint64_t connects_ = 0;

@@ -416,6 +416,26 @@ Status Encode(const Packet& packet, Version version, std::string& out) {
   return Status::Ok();
 }
 
+Status EncodePublish(const Publish& p, Version version, std::string& out) {
+  if (p.qos > 2) return InvalidArgumentError("PUBLISH QoS must be 0, 1 or 2");
+  if (p.qos > 0 && p.packet_id == 0) {
+    return InvalidArgumentError("PUBLISH with QoS > 0 needs a packet id");
+  }
+  std::string head;  // topic, packet id and properties; the payload is appended once
+  Writer w(head);
+  w.Str(p.topic);
+  if (p.qos > 0) w.U16(p.packet_id);
+  if (version == Version::kV5) w.Props(p.props);
+  if (!w.ok()) return InvalidArgumentError("a string, binary field or property is too long");
+  const size_t remaining = head.size() + p.payload.size();
+  if (remaining > kMaxRemaining) return InvalidArgumentError("packet larger than 256 MiB");
+  PutU8(out, static_cast<uint8_t>(0x30 | (p.dup ? 0x08 : 0) | (p.qos << 1) | (p.retain ? 1 : 0)));
+  PutVarint(out, static_cast<uint32_t>(remaining));
+  out += head;
+  out += p.payload;
+  return Status::Ok();
+}
+
 Result<std::optional<FrameInfo>> PeekFixedHeader(std::string_view buffer) {
   if (buffer.size() < 2) return std::optional<FrameInfo>();
   FrameInfo f;

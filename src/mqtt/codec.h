@@ -19,6 +19,9 @@ namespace seedance::mqtt {
 // `version` (e.g. AUTH in 3.1.1, a string over 65535 bytes, a packet over 256 MiB).
 Status Encode(const Packet& packet, Version version, std::string& out);
 
+// Encode() for a PUBLISH, without copying its payload twice. The same bytes as Encode().
+Status EncodePublish(const Publish& publish, Version version, std::string& out);
+
 struct FrameInfo {
   uint8_t first_byte = 0;  // packet type and flags
   size_t header_size = 0;  // fixed header bytes (1 + length bytes)

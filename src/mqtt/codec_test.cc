@@ -152,6 +152,27 @@ TEST(CodecBytesTest, EncodesPublishExactlyAsTheSpecSays) {
             Bytes({0x32, 10, 0, 3, 'a', '/', 'b', 0, 10, 0, 'h', 'i'}));
 }
 
+TEST(CodecBytesTest, EncodePublishWritesWhatEncodeWrites) {
+  Properties props = {{.id = prop::kContentType, .text = "application/json"},
+                      {.id = prop::kUserProperty, .text = "k", .value = "v"}};
+  for (Version v : {Version::kV311, Version::kV5}) {
+    for (uint8_t qos : {0, 1, 2}) {
+      Publish p{.topic = "site/42/x",
+                .payload = std::string(300, 'p'),
+                .qos = qos,
+                .retain = qos == 1,
+                .dup = qos == 2,
+                .packet_id = static_cast<uint16_t>(qos == 0 ? 0 : 513),
+                .props = props};
+      std::string direct;
+      ASSERT_TRUE(EncodePublish(p, v, direct).ok());
+      EXPECT_EQ(direct, EncodeOrDie(p, v));
+    }
+  }
+  std::string out;
+  EXPECT_FALSE(EncodePublish(Publish{.topic = "t", .qos = 1}, Version::kV5, out).ok());
+}
+
 TEST(CodecBytesTest, EncodesConnectHeaderFlags) {
   Connect c{.version = Version::kV311,
             .client_id = "c",

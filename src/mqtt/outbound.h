@@ -1,0 +1,96 @@
+// OutboundSession: the publishing side of an MQTT session (MQTT 3.1.1 §4.3, 5.0 §4.3, §4.9),
+// as state without I/O; the Client sends what it returns.
+//
+// A message is queued, then in flight once it has a packet id, then complete:
+//  - QoS 0: complete as soon as it is handed to the connection (at most once);
+//  - QoS 1: complete on PUBACK;
+//  - QoS 2: PUBLISH → PUBREC → PUBREL → PUBCOMP; complete on PUBCOMP. A PUBREC with a reason
+//    ≥ 0x80 (MQTT 5) completes it at once as refused.
+// A completion carries the reason code: ≥ 0x80 means the broker refused the message (MQTT 5,
+// e.g. 0x87 not authorized); 0x10 "no matching subscribers" is a success.
+//
+// Flow control: at most `quota` messages in flight — the broker's Receive Maximum (MQTT 5
+// CONNACK; 65,535 when it sends none) capped by the client's own limit. The rest wait in the
+// queue, in order.
+//
+// Reconnects: with the session resumed, every message in flight is sent again first, in the
+// order it was first sent — PUBLISH with DUP set, or PUBREL for a QoS 2 message the broker
+// already acknowledged with PUBREC. With a new session the broker has forgotten them: QoS 2
+// messages it had PUBREC'd are complete (it took them), the others are sent again as new.
+//
+// Cancel(tag) drops the tag's queued messages; the ones in flight must finish their exchange
+// (the packet id stays taken until then) and still report a completion.
+//
+// Not thread-safe: the Client's io thread only.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mqtt/packet.h"
+
+namespace seedance::mqtt {
+
+class OutboundSession {
+ public:
+  struct Completion {
+    uint64_t tag = 0;
+    uint8_t reason = 0;       // the broker's reason code; ≥ 0x80: refused
+    std::string reason_text;  // MQTT 5 reason string, if any
+  };
+  // What to write to the connection, in order: either a PUBLISH (`publish` points into the
+  // session, valid until the next call) or a PUBREL for `pubrel_id`.
+  struct ToSend {
+    const Publish* publish = nullptr;
+    uint16_t pubrel_id = 0;
+  };
+
+  explicit OutboundSession(uint32_t max_in_flight = 65535);
+
+  void Enqueue(Publish message, uint64_t tag);
+  // A connection was accepted: fills `send` with what to send again and `done` with messages
+  // a new session completed, and sets the quota.
+  void Connected(bool session_present, uint32_t broker_receive_maximum, std::vector<ToSend>* send,
+                 std::vector<Completion>* done);
+  // Moves queued messages into flight while the quota allows (connected only).
+  void Pump(std::vector<ToSend>* send, std::vector<Completion>* done);
+  // A PUBACK, PUBREC or PUBCOMP. False for one that matches no message in flight (a protocol
+  // error the caller reports).
+  bool OnResponse(const PubResponse& response, std::vector<ToSend>* send,
+                  std::vector<Completion>* done);
+  void Disconnected() { connected_ = false; }
+  void Cancel(uint64_t tag);
+
+  // A packet id for another packet (SUBSCRIBE) that no message uses; Release it when done.
+  uint16_t ReserveId();
+  void ReleaseId(uint16_t id) { reserved_.erase(id); }
+
+  size_t queued() const { return queue_.size(); }
+  size_t in_flight() const { return flight_.size(); }
+
+ private:
+  enum class Stage { kAwaitAck, kAwaitRec, kAwaitComp };
+  struct Message {
+    Publish publish;
+    uint64_t tag = 0;
+    Stage stage = Stage::kAwaitAck;
+  };
+
+  uint16_t NextFreeId();
+  static std::string ReasonString(const PubResponse& r);
+
+  const uint32_t max_in_flight_;
+  uint32_t quota_ = 0;
+  bool connected_ = false;
+  std::deque<Message> queue_;
+  std::unordered_map<uint16_t, Message> flight_;
+  std::deque<uint16_t> order_;  // ids in the order first sent (may hold finished ids)
+  std::deque<Publish> qos0_sent_;  // QoS 0 messages handed out by the last Pump()
+  std::unordered_map<uint16_t, bool> reserved_;
+  uint16_t next_id_ = 1;
+};
+
+}  // namespace seedance::mqtt
