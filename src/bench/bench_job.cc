@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "sources/mqtt/mqtt_uri.h"
+#include "mqtt/broker_uri.h"
 
 namespace seedance::bench {
 namespace {
@@ -72,7 +72,7 @@ Result<BenchJob> MakeBenchJob(const config::PipelineConfig& config,
     job.mqtt = true;
     std::string uri =
         options.broker_uri.empty() ? mqtt->params.GetString("uri") : options.broker_uri;
-    SEEDANCE_ASSIGN_OR_RETURN(sources::BrokerAddress addr, sources::ParseBrokerUri(uri));
+    SEEDANCE_ASSIGN_OR_RETURN(mqtt::BrokerAddress addr, mqtt::ParseBrokerUri(uri));
     if (addr.tls) {
       return Status(StatusCode::kInvalidArgument,
                     "bench publishes over plain TCP; give --broker tcp://HOST:PORT for a TLS job");

@@ -1,5 +1,7 @@
 #include "core/pipeline.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -8,6 +10,7 @@
 #include "core/json_check.h"
 #include "core/plugin_context.h"
 #include "governor/heap.h"
+#include "storage/crc32c.h"
 #include "util/strings.h"
 
 namespace seedance {
@@ -66,18 +69,31 @@ Pipeline::~Pipeline() {
   loop_.Join();
 }
 
+namespace {
+
+// See PluginContext::instance.
+std::string InstanceName(const std::string& data_dir) {
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::absolute(data_dir, ec);
+  if (!ec) dir = std::filesystem::weakly_canonical(dir, ec);
+  const std::string path = ec ? data_dir : dir.string();
+  char host[65] = {0};
+  gethostname(host, sizeof host - 1);
+  return fmt::format("{}-{:08x}", host, storage::Crc32c(path));
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig& config,
                                                    const PluginRegistry& registry,
                                                    observe::MetricsRegistry& metrics,
                                                    bool validate_only) {
   std::unique_ptr<Pipeline> p(new Pipeline(config, metrics));
-  std::error_code ec;
-  std::filesystem::path data_dir = std::filesystem::absolute(config.queue.data_dir, ec);
-  if (!ec) data_dir = std::filesystem::weakly_canonical(data_dir, ec);
+  const std::string instance = InstanceName(config.queue.data_dir);
   auto context = [&](const config::ComponentConfig& c, ComponentStats* stats) {
     PluginContext ctx;
     ctx.name = c.name;
-    ctx.data_dir = ec ? config.queue.data_dir : data_dir.string();
+    ctx.instance = instance;
     ctx.loop = &p->loop_;
     ctx.metrics = &metrics;
     ctx.stats = stats;

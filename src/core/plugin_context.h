@@ -26,9 +26,10 @@ struct PluginContext {
   EventLoop* loop = nullptr;  // where sources and sinks run
   observe::MetricsRegistry* metrics = nullptr;
   ComponentStats* stats = nullptr;  // the component's standard counters
-  // The pipeline's data directory (queue.data_dir), absolute: one process per directory, so
-  // it tells two jobs on one host apart (the MQTT source's default client id).
-  std::string data_dir;
+  // This job on this host: "<hostname>-<8 hex digits: CRC-32C of the absolute
+  // queue.data_dir>". The same across restarts, different for two jobs on one host (one
+  // process per data directory): for names a remote side must tell apart (MQTT client ids).
+  std::string instance;
   std::function<int64_t()> now_ns = WallNowNs;
   // True for `seedance validate`: check everything that needs no network, start nothing.
   bool validate_only = false;

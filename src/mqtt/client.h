@@ -122,8 +122,11 @@ class Client : public std::enable_shared_from_this<Client> {
   // the PublishedHandler with `tag`. Queued while disconnected. A message larger than the
   // broker's Maximum Packet Size completes at once with 0x95 (packet too large).
   void PublishMessage(mqtt::Publish message, uint64_t tag);
-  // io thread: drops the messages of `tag` not yet sent (see OutboundSession::Cancel).
-  void CancelPublishes(uint64_t tag) { outbound_.Cancel(tag); }
+  // io thread: drops the messages with tags in [first, last] not yet sent (see
+  // OutboundSession::Cancel).
+  void CancelPublishes(uint64_t first_tag, uint64_t last_tag) {
+    outbound_.Cancel(first_tag, last_tag);
+  }
   // Any thread: acknowledges the message with `token` (see class comment).
   void Acknowledge(uint64_t token);
   // Any thread: resumes reading after the handler refused a message.

@@ -4,6 +4,32 @@
 
 namespace seedance::mqtt {
 
+const char* PublishReasonText(uint8_t reason) {
+  switch (reason) {
+    case 0x00:
+      return "success";
+    case 0x10:
+      return "no matching subscribers";
+    case 0x80:
+      return "unspecified error";
+    case 0x83:
+      return "implementation specific error";
+    case 0x87:
+      return "not authorized";
+    case 0x90:
+      return "topic name invalid";
+    case 0x91:
+      return "packet identifier in use";
+    case 0x95:
+      return "packet too large";
+    case 0x97:
+      return "quota exceeded";
+    case 0x99:
+      return "payload format invalid";
+  }
+  return "refused";
+}
+
 OutboundSession::OutboundSession(uint32_t max_in_flight)
     : max_in_flight_(std::clamp<uint32_t>(max_in_flight, 1, 65535)) {}
 
@@ -91,8 +117,8 @@ bool OutboundSession::OnResponse(const PubResponse& r, std::vector<ToSend>* send
     default:
       return false;
   }
-  done->push_back(Completion{m.tag, r.type == PacketType::kPubcomp ? uint8_t{0} : r.reason,
-                             ReasonString(r)});
+  done->push_back(
+      Completion{m.tag, r.type == PacketType::kPubcomp ? uint8_t{0} : r.reason, ReasonString(r)});
   flight_.erase(it);
   if (order_.size() > 2 * flight_.size() + 64) {  // drop finished ids now and then
     std::erase_if(order_, [this](uint16_t id) { return !flight_.contains(id); });
@@ -101,8 +127,8 @@ bool OutboundSession::OnResponse(const PubResponse& r, std::vector<ToSend>* send
   return true;
 }
 
-void OutboundSession::Cancel(uint64_t tag) {
-  std::erase_if(queue_, [tag](const Message& m) { return m.tag == tag; });
+void OutboundSession::Cancel(uint64_t first_tag, uint64_t last_tag) {
+  std::erase_if(queue_, [&](const Message& m) { return m.tag >= first_tag && m.tag <= last_tag; });
 }
 
 uint16_t OutboundSession::ReserveId() {

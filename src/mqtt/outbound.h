@@ -18,8 +18,8 @@
 // already acknowledged with PUBREC. With a new session the broker has forgotten them: QoS 2
 // messages it had PUBREC'd are complete (it took them), the others are sent again as new.
 //
-// Cancel(tag) drops the tag's queued messages; the ones in flight must finish their exchange
-// (the packet id stays taken until then) and still report a completion.
+// Cancel(first, last) drops the queued messages with tags in [first, last]; the ones in flight must
+// finish their exchange (the packet id stays taken until then) and still report a completion.
 //
 // Not thread-safe: the Client's io thread only.
 #pragma once
@@ -33,6 +33,9 @@
 #include "mqtt/packet.h"
 
 namespace seedance::mqtt {
+
+// "not authorized" for 0x87 and the other PUBACK/PUBREC reason codes (MQTT 5 §3.4.2.1).
+const char* PublishReasonText(uint8_t reason);
 
 class OutboundSession {
  public:
@@ -62,7 +65,7 @@ class OutboundSession {
   bool OnResponse(const PubResponse& response, std::vector<ToSend>* send,
                   std::vector<Completion>* done);
   void Disconnected() { connected_ = false; }
-  void Cancel(uint64_t tag);
+  void Cancel(uint64_t first_tag, uint64_t last_tag);
 
   // A packet id for another packet (SUBSCRIBE) that no message uses; Release it when done.
   uint16_t ReserveId();
@@ -87,7 +90,7 @@ class OutboundSession {
   bool connected_ = false;
   std::deque<Message> queue_;
   std::unordered_map<uint16_t, Message> flight_;
-  std::deque<uint16_t> order_;  // ids in the order first sent (may hold finished ids)
+  std::deque<uint16_t> order_;     // ids in the order first sent (may hold finished ids)
   std::deque<Publish> qos0_sent_;  // QoS 0 messages handed out by the last Pump()
   std::unordered_map<uint16_t, bool> reserved_;
   uint16_t next_id_ = 1;

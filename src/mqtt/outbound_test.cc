@@ -151,7 +151,7 @@ TEST(OutboundSessionTest, CancelDropsQueuedMessagesOnlyAndIdsAreNeverShared) {
   s.Pump(&send, &done);
   ASSERT_EQ(send.size(), 1u);
   const uint16_t a = send[0].publish->packet_id;
-  s.Cancel(5);
+  s.Cancel(5, 5);
   EXPECT_EQ(s.queued(), 1u);  // "c"
   const uint16_t reserved = s.ReserveId();
   EXPECT_NE(reserved, a);

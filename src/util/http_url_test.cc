@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sources/mqtt/mqtt_uri.h"
+#include "mqtt/broker_uri.h"
 
 namespace seedance::util {
 namespace {
@@ -26,17 +26,17 @@ TEST(HttpUrlTest, ParsesHostPortAndTarget) {
 }
 
 TEST(BrokerUriTest, ParsesSchemesAndDefaultPorts) {
-  auto a = sources::ParseBrokerUri("tcp://broker.local:1883");
+  auto a = mqtt::ParseBrokerUri("tcp://broker.local:1883");
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(a->host, "broker.local");
   EXPECT_FALSE(a->tls);
-  auto b = sources::ParseBrokerUri("ssl://h");
+  auto b = mqtt::ParseBrokerUri("ssl://h");
   ASSERT_TRUE(b.has_value());
   EXPECT_TRUE(b->tls);
   EXPECT_EQ(b->port, 8883);
-  EXPECT_FALSE(sources::ParseBrokerUri("http://h").has_value());
-  EXPECT_FALSE(sources::ParseBrokerUri("tcp://h:0").has_value());
-  EXPECT_FALSE(sources::ParseBrokerUri("tcp://h/path").has_value());
+  EXPECT_FALSE(mqtt::ParseBrokerUri("http://h").has_value());
+  EXPECT_FALSE(mqtt::ParseBrokerUri("tcp://h:0").has_value());
+  EXPECT_FALSE(mqtt::ParseBrokerUri("tcp://h/path").has_value());
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 
 #include "seedance/result.h"
 
-namespace seedance::sources {
+namespace seedance::mqtt {
 
 struct BrokerAddress {
   std::string host;
@@ -18,4 +18,4 @@ struct BrokerAddress {
 // kInvalidArgument with the expected form when `uri` is not a broker URI.
 Result<BrokerAddress> ParseBrokerUri(std::string_view uri);
 
-}  // namespace seedance::sources
+}  // namespace seedance::mqtt

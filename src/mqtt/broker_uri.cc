@@ -1,8 +1,8 @@
-#include "sources/mqtt/mqtt_uri.h"
+#include "mqtt/broker_uri.h"
 
 #include <cstdlib>
 
-namespace seedance::sources {
+namespace seedance::mqtt {
 
 Result<BrokerAddress> ParseBrokerUri(std::string_view uri) {
   auto bad = [&](const std::string& why) {
@@ -50,4 +50,4 @@ Result<BrokerAddress> ParseBrokerUri(std::string_view uri) {
   return a;
 }
 
-}  // namespace seedance::sources
+}  // namespace seedance::mqtt

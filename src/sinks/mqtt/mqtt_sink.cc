@@ -1,0 +1,259 @@
+#include "sinks/mqtt/mqtt_sink.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <unordered_map>
+
+#include "core/plugin_context.h"
+#include "mqtt/client.h"
+#include "mqtt/connection_params.h"
+#include "seedance/sink.h"
+#include "sinks/mqtt/topic_template.h"
+#include "util/log.h"
+
+namespace seedance::sinks {
+namespace {
+
+// A message's tag: the attempt id and the event's index in the batch.
+constexpr int kIndexBits = 20;
+constexpr size_t kMaxBatchEvents = size_t{1} << kIndexBits;
+
+struct MqttSinkOptions {
+  mqtt::ClientOptions client;
+  TopicTemplate topic;
+  uint8_t qos = 1;
+  bool retain = false;
+  std::string content_type;
+  uint32_t message_expiry_s = 0;
+  std::vector<std::string> user_property_headers;  // "*": every header
+};
+
+class MqttSink final : public Sink {
+ public:
+  MqttSink(MqttSinkOptions o, PluginContext ctx) : o_(std::move(o)), ctx_(std::move(ctx)) {
+    observe::Labels labels = {{"component", ctx_.name}};
+    connected_ = &ctx_.metrics->GetGauge("seedance_mqtt_connected",
+                                         "1 while the MQTT session is connected.", labels);
+    connects_ =
+        &ctx_.metrics->GetCounter("seedance_mqtt_connects_total",
+                                  "Successful MQTT connections (reconnects included).", labels);
+  }
+
+  Status Start() override {
+    client_ = std::make_shared<mqtt::Client>(
+        ctx_.loop->io(), o_.client,
+        [](mqtt::Publish&, uint64_t, std::string_view) { return true; },  // subscribes to nothing
+        [this](mqtt::ClientState s, const std::string& detail, bool news) {
+          OnState(s, detail, news);
+        });
+    client_->OnPublished(
+        [this](const mqtt::OutboundSession::Completion& c) { OnPublished(c); });
+    client_->Start();
+    return Status::Ok();
+  }
+
+  void Attempt(uint64_t id, const Batch& batch, AttemptCallback done) override {
+    if (stopped_) return done(AttemptOutcome::Shutdown());
+    if (client_->state() != mqtt::ClientState::kConnected) {
+      const std::string& why = client_->last_error();
+      return done(AttemptOutcome::Retry(fmt::format("not connected to {}:{}{}{}", o_.client.host,
+                                                    o_.client.port, why.empty() ? "" : ": ", why)));
+    }
+    Pending& p = pending_[id];  // references to map elements survive rehashing
+    p.done = std::move(done);
+    p.outstanding = 1;  // until every event is handed over: QoS 0 ones complete at once
+    std::string topic, why;
+    for (size_t i = 0; i < batch.events.size(); ++i) {
+      const Event& e = batch.events[i];
+      if (!o_.topic.Render(e, &topic, &why)) {
+        p.outcome.rejected.push_back(RejectedEvent{i, why});
+        continue;
+      }
+      ++p.outstanding;
+      client_->PublishMessage(MakeMessage(e, topic), (id << kIndexBits) | i);
+    }
+    --p.outstanding;
+    MaybeFinish(id);
+  }
+
+  void Abort(uint64_t id) override {
+    if (pending_.erase(id) == 0) return;
+    // Not those in flight: they finish, unreported.
+    client_->CancelPublishes(id << kIndexBits, (id << kIndexBits) | (kMaxBatchEvents - 1));
+  }
+
+  size_t MaxBatchEvents() const override { return kMaxBatchEvents; }
+
+  void Stop() override {
+    stopped_ = true;
+    auto pending = std::move(pending_);
+    pending_.clear();
+    for (auto& [id, p] : pending) p.done(AttemptOutcome::Shutdown());
+    if (client_) {
+      client_->Stop();
+      client_->Close();
+    }
+  }
+
+ private:
+  struct Pending {
+    size_t outstanding = 0;
+    bool quota_exceeded = false;
+    AttemptOutcome outcome;
+    AttemptCallback done;
+  };
+
+  mqtt::Publish MakeMessage(const Event& e, const std::string& topic) const {
+    mqtt::Publish m{.topic = topic, .payload = e.payload, .qos = o_.qos, .retain = o_.retain};
+    if (o_.client.version != mqtt::Version::kV5) return m;
+    if (e.format == PayloadFormat::kJson) {  // UTF-8 text
+      m.props.push_back({.id = mqtt::prop::kPayloadFormat, .number = 1});
+    }
+    if (o_.message_expiry_s > 0) {
+      m.props.push_back({.id = mqtt::prop::kMessageExpiry, .number = o_.message_expiry_s});
+    }
+    if (!o_.content_type.empty()) {
+      m.props.push_back({.id = mqtt::prop::kContentType, .text = o_.content_type});
+    }
+    for (const std::string& name : o_.user_property_headers) {
+      if (name == "*") {
+        for (const Header& h : e.headers) {
+          m.props.push_back({.id = mqtt::prop::kUserProperty, .text = h.name, .value = h.value});
+        }
+      } else if (const std::string* v = e.FindHeader(name)) {
+        m.props.push_back({.id = mqtt::prop::kUserProperty, .text = name, .value = *v});
+      }
+    }
+    return m;
+  }
+
+  void OnPublished(const mqtt::OutboundSession::Completion& c) {
+    const uint64_t id = c.tag >> kIndexBits;
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return;  // aborted
+    Pending& p = it->second;
+    if (c.reason == 0x97) {
+      p.quota_exceeded = true;
+    } else if (c.reason >= 0x80) {
+      p.outcome.rejected.push_back(
+          RejectedEvent{static_cast<size_t>(c.tag & (kMaxBatchEvents - 1)),
+                        fmt::format("broker refused the message (0x{:02x} {}{}{})", c.reason,
+                                    mqtt::PublishReasonText(c.reason),
+                                    c.reason_text.empty() ? "" : ": ", c.reason_text)});
+    }
+    --p.outstanding;
+    MaybeFinish(id);
+  }
+
+  void MaybeFinish(uint64_t id) {
+    auto it = pending_.find(id);
+    if (it == pending_.end() || it->second.outstanding > 0) return;
+    Pending p = std::move(it->second);
+    pending_.erase(it);
+    if (p.quota_exceeded) {
+      return p.done(AttemptOutcome::Retry("broker's quota exceeded (0x97)", {},
+                                          /*backpressure=*/true));
+    }
+    p.done(std::move(p.outcome));
+  }
+
+  void OnState(mqtt::ClientState s, const std::string& detail, bool news) {
+    connected_->Set(s == mqtt::ClientState::kConnected ? 1 : 0);
+    switch (s) {
+      case mqtt::ClientState::kConnected:
+        connects_->Add();
+        if (news) SEEDANCE_LOG_INFO(ctx_.name, "connected to {}", detail);
+        break;
+      case mqtt::ClientState::kDisconnected:
+        ctx_.stats->errors.Add();
+        if (news) SEEDANCE_LOG_WARN(ctx_.name, "{}; retrying with backoff", detail);
+        break;
+      case mqtt::ClientState::kConnecting:
+      case mqtt::ClientState::kStopped:
+        SEEDANCE_LOG_DEBUG(ctx_.name, "{} {}", mqtt::ClientStateName(s), detail);
+        break;
+    }
+  }
+
+  MqttSinkOptions o_;
+  PluginContext ctx_;
+  std::shared_ptr<mqtt::Client> client_;
+  std::unordered_map<uint64_t, Pending> pending_;  // by attempt id
+  bool stopped_ = false;
+  observe::Gauge* connected_;
+  observe::Counter* connects_;
+};
+
+Status ValidateTopicTemplate(const ParamValue& v) {
+  return TopicTemplate::Parse(std::get<std::string>(v)).status();
+}
+
+}  // namespace
+
+SinkFactory MqttSinkFactory() {
+  SinkFactory f;
+  f.info.type = "mqtt";
+  f.info.kind = PluginKind::kSink;
+  f.info.summary =
+      "Publishes each event to an MQTT broker (3.1.1 or 5, QoS 0/1/2, TLS) on a templated topic.";
+  f.delivery = {.concurrent = true, .timeout = true, .default_timeout = "10s"};
+  f.info.params = mqtt::ConnectionParamSpecs(
+      "client identifier; default seedance-<hostname>-<hash of queue.data_dir>-<component "
+      "name>-out: stable across restarts, unique per host and data directory");
+  std::vector<ParamSpec> own = {
+      {.name = "topic",
+       .type = ParamType::kString,
+       .doc = "topic name, with placeholders {topic}, {topic.N} (level N from 1), "
+              "{payload.FIELD.SUBFIELD}, {header.NAME}",
+       .required = true,
+       .validator = ValidateTopicTemplate},
+      {.name = "qos",
+       .type = ParamType::kInt,
+       .doc = "QoS of the messages: 0, 1 or 2; delivered means PUBACK (1) or PUBCOMP (2)",
+       .default_value = "1",
+       .validator = IntInRange(0, 2, "must be 0, 1 or 2")},
+      {.name = "max_in_flight",
+       .type = ParamType::kInt,
+       .doc = "QoS 1/2 messages sent and not yet acknowledged, at most; an MQTT 5 broker's "
+              "Receive Maximum lowers it (MQTT 3.1.1 cannot say: mosquitto takes 20)",
+       .default_value = "20",
+       .validator = IntInRange(1, 65535)},
+      {.name = "retain",
+       .type = ParamType::kBool,
+       .doc = "publish with the retain flag",
+       .default_value = "false"},
+      {.name = "content_type",
+       .type = ParamType::kString,
+       .doc = "MQTT 5 content type of every message, e.g. application/json"},
+      {.name = "message_expiry",
+       .type = ParamType::kDuration,
+       .doc = "MQTT 5 message expiry interval (whole seconds); none when unset"},
+      {.name = "user_properties",
+       .type = ParamType::kStringList,
+       .doc = "MQTT 5: event headers sent as user properties, by name; \"*\" for every header"},
+  };
+  f.info.params.insert(f.info.params.begin() + 1, own.begin(), own.end());
+  f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Sink>> {
+    MqttSinkOptions o;
+    o.qos = static_cast<uint8_t>(p.GetInt("qos"));
+    SEEDANCE_ASSIGN_OR_RETURN(
+        o.client,
+        mqtt::ReadConnectionParams(p, "seedance-" + ctx.instance + "-" + ctx.name + "-out", o.qos));
+    o.client.log_name = ctx.name;
+    o.client.max_publish_in_flight = static_cast<uint32_t>(p.GetInt("max_in_flight"));
+    SEEDANCE_ASSIGN_OR_RETURN(o.topic, TopicTemplate::Parse(p.GetString("topic")));
+    o.retain = p.GetBool("retain");
+    o.content_type = p.GetString("content_type");
+    if (p.Has("message_expiry")) {
+      o.message_expiry_s = static_cast<uint32_t>(
+          std::chrono::duration_cast<std::chrono::seconds>(p.GetDuration("message_expiry"))
+              .count());
+    }
+    o.user_property_headers = p.GetStringList("user_properties");
+    return std::unique_ptr<Sink>(new MqttSink(std::move(o), ctx));
+  };
+  return f;
+}
+
+}  // namespace seedance::sinks
