@@ -132,14 +132,13 @@ Result<ClientOptions> ReadConnectionParams(const Params& p, std::string default_
   o.client_id = p.Has("client_id") ? p.GetString("client_id") : std::move(default_client_id);
   if (p.Has("username")) o.username = p.GetString("username");
   if (p.Has("password")) o.password = p.GetString("password");
-  const bool persistent =
-      p.Has("persistent_session") ? p.GetBool("persistent_session") : qos >= 1;
+  const bool persistent = p.Has("persistent_session") ? p.GetBool("persistent_session") : qos >= 1;
   o.clean_start = !persistent;
-  o.session_expiry_s =
-      persistent ? static_cast<uint32_t>(
-                       std::chrono::duration_cast<std::chrono::seconds>(p.GetDuration("session_expiry"))
-                           .count())
-                 : 0;
+  o.session_expiry_s = persistent
+                           ? static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                                       p.GetDuration("session_expiry"))
+                                                       .count())
+                           : 0;
   o.keep_alive_s = static_cast<uint16_t>(
       std::chrono::duration_cast<std::chrono::seconds>(p.GetDuration("keep_alive")).count());
   o.connect_timeout = Ms(p.GetDuration("connect_timeout"));

@@ -19,7 +19,6 @@ std::vector<ParamSpec> ConnectionParamSpecs(const std::string& client_id_doc);
 // Reads the keys above. `default_client_id` is used when `client_id` is not set; `qos` decides
 // the default of `persistent_session` (true with QoS 1 or 2: a clean session would drop what
 // the broker holds for us across a restart). Checks the TLS files.
-Result<ClientOptions> ReadConnectionParams(const Params& p, std::string default_client_id,
-                                           int qos);
+Result<ClientOptions> ReadConnectionParams(const Params& p, std::string default_client_id, int qos);
 
 }  // namespace seedance::mqtt

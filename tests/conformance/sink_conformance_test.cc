@@ -1,7 +1,8 @@
 // The sink conformance suite: every sink, driven by the real SinkRunner from a real durable
 // queue, must pass these. Each sink has a fixture that makes it fail the way it really fails
 // (the HTTP sink against a real server on 127.0.0.1 that answers 503, 400, 413 or nothing; the
-// file sink writing to /dev/full; stdout redirected to /dev/full). A case a sink cannot meet
+// file sink writing to /dev/full; stdout redirected to /dev/full; the MQTT sink against a real
+// mosquitto that refuses its login or, by ACL, its topic). A case a sink cannot meet
 // by its nature (a file never refuses an event) is skipped with that reason.
 //
 // A new sink adds a fixture here and passes the suite.
@@ -19,8 +20,10 @@
 #include <thread>
 
 #include "core/sink_runner.h"
+#include "mqtt/client.h"
 #include "testing/plugin_harness.h"
 #include "testing/test_http_server.h"
+#include "testing/test_mqtt_broker.h"
 
 namespace seedance {
 namespace {
@@ -64,6 +67,8 @@ class SinkFixture {
   virtual std::optional<std::string> TooLargeAbove(size_t /*max_events*/) {
     return "nothing it writes is ever too large";
   }
+  // Why the sink's far side cannot be set up here (then every case skips with it).
+  virtual std::optional<std::string> Unavailable() const { return std::nullopt; }
   // The first attempt never completes by itself (only the runner's timeout ends it).
   virtual std::optional<std::string> HangFirstAttempt() {
     return "it writes synchronously: an attempt cannot outlast a timeout";
@@ -174,6 +179,110 @@ class StdoutFixture : public SinkFixture {
   int saved_ = -1, file_ = -1, full_ = -1;
 };
 
+// A real mosquitto broker; what reached the far side is what a subscriber on it got (our own
+// MQTT client, subscribed before the sink starts). The sink logs in as user "sink": failing,
+// the password file says otherwise (the broker refuses the connection; SIGHUP reloads it);
+// refusing, the ACL lets it write only topics t/0 … t/999 (MQTT 5 PUBACK 0x87 for n ≥ 1000).
+class MqttFixture : public SinkFixture {
+ public:
+  explicit MqttFixture(const fs::path& dir) : dir_(dir) {
+    WritePasswords(/*sink_allowed=*/true);
+    std::ofstream acl(dir_ / "acl");
+    acl << "user sub\ntopic read t/#\nuser sink\n";
+    for (int n = 0; n < 1000; ++n) acl << "topic write t/" << n << "\n";
+    acl.close();
+    broker_ = std::make_unique<testing::TestMqttBroker>(
+        dir_.string(), "allow_anonymous false\npassword_file " + (dir_ / "passwd").string() +
+                           "\nacl_file " + (dir_ / "acl").string() + "\n");
+    if (!broker_->available()) return;
+    mqtt::ClientOptions o;
+    o.host = "127.0.0.1";
+    o.port = static_cast<uint16_t>(broker_->port());
+    o.client_id = "conformance-subscriber";
+    o.username = "sub";
+    o.password = "sub";
+    o.reconnect_min = milliseconds(10);
+    o.subscriptions = {{"t/#", 1}};
+    subscriber_ = std::make_shared<mqtt::Client>(
+        loop_.io(), o,
+        [this](mqtt::Publish& m, uint64_t token, std::string_view) {
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            for (int n : Numbers(m.payload)) received_.push_back(n);
+          }
+          if (token != 0) subscriber_->Acknowledge(token);
+          return true;
+        },
+        [this](mqtt::ClientState s, const std::string&, bool) {
+          if (s == mqtt::ClientState::kConnected) subscribed_ = true;
+        });
+    loop_.Start();
+    loop_.Post([this] { subscriber_->Start(); });
+    // Connected means SUBSCRIBE was sent; its SUBACK precedes anything published after it.
+    for (int i = 0; i < 500 && !subscribed_; ++i) std::this_thread::sleep_for(milliseconds(10));
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  ~MqttFixture() override {
+    if (subscriber_) {
+      std::promise<void> closed;
+      loop_.Post([&] {
+        subscriber_->Close();
+        closed.set_value();
+      });
+      closed.get_future().wait();
+    }
+    loop_.Join();
+  }
+  std::optional<std::string> Unavailable() const override {
+    if (!broker_->available()) return broker_->why_unavailable();
+    if (!subscribed_) return std::string("the subscriber could not connect");
+    return std::nullopt;
+  }
+  std::string type() const override { return "mqtt"; }
+  std::string params() const override {
+    return "uri: " + broker_->uri() +
+           "\ntopic: \"t/{payload.n}\"\nusername: sink\npassword: sink\nclient_id: "
+           "conformance-sink\nbatch_size: 10\nconcurrency: 2\ntimeout: 2s\n"
+           "retry_initial: 10ms\nretry_max: 50ms\nreconnect_min: 10ms\nreconnect_max: 50ms\n";
+  }
+  std::vector<int> Delivered() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return received_;
+  }
+  void FailTransiently() override {
+    WritePasswords(/*sink_allowed=*/false);
+    broker_->Reload();
+  }
+  void Recover() override {
+    WritePasswords(/*sink_allowed=*/true);
+    broker_->Reload();
+  }
+  std::optional<std::string> RefuseMarked() override { return std::nullopt; }
+  std::optional<std::string> TooLargeAbove(size_t) override {
+    return "one message per event: no batch is ever too large for a broker (a single message "
+           "over its maximum packet size goes to rejected)";
+  }
+  std::optional<std::string> HangFirstAttempt() override {
+    return "an attempt aborted at its timeout still has its messages in flight, which the "
+           "broker delivers later, so the retry repeats them (at-least-once), where this case "
+           "expects each event once";
+  }
+
+ private:
+  void WritePasswords(bool sink_allowed) {
+    ASSERT_TRUE(testing::WriteMosquittoPasswords(
+        (dir_ / "passwd").string(), {{"sub", "sub"}, {"sink", sink_allowed ? "sink" : "other"}}));
+  }
+
+  fs::path dir_;
+  std::unique_ptr<testing::TestMqttBroker> broker_;
+  EventLoop loop_;
+  std::shared_ptr<mqtt::Client> subscriber_;
+  std::atomic<bool> subscribed_{false};
+  std::mutex mu_;
+  std::vector<int> received_;
+};
+
 class SinkConformanceTest : public ::testing::TestWithParam<std::string> {
  protected:
   SinkConformanceTest() {
@@ -189,6 +298,10 @@ class SinkConformanceTest : public ::testing::TestWithParam<std::string> {
     if (GetParam() == "http") fixture_ = std::make_unique<HttpFixture>();
     if (GetParam() == "file") fixture_ = std::make_unique<FileFixture>(dir_);
     if (GetParam() == "stdout") fixture_ = std::make_unique<StdoutFixture>(dir_);
+    if (GetParam() == "mqtt") fixture_ = std::make_unique<MqttFixture>(dir_);
+  }
+  void SetUp() override {
+    if (auto why = fixture_->Unavailable()) GTEST_SKIP() << fixture_->type() << ": " << *why;
   }
   ~SinkConformanceTest() override {
     StopRunner();
@@ -404,7 +517,8 @@ TEST_P(SinkConformanceTest, ShutdownWithWorkInFlightLosesNothing) {
   ExpectEachOnce(fixture_->Delivered(), 0, 20);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sinks, SinkConformanceTest, ::testing::Values("http", "file", "stdout"),
+INSTANTIATE_TEST_SUITE_P(Sinks, SinkConformanceTest,
+                         ::testing::Values("http", "file", "stdout", "mqtt"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -47,8 +47,7 @@ class MqttSink final : public Sink {
         [this](mqtt::ClientState s, const std::string& detail, bool news) {
           OnState(s, detail, news);
         });
-    client_->OnPublished(
-        [this](const mqtt::OutboundSession::Completion& c) { OnPublished(c); });
+    client_->OnPublished([this](const mqtt::OutboundSession::Completion& c) { OnPublished(c); });
     client_->Start();
     return Status::Ok();
   }

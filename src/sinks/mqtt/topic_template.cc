@@ -61,7 +61,8 @@ Result<TopicTemplate> TopicTemplate::Parse(std::string_view text) {
         i += 2;
         continue;
       }
-      return InvalidArgumentError(fmt::format("unmatched '}}' at byte {} (write }}}} for a brace)", i));
+      return InvalidArgumentError(
+          fmt::format("unmatched '}}' at byte {} (write }}}} for a brace)", i));
     }
     if (c != '{') {
       const size_t next = text.find_first_of("{}", i);
@@ -101,7 +102,8 @@ Result<TopicTemplate> TopicTemplate::Parse(std::string_view text) {
       p.kind = Kind::kPayloadField;
       p.path = Split(name.substr(8), '.');
       for (const auto& f : p.path) {
-        if (f.empty()) return InvalidArgumentError(fmt::format("{{{}}}: an empty field name", name));
+        if (f.empty())
+          return InvalidArgumentError(fmt::format("{{{}}}: an empty field name", name));
       }
       t.uses_payload_ = true;
     } else if (name.starts_with("header.") && name.size() > 7) {
@@ -116,7 +118,8 @@ Result<TopicTemplate> TopicTemplate::Parse(std::string_view text) {
     t.parts_.push_back(std::move(p));
     i = close + 1;
   }
-  if (t.is_constant() && t.parts_.empty()) return InvalidArgumentError("the topic template is empty");
+  if (t.is_constant() && t.parts_.empty())
+    return InvalidArgumentError("the topic template is empty");
   return t;
 }
 
@@ -203,9 +206,10 @@ bool TopicTemplate::Render(const Event& event, std::string* out, std::string* wh
     out->append(value);
   }
   if (HasWildcardOrNul(*out) || !util::IsValidUtf8(*out)) {
-    *why = fmt::format("topic template: \"{}\" is not a valid topic name (a wildcard, U+0000 or "
-                       "bytes that are not UTF-8)",
-                       util::SanitizeText(*out, 128));
+    *why = fmt::format(
+        "topic template: \"{}\" is not a valid topic name (a wildcard, U+0000 or "
+        "bytes that are not UTF-8)",
+        util::SanitizeText(*out, 128));
     return false;
   }
   if (out->size() > kMaxTopicBytes) {

@@ -33,7 +33,9 @@ class TopicTemplate {
   bool Render(const Event& event, std::string* out, std::string* why) const;
 
   // True when no placeholder depends on the event (the topic is always the same).
-  bool is_constant() const { return parts_.size() <= 1 && (parts_.empty() || parts_[0].kind == Kind::kText); }
+  bool is_constant() const {
+    return parts_.size() <= 1 && (parts_.empty() || parts_[0].kind == Kind::kText);
+  }
   bool uses_payload() const { return uses_payload_; }
 
  private:

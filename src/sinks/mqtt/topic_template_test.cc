@@ -25,8 +25,9 @@ std::string Render(std::string_view tmpl, const Event& e, std::string* why = nul
 }
 
 TEST(TopicTemplateTest, FillsTopicLevelsPayloadFieldsAndHeaders) {
-  Event e = Make("sensor/abc/temperature",
-                 R"({"device":"d-7","site":{"id":42,"ok":true},"v":21.5,"big":18446744073709551615})");
+  Event e =
+      Make("sensor/abc/temperature",
+           R"({"device":"d-7","site":{"id":42,"ok":true},"v":21.5,"big":18446744073709551615})");
   e.SetHeader("region", "eu");
   EXPECT_EQ(Render("site/42/{topic.2}/{payload.device}", e), "site/42/abc/d-7");
   EXPECT_EQ(Render("relay/{topic}", e), "relay/sensor/abc/temperature");
@@ -49,8 +50,8 @@ TEST(TopicTemplateTest, SaysWhyAnEventCannotFillIt) {
   EXPECT_EQ(why, "topic template: the payload has no field payload.missing");
   for (const char* f : {"obj", "arr", "nul"}) {
     EXPECT_EQ(Render(std::string("{payload.") + f + "}", e, &why), "<unfilled>");
-    EXPECT_EQ(why, std::string("topic template: payload.") + f +
-                       " is not a string, number or boolean");
+    EXPECT_EQ(why,
+              std::string("topic template: payload.") + f + " is not a string, number or boolean");
   }
   EXPECT_EQ(Render("x/{payload.empty}", e, &why), "<unfilled>");
   EXPECT_EQ(why, "topic template: an empty value would leave an empty topic level");
