@@ -192,6 +192,20 @@ void Client::DrainAcks() {
 }
 
 void Client::PublishMessage(mqtt::Publish message, uint64_t tag) {
+  // What cannot be encoded would never complete: refused here, with the reason.
+  std::string unsendable;
+  if (message.topic.empty() || message.topic.size() > 65535) {
+    unsendable = "the topic is empty or longer than 65535 bytes";
+  }
+  for (const Property& p : message.props) {
+    if (p.text.size() > 65535 || p.value.size() > 65535) {
+      unsendable = "an MQTT 5 property is longer than 65535 bytes";
+    }
+  }
+  if (!unsendable.empty()) {
+    if (on_published_) on_published_({tag, 0x83, unsendable});
+    return;
+  }
   if (broker_max_packet_ != 0) {
     size_t props = 0;
     for (const Property& p : message.props) props += 8 + p.text.size() + p.value.size();

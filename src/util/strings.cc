@@ -143,6 +143,22 @@ void AppendBase64(std::string& out, std::string_view bytes) {
   }
 }
 
+bool DecodeBase64(std::string_view text, std::string* out) {
+  out->clear();
+  if (text.size() % 4 != 0 || text.size() > (size_t{1} << 30)) return false;
+  out->resize(text.size() / 4 * 3);
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out->data()),
+                                reinterpret_cast<const unsigned char*>(text.data()),
+                                static_cast<int>(text.size()));
+  if (n < 0) return false;
+  // EVP_DecodeBlock counts the bytes the padding stands for.
+  size_t padding = 0;
+  if (!text.empty() && text.back() == '=')
+    padding = text.size() >= 2 && text[text.size() - 2] == '=' ? 2 : 1;
+  out->resize(static_cast<size_t>(n) - padding);
+  return true;
+}
+
 std::string SanitizeText(std::string_view s, size_t max_bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;

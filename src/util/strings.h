@@ -28,6 +28,8 @@ void AppendJsonString(std::string& out, std::string_view s);
 
 // Appends `bytes` as standard base64 (RFC 4648, with padding).
 void AppendBase64(std::string& out, std::string_view bytes);
+// Standard base64 (with padding) back to bytes; false for text that is not base64.
+bool DecodeBase64(std::string_view text, std::string* out);
 
 // Text from outside (scripts, brokers, servers, payloads) made safe for one log line or one
 // header value: control characters and DEL become escapes (\n, \r, \t, \xHH), so no text can

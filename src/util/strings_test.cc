@@ -34,6 +34,21 @@ TEST(Base64Test, EncodesAcrossSliceBoundaries) {
   EXPECT_EQ(out.substr(out.size() - 4), "YQ==");
 }
 
+TEST(Base64Test, DecodesWhatItEncodesAndRefusesTheRest) {
+  for (std::string bytes : {std::string(), std::string("a"), std::string("ab"), std::string("abc"),
+                            std::string("\x00\xff\x10"
+                                        "binary",
+                                        9)}) {
+    std::string text, back;
+    AppendBase64(text, bytes);
+    ASSERT_TRUE(DecodeBase64(text, &back)) << text;
+    EXPECT_EQ(back, bytes);
+  }
+  std::string out;
+  EXPECT_FALSE(DecodeBase64("abc", &out));   // not a multiple of 4
+  EXPECT_FALSE(DecodeBase64("ab!d", &out));  // not the alphabet
+}
+
 TEST(SanitizeTextTest, EscapesControlsAndCutsLongText) {
   EXPECT_EQ(SanitizeText("a\nb\r\tc\x1b[2J\x7f", 100), "a\\nb\\r\\tc\\x1b[2J\\x7f");
   EXPECT_EQ(SanitizeText("caf\xc3\xa9 \xff", 100), "caf\xc3\xa9 \\xff");

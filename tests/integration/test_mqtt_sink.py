@@ -88,6 +88,53 @@ def test_relay_fills_templated_topics_and_sends_mqtt5_properties(tmp_path):
         broker.stop()
 
 
+def test_a_relay_keeps_the_mqtt5_metadata_of_each_message(tmp_path):
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+    broker = Broker().start()
+    sub = Subscriber(broker.port, "out/#", qos=1)
+    copy = tmp_path / "copy.ndjson"
+    cfg = relay_config(broker, "out/{topic.2}") + f"""
+  - type: file
+    name: copy
+    path: "{copy}"
+"""
+    sd = Seedance(cfg, workdir=str(tmp_path)).start()
+    try:
+        assert sd.wait_log(r"\[relay\] connected to"), sd.stderr()
+        pub = mqtt.Client(client_id="", protocol=mqtt.MQTTv5)
+        pub.connect("127.0.0.1", broker.port)
+        pub.loop_start()
+        props = Properties(PacketTypes.PUBLISH)
+        props.UserProperty = [("site", "north"), ("site", "south"), ("line", "3")]
+        props.ContentType = "application/vnd.x+json"
+        props.ResponseTopic = "reply/7"
+        props.CorrelationData = b"\x01\x02req"
+        pub.publish("sensor/a/temperature", json.dumps({"v": 1}), qos=1,
+                    properties=props).wait_for_publish(10)
+        pub.loop_stop()
+        pub.disconnect()
+        assert sub.wait_for(1, 15), sd.stderr()[-2000:]
+        topic, payload, got = sub.received()[0]
+        assert topic == "out/a" and json.loads(payload) == {"v": 1}
+        assert got.UserProperty == [("site", "north"), ("site", "south"), ("line", "3")]
+        assert got.ContentType == "application/vnd.x+json"
+        assert got.ResponseTopic == "reply/7"
+        assert got.CorrelationData == b"\x01\x02req"
+        # The same metadata as headers, in the file sink's envelope.
+        assert wait_until(lambda: copy.exists() and copy.read_text().strip(), 10)
+        headers = json.loads(copy.read_text().splitlines()[0])["headers"]
+        assert headers["mqtt_content_type"] == "application/vnd.x+json"
+        assert headers["mqtt_response_topic"] == "reply/7"
+        assert headers["mqtt_correlation_data"] == "AQJyZXE="
+        assert headers["mqtt_user_line"] == "3"
+    finally:
+        assert sd.stop() == 0
+        sub.stop()
+        broker.stop()
+
+
 @pytest.mark.parametrize("protocol", ["3.1.1", "5"])
 def test_qos2_end_to_end_delivers_each_message_once(tmp_path, protocol):
     broker = Broker().start()

@@ -8,6 +8,7 @@
 #include "core/plugin_context.h"
 #include "mqtt/client.h"
 #include "mqtt/connection_params.h"
+#include "mqtt/metadata_headers.h"
 #include "seedance/sink.h"
 #include "sinks/mqtt/topic_template.h"
 #include "util/log.h"
@@ -27,6 +28,7 @@ struct MqttSinkOptions {
   std::string content_type;
   uint32_t message_expiry_s = 0;
   std::vector<std::string> user_property_headers;  // "*": every header
+  bool relay_metadata = true;
 };
 
 class MqttSink final : public Sink {
@@ -106,18 +108,23 @@ class MqttSink final : public Sink {
   mqtt::Publish MakeMessage(const Event& e, const std::string& topic) const {
     mqtt::Publish m{.topic = topic, .payload = e.payload, .qos = o_.qos, .retain = o_.retain};
     if (o_.client.version != mqtt::Version::kV5) return m;
-    if (e.format == PayloadFormat::kJson) {  // UTF-8 text
-      m.props.push_back({.id = mqtt::prop::kPayloadFormat, .number = 1});
-    }
+    // The sink's own settings first; then what the event carries (mqtt_* headers: a relay
+    // keeps the metadata of the message it relays).
     if (o_.message_expiry_s > 0) {
       m.props.push_back({.id = mqtt::prop::kMessageExpiry, .number = o_.message_expiry_s});
     }
     if (!o_.content_type.empty()) {
       m.props.push_back({.id = mqtt::prop::kContentType, .text = o_.content_type});
     }
+    if (o_.relay_metadata) mqtt::HeadersToProperties(e, &m.props);
+    if (e.format == PayloadFormat::kJson &&
+        mqtt::FindProperty(m.props, mqtt::prop::kPayloadFormat) == nullptr) {
+      m.props.push_back({.id = mqtt::prop::kPayloadFormat, .number = 1});  // UTF-8 text
+    }
     for (const std::string& name : o_.user_property_headers) {
       if (name == "*") {
         for (const Header& h : e.headers) {
+          if (h.name.starts_with("mqtt_")) continue;  // metadata, relayed as what it is
           m.props.push_back({.id = mqtt::prop::kUserProperty, .text = h.name, .value = h.value});
         }
       } else if (const std::string* v = e.FindHeader(name)) {
@@ -230,7 +237,13 @@ SinkFactory MqttSinkFactory() {
        .doc = "MQTT 5 message expiry interval (whole seconds); none when unset"},
       {.name = "user_properties",
        .type = ParamType::kStringList,
-       .doc = "MQTT 5: event headers sent as user properties, by name; \"*\" for every header"},
+       .doc = "MQTT 5: event headers sent as user properties, by name; \"*\" for every header "
+              "but the mqtt_* ones"},
+      {.name = "relay_metadata",
+       .type = ParamType::kBool,
+       .doc = "MQTT 5: send the metadata an event came in with (its mqtt_* headers: user "
+              "properties, content type, expiry, response topic, correlation data)",
+       .default_value = "true"},
   };
   f.info.params.insert(f.info.params.begin() + 1, own.begin(), own.end());
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Sink>> {
@@ -250,6 +263,7 @@ SinkFactory MqttSinkFactory() {
               .count());
     }
     o.user_property_headers = p.GetStringList("user_properties");
+    o.relay_metadata = p.GetBool("relay_metadata");
     return std::unique_ptr<Sink>(new MqttSink(std::move(o), ctx));
   };
   return f;

@@ -8,8 +8,10 @@
 #include "core/redelivery_guard.h"
 #include "mqtt/client.h"
 #include "mqtt/connection_params.h"
+#include "mqtt/metadata_headers.h"
 #include "mqtt/topic.h"
 #include "util/log.h"
+#include "util/strings.h"
 
 namespace seedance::sources {
 namespace {
@@ -75,6 +77,15 @@ class MqttSource final : public Source, public Acknowledger {
     e.topic.assign(m.topic);
     e.payload.assign(m.payload);
     e.format = format_;
+    if (!m.props.empty() && mqtt::PropertiesToHeaders(m.props, &e) > 0) {
+      uint64_t suppressed = 0;
+      if (limiter_.Allow("user_properties", &suppressed)) {
+        SEEDANCE_LOG_WARN(ctx_.name,
+                          "a message on {} has more than {} user properties; the rest are not "
+                          "kept as headers",
+                          util::SanitizeText(m.topic, 128), mqtt::kMaxUserProperties);
+      }
+    }
     e.ingest_time_ns = ctx_.now_ns();
     e.event_time_ns = e.ingest_time_ns;
     AckHandle ack{token ? this : nullptr, token, token ? packet_id + 1u : 0u};
