@@ -16,6 +16,7 @@
 #include "util/fd_io.h"
 #include "util/listen_address.h"
 #include "util/strings.h"
+#include "util/topic_filter.h"
 #include "util/units.h"
 
 namespace seedance::config {
@@ -23,7 +24,7 @@ namespace {
 
 // Keys every component section may have besides its plugin's parameters.
 const std::vector<std::string> kComponentKeys = {"type", "name"};
-const std::vector<std::string> kSinkKeys = {"type", "name", "inputs"};
+const std::vector<std::string> kSinkKeys = {"type", "name", "inputs", "topics"};
 
 std::vector<ParamSpec> PipelineSpecs() {
   return {
@@ -447,6 +448,26 @@ class Checker {
                       fmt::format("\"{}\" is not an output; use main, error, rejected or "
                                   "stale",
                                   s));
+            }
+          }
+        }
+      }
+      if (is_sink) {
+        if (YAML::Node topics = item["topics"]) {
+          ParamSpec spec{.name = "topics", .type = ParamType::kStringList};
+          if (auto v = Convert(topics, spec, path + ".topics")) {
+            c.topics = std::get<std::vector<std::string>>(*v);
+            if (c.topics.empty()) {
+              Error(topics, path + ".topics", "needs at least one topic filter (or leave it out)");
+            }
+            for (const std::string& filter : c.topics) {
+              if (filter.starts_with("$share/")) {
+                Error(topics, path + ".topics",
+                      fmt::format("\"{}\": $share/ is for subscriptions, not for matching events",
+                                  filter));
+              } else if (Status st = util::ValidateTopicFilter(filter); !st.ok()) {
+                Error(topics, path + ".topics", fmt::format("\"{}\": {}", filter, st.message()));
+              }
             }
           }
         }

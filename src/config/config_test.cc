@@ -105,6 +105,24 @@ TEST_F(ConfigTest, SinkInputsSelectSideOutputs) {
   EXPECT_NE(bad.error().message().find("\"errors\" is not an output"), std::string::npos);
 }
 
+TEST_F(ConfigTest, SinkTopicsAreCheckedTopicFilters) {
+  auto c = Load(
+      "sources:\n  - {type: generate}\nsinks:\n  - {type: stdout, topics: [\"a/+/t\", \"b/#\"]}\n");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->sinks[0].topics, (std::vector<std::string>{"a/+/t", "b/#"}));
+  EXPECT_TRUE(Load("sources:\n  - {type: generate}\nsinks:\n  - {type: stdout}\n")
+                  ->sinks[0]
+                  .topics.empty());
+  for (const char* bad : {"[\"a/#/b\"]", "[\"a+/b\"]", "[\"$share/g/a\"]", "[]"}) {
+    auto r =
+        Load(std::string("sources:\n  - {type: generate}\nsinks:\n  - {type: stdout, topics: ") +
+             bad + "}\n");
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_NE(r.error().message().find("sinks[0].topics"), std::string::npos)
+        << r.error().message();
+  }
+}
+
 TEST_F(ConfigTest, FilterOptionAddsALuaProcessorInFront) {
   auto c = Load(kSeed);
   ASSERT_TRUE(c.has_value());

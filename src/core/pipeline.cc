@@ -171,6 +171,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
           self->router_->RouteRejected(std::move(e), reason, name);
         },
         p->queue_ ? p->queue_->OpenCursor(c.name, c.inputs) : nullptr, p->budget_.get());
+    runner->SetTopicFilters(c.topics);
     if (p->budget_ && p->queue_) p->budget_->AddHolder(runner.get());
     p->router_->AddSink(runner.get(), c.inputs);
     p->sinks_.push_back(SinkSlot{std::move(stats), std::move(runner), c.inputs});

@@ -55,12 +55,16 @@ bool Router::Route(Output output, Event&& event, bool from_loop, Deadline deadli
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
-  for (size_t i = 0; i < targets.size(); ++i) {
-    Event e = i + 1 == targets.size() ? std::move(event) : event;
+  // Memory mode: a copy for each sink that takes the event (by its `topics:`).
+  size_t wanted = 0;
+  for (SinkRunner* t : targets) wanted += t->Wants(event) ? 1 : 0;
+  for (SinkRunner* t : targets) {
+    if (!t->Wants(event)) continue;
+    Event e = --wanted == 0 ? std::move(event) : event;
     if (from_loop)
-      targets[i]->PushNoWait(std::move(e));
+      t->PushNoWait(std::move(e));
     else
-      targets[i]->Push(std::move(e), deadline);
+      t->Push(std::move(e), deadline);
   }
   return true;
 }

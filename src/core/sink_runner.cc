@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "util/topic_filter.h"
+
 namespace seedance {
 
 namespace {
@@ -52,6 +54,14 @@ SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, DeliveryPol
 }
 
 SinkRunner::~SinkRunner() = default;
+
+bool SinkRunner::Wants(const Event& event) const {
+  if (topic_filters_.empty()) return true;
+  for (const std::string& f : topic_filters_) {
+    if (util::TopicMatches(f, event.topic)) return true;
+  }
+  return false;
+}
 
 std::shared_ptr<Batch> SinkRunner::TakeBatch() {
   for (const auto& b : batch_pool_) {
@@ -152,6 +162,9 @@ void SinkRunner::Kick() {
         }
         const bool read_again = cursor_->returned() < returned_before;
         stats_.queue_depth.Set(static_cast<int64_t>(cursor_->Backlog()));
+        if (!topic_filters_.empty()) {  // one record serves every sink: take ours
+          std::erase_if(batch->events, [this](const Event& e) { return !Wants(e); });
+        }
         if (batch->events.empty()) {  // only records for other outputs
           cursor_->Done(first, last);
           continue;

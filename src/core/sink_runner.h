@@ -69,6 +69,12 @@ class SinkRunner final : public governor::BatchHolder {
              governor::MemoryBudget* budget = nullptr);
   ~SinkRunner() override;
 
+  // Before the loop starts: MQTT-style filters (+, #) an event's topic must match for this
+  // sink to take it (the sink's `topics:`); empty: every event of its inputs.
+  void SetTopicFilters(std::vector<std::string> filters) { topic_filters_ = std::move(filters); }
+  // True when this sink takes `event` by its topic.
+  bool Wants(const Event& event) const;
+
   // Any thread: new records were committed to the durable queue.
   void NotifyAppended() { ScheduleKick(); }
   bool durable() const { return cursor_ != nullptr; }
@@ -177,6 +183,7 @@ class SinkRunner final : public governor::BatchHolder {
   std::condition_variable space_cv_;
   std::condition_variable idle_cv_;
   std::deque<Event> queue_;
+  std::vector<std::string> topic_filters_;
   size_t outstanding_events_ = 0;
   std::vector<std::unique_ptr<Job>> jobs_;  // outstanding (a handful: searched)
   std::vector<std::unique_ptr<Job>> free_jobs_;

@@ -47,8 +47,11 @@ int Describe(const std::string& plugin) {
       found = true;
       std::cout << fmt::format("{} {}: {}\n\n", PluginKindName(kind), type, info->summary);
       if (kind == PluginKind::kSink) {
-        std::cout << "  inputs               list of strings  outputs consumed: main, error, "
-                     "rejected, stale (default main)\n";
+        std::cout
+            << "  inputs               list of strings  outputs consumed: main, error, "
+               "rejected, stale (default main)\n"
+               "  topics               list of strings  MQTT-style filters (+, #) the event's "
+               "topic must match; any when unset\n";
       }
       PrintParams(info->params, "  ");
       std::cout << "\n";

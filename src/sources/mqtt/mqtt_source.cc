@@ -9,9 +9,9 @@
 #include "mqtt/client.h"
 #include "mqtt/connection_params.h"
 #include "mqtt/metadata_headers.h"
-#include "mqtt/topic.h"
 #include "util/log.h"
 #include "util/strings.h"
+#include "util/topic_filter.h"
 
 namespace seedance::sources {
 namespace {
@@ -149,7 +149,7 @@ class MqttSource final : public Source, public Acknowledger {
 Status ValidateFilters(const ParamValue& v) {
   const auto& list = std::get<std::vector<std::string>>(v);
   if (list.empty()) return InvalidArgumentError("needs at least one topic filter");
-  for (const auto& f : list) SEEDANCE_RETURN_IF_ERROR(mqtt::ValidateTopicFilter(f));
+  for (const auto& f : list) SEEDANCE_RETURN_IF_ERROR(util::ValidateTopicFilter(f));
   return Status::Ok();
 }
 

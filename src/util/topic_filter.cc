@@ -1,8 +1,8 @@
-#include "mqtt/topic.h"
+#include "util/topic_filter.h"
 
 #include <string>
 
-namespace seedance::mqtt {
+namespace seedance::util {
 
 Status ValidateTopicFilter(std::string_view filter) {
   auto bad = [&](const char* why) {
@@ -61,4 +61,4 @@ bool TopicMatches(std::string_view filter, std::string_view topic) {
   }
 }
 
-}  // namespace seedance::mqtt
+}  // namespace seedance::util

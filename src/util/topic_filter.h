@@ -5,7 +5,7 @@
 
 #include "seedance/status.h"
 
-namespace seedance::mqtt {
+namespace seedance::util {
 
 // OK when `filter` is a valid subscription filter: '+' fills a whole level, '#' is a whole
 // last level; "$share/group/filter" is accepted. kInvalidArgument says what is wrong.
@@ -15,4 +15,4 @@ Status ValidateTopicFilter(std::string_view filter);
 // with '$' are not matched by a leading wildcard.
 bool TopicMatches(std::string_view filter, std::string_view topic);
 
-}  // namespace seedance::mqtt
+}  // namespace seedance::util

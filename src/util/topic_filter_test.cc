@@ -1,8 +1,8 @@
-#include "mqtt/topic.h"
+#include "util/topic_filter.h"
 
 #include <gtest/gtest.h>
 
-namespace seedance::mqtt {
+namespace seedance::util {
 namespace {
 
 TEST(TopicTest, MatchesWildcardsAsTheSpecSays) {
@@ -31,4 +31,4 @@ TEST(TopicTest, ValidatesFilters) {
 }
 
 }  // namespace
-}  // namespace seedance::mqtt
+}  // namespace seedance::util
