@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "seedance/status.h"
+
 namespace seedance {
 
 // How the payload bytes are to be read.
@@ -34,6 +36,14 @@ inline constexpr size_t kMaxReasonBytes = 1024;
 std::string_view OutputName(Output output);
 // Parses an output name; returns false when `name` is not one.
 bool ParseOutputName(std::string_view name, Output* output);
+
+// The header that names the output an event is on: a side output's name (error, rejected,
+// stale), or a named output a processor sent it to (Lua: `return event, "alerts"`); none on
+// main. Named outputs travel on main and sinks pick them by this header.
+inline constexpr char kOutputHeader[] = "output";
+// OK for a name a processor may declare as a named output: 1-64 of [a-z0-9_-], starting with
+// a letter, and not one of the four outputs above.
+Status ValidateNamedOutput(std::string_view name);
 
 struct Header {
   std::string name;

@@ -161,6 +161,8 @@ class Checker {
                                    : fmt::format("{}: {}: {}", Loc(node), path, message));
   }
   const std::vector<std::string>& errors() const { return errors_; }
+  // Named outputs the processors declared (their `outputs:`), for the sinks' `inputs:`.
+  const std::set<std::string>& declared_outputs() const { return declared_outputs_; }
 
   // The scalar's text with ${VAR} expanded; nullopt (error recorded) when not a scalar.
   std::optional<std::string> Scalar(const YAML::Node& node, const std::string& path,
@@ -441,13 +443,20 @@ class Checker {
             c.inputs.clear();
             for (const auto& s : std::get<std::vector<std::string>>(*v)) {
               Output o;
-              if (ParseOutputName(s, &o))
+              if (ParseOutputName(s, &o)) {
                 c.inputs.push_back(o);
-              else
+              } else if (declared_outputs_.count(s) != 0) {
+                c.named_inputs.push_back(s);
+              } else {
                 Error(inputs, path + ".inputs",
-                      fmt::format("\"{}\" is not an output; use main, error, rejected or "
-                                  "stale",
-                                  s));
+                      fmt::format(
+                          "\"{}\" is not an output; use main, error, rejected, stale "
+                          "or a named output a processor declares (outputs: [...]){}",
+                          s,
+                          declared_outputs_.empty()
+                              ? ""
+                              : fmt::format("; declared: {}", fmt::join(declared_outputs_, ", "))));
+              }
             }
           }
         }
@@ -473,6 +482,11 @@ class Checker {
         }
       }
       c.params = CheckSection(item, info->params, path, is_sink ? kSinkKeys : kComponentKeys);
+      if (kind == PluginKind::kProcessor && c.params.Has("outputs")) {
+        for (const std::string& name : c.params.GetStringList("outputs")) {
+          declared_outputs_.insert(name);
+        }
+      }
       out->push_back(std::move(c));
     }
   }
@@ -481,6 +495,7 @@ class Checker {
   std::string file_;
   const EnvLookup& env_;
   std::vector<std::string> errors_;
+  std::set<std::string> declared_outputs_;
 };
 
 // YAML maps may repeat a key, and yaml-cpp then keeps both while lookups see only the first:

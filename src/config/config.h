@@ -22,6 +22,8 @@ struct ComponentConfig {
   std::string type;
   std::string name;            // unique per kind; defaults to the type (then type_2, ...)
   std::vector<Output> inputs;  // sinks only: which outputs they consume; default {kMain}
+  // Sinks only: named outputs (declared by a processor's `outputs:`) they consume too.
+  std::vector<std::string> named_inputs;
   // Sinks only: MQTT-style topic filters (+, #) an event's topic must match; empty: any.
   std::vector<std::string> topics;
   Params params;

@@ -123,6 +123,22 @@ TEST_F(ConfigTest, SinkTopicsAreCheckedTopicFilters) {
   }
 }
 
+TEST_F(ConfigTest, SinksTakeNamedOutputsOnlyWhenAProcessorDeclaresThem) {
+  const std::string processors =
+      "sources:\n  - {type: generate}\nprocessors:\n  - type: lua\n    outputs: [alerts]\n"
+      "    code: 'function process(e) return e end'\nsinks:\n";
+  auto c = Load(processors + "  - {type: stdout, inputs: [alerts, error]}\n");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_EQ(c->sinks[0].named_inputs, std::vector<std::string>{"alerts"});
+  EXPECT_EQ(c->sinks[0].inputs, std::vector<Output>{Output::kError});
+  auto bad = Load(processors + "  - {type: stdout, inputs: [alert]}\n");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find(":8:28: sinks[0].inputs: \"alert\" is not an output"),
+            std::string::npos)
+      << bad.error().message();
+  EXPECT_NE(bad.error().message().find("declared: alerts"), std::string::npos);
+}
+
 TEST_F(ConfigTest, FilterOptionAddsALuaProcessorInFront) {
   auto c = Load(kSeed);
   ASSERT_TRUE(c.has_value());

@@ -1,5 +1,7 @@
 #include "seedance/event.h"
 
+#include <algorithm>
+
 namespace seedance {
 
 std::string_view OutputName(Output output) {
@@ -42,6 +44,23 @@ void Event::SetHeader(std::string_view name, std::string_view value) {
     }
   }
   headers.push_back(Header{std::string(name), std::string(value)});
+}
+
+Status ValidateNamedOutput(std::string_view name) {
+  Output standard;
+  if (ParseOutputName(name, &standard)) {
+    return InvalidArgumentError(std::string("\"") + std::string(name) +
+                                "\" is a built-in output; a named output needs a name of its own");
+  }
+  const bool ok = !name.empty() && name.size() <= 64 && name[0] >= 'a' && name[0] <= 'z' &&
+                  std::all_of(name.begin(), name.end(), [](char c) {
+                    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+                  });
+  if (!ok) {
+    return InvalidArgumentError(
+        "an output name is 1-64 of a-z, 0-9, _ and -, starting with a letter");
+  }
+  return Status::Ok();
 }
 
 size_t Event::MemoryBytes() const {

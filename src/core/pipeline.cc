@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -70,6 +71,24 @@ Pipeline::~Pipeline() {
 }
 
 namespace {
+
+// The outputs a sink reads records of: its inputs, and main for named outputs (they travel
+// on main).
+std::vector<Output> RecordInputs(const config::ComponentConfig& c) {
+  std::vector<Output> inputs = c.inputs;
+  if (!c.named_inputs.empty() &&
+      std::find(inputs.begin(), inputs.end(), Output::kMain) == inputs.end()) {
+    inputs.push_back(Output::kMain);
+  }
+  return inputs;
+}
+
+// Every output a sink consumes, by name.
+std::vector<std::string> OutputNames(const config::ComponentConfig& c) {
+  std::vector<std::string> names = c.named_inputs;
+  for (Output o : c.inputs) names.emplace_back(OutputName(o));
+  return names;
+}
 
 // See PluginContext::instance.
 std::string InstanceName(const std::string& data_dir) {
@@ -148,6 +167,24 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     }
     sinks.push_back(MadeSink{std::move(stats), std::move(made).value(), std::move(policy).value()});
   }
+  // Named outputs (processors' `outputs:`): one no sink consumes is worth a warning (its
+  // events go nowhere); a sink input no processor declares was refused by the config.
+  std::set<std::string> named_outputs;
+  for (const auto& c : config.processors) {
+    if (!c.params.Has("outputs")) continue;
+    for (const std::string& name : c.params.GetStringList("outputs")) named_outputs.insert(name);
+  }
+  for (const std::string& name : named_outputs) {
+    const bool consumed = std::any_of(config.sinks.begin(), config.sinks.end(), [&](const auto& s) {
+      return std::find(s.named_inputs.begin(), s.named_inputs.end(), name) != s.named_inputs.end();
+    });
+    if (!consumed) {
+      SEEDANCE_LOG_WARN("pipeline",
+                        "no sink consumes the output \"{}\" (inputs: [{}]); its events are "
+                        "dropped",
+                        name, name);
+    }
+  }
   if (!problems.empty()) {
     std::string all;
     for (const std::string& m : problems) all += (all.empty() ? "" : "\n") + m;
@@ -170,10 +207,11 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
         [self, name](Event&& e, const std::string& reason) {
           self->router_->RouteRejected(std::move(e), reason, name);
         },
-        p->queue_ ? p->queue_->OpenCursor(c.name, c.inputs) : nullptr, p->budget_.get());
-    runner->SetTopicFilters(c.topics);
+        p->queue_ ? p->queue_->OpenCursor(c.name, RecordInputs(c)) : nullptr, p->budget_.get());
+    runner->SetRouting(SinkRunner::Routing{
+        .topics = c.topics, .by_output = !named_outputs.empty(), .outputs = OutputNames(c)});
     if (p->budget_ && p->queue_) p->budget_->AddHolder(runner.get());
-    p->router_->AddSink(runner.get(), c.inputs);
+    p->router_->AddSink(runner.get(), RecordInputs(c));
     p->sinks_.push_back(SinkSlot{std::move(stats), std::move(runner), c.inputs});
   }
   std::vector<Reloader::Target> reloadable;

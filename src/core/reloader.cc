@@ -29,7 +29,8 @@ Status Reloader::Reload(const config::PipelineConfig& now, const config::Pipelin
     if (a.size() != b.size()) return true;
     for (size_t i = 0; i < a.size(); ++i) {
       if (a[i].name != b[i].name || a[i].type != b[i].type || a[i].inputs != b[i].inputs ||
-          a[i].topics != b[i].topics || !a[i].params.SameValues(b[i].params)) {
+          a[i].named_inputs != b[i].named_inputs || a[i].topics != b[i].topics ||
+          !a[i].params.SameValues(b[i].params)) {
         return true;
       }
     }

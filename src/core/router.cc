@@ -55,16 +55,19 @@ bool Router::Route(Output output, Event&& event, bool from_loop, Deadline deadli
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
-  // Memory mode: a copy for each sink that takes the event (by its `topics:`).
-  size_t wanted = 0;
-  for (SinkRunner* t : targets) wanted += t->Wants(event) ? 1 : 0;
-  for (SinkRunner* t : targets) {
-    if (!t->Wants(event)) continue;
-    Event e = --wanted == 0 ? std::move(event) : event;
+  // Memory mode: a copy for each sink that takes the event (routing), the last one moved. Who
+  // takes it is decided before any move (a moved-from event would look like another one).
+  size_t last = targets.size();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (targets[i]->Wants(event)) last = i;
+  }
+  for (size_t i = 0; i <= last && last < targets.size(); ++i) {
+    if (i < last && !targets[i]->Wants(event)) continue;
+    Event e = i == last ? std::move(event) : event;
     if (from_loop)
-      t->PushNoWait(std::move(e));
+      targets[i]->PushNoWait(std::move(e));
     else
-      t->Push(std::move(e), deadline);
+      targets[i]->Push(std::move(e), deadline);
   }
   return true;
 }

@@ -62,6 +62,28 @@ TEST_F(RouterTest, MemoryModeCopiesEachEventToEveryConsumerOfItsOutput) {
   EXPECT_EQ(Routed(Output::kStale), 1u);  // counted although nobody consumes it
 }
 
+TEST_F(RouterTest, MemoryModeGivesEachSinkOnlyTheEventsItsRoutingTakes) {
+  auto alerts = Runner("alerts");
+  auto normal = Runner("normal");
+  auto site = Runner("site");
+  alerts->SetRouting({.by_output = true, .outputs = {"alerts"}});
+  normal->SetRouting({.by_output = true, .outputs = {"main"}});
+  site->SetRouting({.topics = {"site/#"}, .by_output = true, .outputs = {"main", "alerts"}});
+  Router router(nullptr, metrics_);
+  for (SinkRunner* r : {alerts.get(), normal.get(), site.get()}) router.AddSink(r, {Output::kMain});
+  Event alert = Ev(1);
+  alert.SetHeader("output", "alerts");
+  EXPECT_TRUE(router.Route(Output::kMain, std::move(alert), false, kNoWait));
+  Event plain = Ev(2);
+  plain.topic = "site/4";
+  EXPECT_TRUE(router.Route(Output::kMain, std::move(plain), false, kNoWait));
+  // The labelled event was moved to "alerts", which comes first: the sinks after it must not
+  // take what is left of it for an unlabelled event.
+  EXPECT_EQ(alerts->Pending(), 1u);
+  EXPECT_EQ(normal->Pending(), 1u);
+  EXPECT_EQ(site->Pending(), 1u);
+}
+
 TEST_F(RouterTest, DurableModeWritesOneRecordWithItsOutputAndTheSideHeaders) {
   QueueConfig config;
   config.data_dir =

@@ -56,8 +56,14 @@ SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, DeliveryPol
 SinkRunner::~SinkRunner() = default;
 
 bool SinkRunner::Wants(const Event& event) const {
-  if (topic_filters_.empty()) return true;
-  for (const std::string& f : topic_filters_) {
+  if (routing_.by_output) {
+    const std::string* header = event.FindHeader(kOutputHeader);
+    const std::string_view output = header ? std::string_view(*header) : OutputName(Output::kMain);
+    const auto& outputs = routing_.outputs;
+    if (std::find(outputs.begin(), outputs.end(), output) == outputs.end()) return false;
+  }
+  if (routing_.topics.empty()) return true;
+  for (const std::string& f : routing_.topics) {
     if (util::TopicMatches(f, event.topic)) return true;
   }
   return false;
@@ -162,7 +168,7 @@ void SinkRunner::Kick() {
         }
         const bool read_again = cursor_->returned() < returned_before;
         stats_.queue_depth.Set(static_cast<int64_t>(cursor_->Backlog()));
-        if (!topic_filters_.empty()) {  // one record serves every sink: take ours
+        if (routing_.by_output || !routing_.topics.empty()) {  // a record serves every sink
           std::erase_if(batch->events, [this](const Event& e) { return !Wants(e); });
         }
         if (batch->events.empty()) {  // only records for other outputs

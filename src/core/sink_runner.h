@@ -69,10 +69,17 @@ class SinkRunner final : public governor::BatchHolder {
              governor::MemoryBudget* budget = nullptr);
   ~SinkRunner() override;
 
-  // Before the loop starts: MQTT-style filters (+, #) an event's topic must match for this
-  // sink to take it (the sink's `topics:`); empty: every event of its inputs.
-  void SetTopicFilters(std::vector<std::string> filters) { topic_filters_ = std::move(filters); }
-  // True when this sink takes `event` by its topic.
+  // Which events of the outputs it reads a sink takes. Set before the loop starts.
+  struct Routing {
+    // MQTT-style filters (+, #) an event's topic must match (`topics:`); empty: any topic.
+    std::vector<std::string> topics;
+    // With named outputs in the pipeline: the outputs the sink consumes, by name (main, a side
+    // output, a named one); an event is on the output its `output` header names (none: main).
+    bool by_output = false;
+    std::vector<std::string> outputs;
+  };
+  void SetRouting(Routing routing) { routing_ = std::move(routing); }
+  // True when this sink takes `event` (see Routing).
   bool Wants(const Event& event) const;
 
   // Any thread: new records were committed to the durable queue.
@@ -183,7 +190,7 @@ class SinkRunner final : public governor::BatchHolder {
   std::condition_variable space_cv_;
   std::condition_variable idle_cv_;
   std::deque<Event> queue_;
-  std::vector<std::string> topic_filters_;
+  Routing routing_;
   size_t outstanding_events_ = 0;
   std::vector<std::unique_ptr<Job>> jobs_;  // outstanding (a handful: searched)
   std::vector<std::unique_ptr<Job>> free_jobs_;

@@ -1,21 +1,26 @@
-"""Routing without code: a sink's `topics:` (MQTT filters) picks the events it takes, in the
-durable and in the memory buffer. Real mosquitto, real files."""
+"""Routing: a sink's `topics:` (MQTT filters) picks the events it takes, and a script sends
+events to named outputs that sinks list in `inputs:`, in the durable and in the memory buffer.
+Real mosquitto, real files."""
 import json
+import subprocess
+import time
 
 import pytest
 
 from testing.broker import Broker
 from testing.mqtt_publish import publish_all
-from testing.seedance_process import Seedance
+from testing.seedance_process import BIN, Seedance
 from testing.waiting import wait_until
 
 
 def lines(path):
+    """The complete lines of `path` (one being written is not complete yet)."""
     try:
         with open(path) as f:
-            return [json.loads(line) for line in f if line.strip()]
+            text = f.read()
     except FileNotFoundError:
         return []
+    return [json.loads(line) for line in text.split("\n")[:-1] if line.strip()]
 
 
 @pytest.mark.parametrize("buffer", ["disk", "memory"])
@@ -63,3 +68,62 @@ queue:
     finally:
         assert sd.stop() == 0
         broker.stop()
+
+
+@pytest.mark.parametrize("buffer", ["disk", "memory"])
+def test_a_script_sends_events_to_a_named_output(tmp_path, buffer):
+    broker = Broker().start()
+    alerts, normal = tmp_path / "alerts.ndjson", tmp_path / "normal.ndjson"
+    cfg = f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "sensor/#"
+processors:
+  - type: lua
+    outputs: [alerts]
+    code: |
+      function process(event)
+        if event.payload.t > 100 then return event, "alerts" end
+        return event
+      end
+sinks:
+  - type: file
+    name: alerts
+    inputs: [alerts]
+    path: "{alerts}"
+    encoding: envelope
+  - type: file
+    name: normal
+    path: "{normal}"
+    encoding: envelope
+queue:
+  buffer: {buffer}
+"""
+    sd = Seedance(cfg, workdir=str(tmp_path)).start()
+    try:
+        assert sd.wait_log("connected to"), sd.stderr()
+        n = 300
+        publish_all(broker.port, [("sensor/a", json.dumps({"n": i, "t": i})) for i in range(n)])
+        assert wait_until(lambda: len(lines(alerts)) + len(lines(normal)) == n, 20)
+        time.sleep(0.3)
+        assert sorted(e["payload"]["n"] for e in lines(alerts)) == list(range(101, n))
+        assert sorted(e["payload"]["n"] for e in lines(normal)) == list(range(0, 101))
+        assert all(e["headers"]["output"] == "alerts" for e in lines(alerts))
+    finally:
+        assert sd.stop() == 0
+        broker.stop()
+
+
+def test_validate_refuses_an_input_nobody_produces_and_warns_of_an_unconsumed_output(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    head = ("sources:\n  - {type: generate, payload: '{}'}\nprocessors:\n  - type: lua\n"
+            "    outputs: [alerts, audit]\n    code: 'function process(e) return e end'\nsinks:\n")
+    cfg.write_text(head + "  - {type: stdout, inputs: [alerts]}\n")
+    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert 'no sink consumes the output "audit"' in r.stderr, r.stderr
+    cfg.write_text(head + "  - {type: stdout, inputs: [alarms]}\n")
+    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert 'c.yaml:8:28: sinks[0].inputs: "alarms" is not an output' in r.stderr, r.stderr

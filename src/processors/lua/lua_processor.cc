@@ -30,6 +30,7 @@ struct LuaProcessorOptions {
   LuaScriptOptions script;
   std::string chunk_name;  // the script's path, or the component's name for inline code
   int64_t max_events_per_call = 10'000;
+  std::vector<std::string> outputs;  // named outputs a call may return (`outputs:`)
 };
 
 class LuaProcessor final : public Processor {
@@ -84,6 +85,15 @@ class LuaProcessor final : public Processor {
   void RecoverMemory();
   // What a run of the script made of one event.
   enum class RunResult { kOne, kList, kFiltered };
+  // With named outputs, the `output` header names the one the event goes to (none: main).
+  void Label(Event& e) const {
+    if (options_.outputs.empty()) return;
+    if (output_.empty()) {
+      std::erase_if(e.headers, [](const Header& h) { return h.name == kOutputHeader; });
+    } else {
+      e.SetHeader(kOutputHeader, output_);
+    }
+  }
   // Pushes the event, calls the script and reads what it returned: into `scratch_` (kOne) or
   // `produced_` (kList). Every Lua API call in here can raise (memory, a metamethod on a
   // returned table, a limit), so it runs only under LuaScript::Protected.
@@ -106,6 +116,7 @@ class LuaProcessor final : public Processor {
   char json_stack_[16 * 1024];
   Event scratch_;
   std::vector<Event> produced_;
+  std::string output_;         // the named output the last call returned; empty: main
   size_t produced_bytes_ = 0;  // payload, topic and headers of what one call returned
 };
 
@@ -309,11 +320,15 @@ void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
       return;
     case RunResult::kOne:
       std::swap(event, scratch_);  // scratch_ keeps the input's storage for the next event
+      Label(event);
       out.Emit(std::move(event));
       return;
     case RunResult::kList:
       if (produced_.empty()) ctx_.stats->Dropped("filtered");
-      for (Event& e : produced_) out.Emit(std::move(e));
+      for (Event& e : produced_) {
+        Label(e);
+        out.Emit(std::move(e));
+      }
       produced_.clear();
       return;
   }
@@ -326,9 +341,26 @@ Status LuaProcessor::Run(const Event& event, const rapidjson::Value* parsed, Run
   PushEvent(event, parsed);
   lua_pushvalue(L, -1);
   lua_insert(L, top + 1);  // keep the input table below the call, to recognise it
-  script_->Call(1);
-  // Stack: top+1 input table, top+2 result.
+  script_->Call(1, 2);
+  // Stack: top+1 input table, top+2 result, top+3 the output it goes to (nil: main).
   const int result = top + 2;
+  output_.clear();
+  if (lua_type(L, top + 3) == LUA_TSTRING) {
+    size_t len = 0;
+    const char* name = lua_tolstring(L, top + 3, &len);
+    output_.assign(name, len);
+    const auto& declared = options_.outputs;
+    if (output_ != "main" &&
+        std::find(declared.begin(), declared.end(), output_) == declared.end()) {
+      return InvalidArgumentError(fmt::format(
+          "{}() returned output \"{}\", which is not one of this processor's outputs: [{}]",
+          options_.script.function, util::SanitizeText(output_, 64), fmt::join(declared, ", ")));
+    }
+    if (output_ == "main") output_.clear();
+  } else if (!lua_isnil(L, top + 3)) {
+    return InvalidArgumentError(fmt::format("{}() returned {} as the output; expected its name",
+                                            options_.script.function, TypeOf(L, top + 3)));
+  }
   if (lua_isnil(L, result) || (lua_type(L, result) == LUA_TBOOLEAN && !lua_toboolean(L, result))) {
     *outcome = RunResult::kFiltered;
     return Status::Ok();
@@ -364,6 +396,13 @@ Status LuaProcessor::Run(const Event& event, const rapidjson::Value* parsed, Run
     if (!s.ok()) return InvalidArgumentError(fmt::format("event {} of {}: {}", i, n, s.message()));
     produced_.push_back(std::move(e));
     lua_pop(L, 1);
+  }
+  return Status::Ok();
+}
+
+Status ValidateOutputNames(const ParamValue& v) {
+  for (const std::string& name : std::get<std::vector<std::string>>(v)) {
+    SEEDANCE_RETURN_IF_ERROR(ValidateNamedOutput(name));
   }
   return Status::Ok();
 }
@@ -417,6 +456,11 @@ ProcessorFactory LuaProcessorFactory() {
        .doc = "events one call may return in a list (0 = unlimited)",
        .default_value = "10000",
        .validator = IntInRange(0)},
+      {.name = "outputs",
+       .type = ParamType::kStringList,
+       .doc = "named outputs the function may send an event to (return event, \"name\"); "
+              "sinks take them with inputs: [name]",
+       .validator = ValidateOutputNames},
       {.name = "jit",
        .type = ParamType::kBool,
        .doc = "enable the JIT compiler (faster, but JIT-compiled loops escape instruction_limit)",
@@ -452,6 +496,7 @@ ProcessorFactory LuaProcessorFactory() {
     o.script.sandbox.log_name = ctx.name;
     o.script.budget = ctx.memory;
     o.max_events_per_call = p.GetInt("max_events_per_call");
+    o.outputs = p.GetStringList("outputs");
     std::string path = p.GetString("script");
     std::string code = p.GetString("code");
     FileSignature sig;

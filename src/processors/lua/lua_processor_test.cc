@@ -64,6 +64,46 @@ TEST_F(LuaProcessorTest, SeedFilterKeepsInRangeAndDropsTheRest) {
   EXPECT_TRUE(out.side.empty());
 }
 
+TEST_F(LuaProcessorTest, ANamedOutputLabelsTheEventAndAnUndeclaredOneIsAnError) {
+  auto p = Make(R"(outputs: [alerts]
+code: |
+  function process(event)
+    local t = event.payload.t
+    if t > 100 then return event, "alerts" end
+    if t > 50 then return event, "nowhere" end
+    if t > 40 then return event, 42 end
+    if t > 30 then return {event, event}, "alerts" end
+    if t > 20 then return event, "main" end
+    return event
+  end
+)");
+  RecordingOutput out;
+  for (int t : {150, 60, 45, 35, 25, 10}) {
+    Event e = JsonEvent("{\"t\": " + std::to_string(t) + "}");
+    if (t == 25) e.SetHeader("output", "alerts");  // a stale label is cleared for main
+    p->Process(std::move(e), out);
+  }
+  ASSERT_EQ(out.main.size(), 5u);
+  EXPECT_EQ(*out.main[0].FindHeader("output"), "alerts");
+  EXPECT_EQ(*out.main[1].FindHeader("output"), "alerts");  // both of the list
+  EXPECT_EQ(*out.main[2].FindHeader("output"), "alerts");
+  EXPECT_EQ(out.main[3].FindHeader("output"), nullptr);  // "main"
+  EXPECT_EQ(out.main[4].FindHeader("output"), nullptr);
+  ASSERT_EQ(out.side.size(), 2u);
+  EXPECT_EQ(out.side[0].output, Output::kError);
+  EXPECT_NE(out.side[0].reason.find("returned output \"nowhere\", which is not one of this "
+                                    "processor's outputs: [alerts]"),
+            std::string::npos)
+      << out.side[0].reason;
+  EXPECT_NE(out.side[1].reason.find("returned a number as the output"), std::string::npos)
+      << out.side[1].reason;
+  // Declared names are checked.
+  EXPECT_TRUE(ValidateNamedOutput("alerts_2").ok());
+  for (const char* bad : {"main", "rejected", "Alerts", "a b", "", "9x"}) {
+    EXPECT_FALSE(ValidateNamedOutput(bad).ok()) << bad;
+  }
+}
+
 // JSON nested 5,000 levels deep made the JSON→Lua bridge overflow Lua's stack outside a
 // protected call (a LuaJIT panic: the process died). Now it is refused before the bridge.
 TEST_F(LuaProcessorTest, DeeplyNestedPayloadsGoToErrorAndTheNextEventIsProcessed) {

@@ -107,7 +107,7 @@ Status LuaScript::RunProtected(Status (*call)(void*), void* body) {
 
 void LuaScript::PushFunction() { lua_rawgeti(L_, LUA_REGISTRYINDEX, function_ref_); }
 
-void LuaScript::Call(int nargs) { lua_call(L_, nargs, 1); }
+void LuaScript::Call(int nargs, int nresults) { lua_call(L_, nargs, nresults); }
 
 size_t LuaScript::Collect() {
   lua_gc(L_, LUA_GCCOLLECT, 0);

@@ -46,7 +46,7 @@ class LuaScript {
   void PushFunction();
   // Calls with `nargs` arguments already pushed (after PushFunction), leaving one result.
   // REQUIRES: inside Protected(), which an error raised here ends.
-  void Call(int nargs);
+  void Call(int nargs, int nresults = 1);
   // Runs `body` as one call of the script: fresh instruction and time budgets, in protected
   // mode (lua_cpcall). An error any Lua API call in it raises (the script's own, out of
   // memory, a metamethod of a table the script returned, a limit) becomes kInvalidArgument
