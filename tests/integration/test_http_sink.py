@@ -1,9 +1,10 @@
 """HTTP sink against a real receiver: retries through 503s, rejects 400s to a side output."""
 import json
+import subprocess
 import time
 
 from testing.mqtt_publish import publish_all
-from testing.seedance_process import Seedance
+from testing.seedance_process import BIN, Seedance
 
 
 def config(broker, receiver, tmp_path, extra=""):
@@ -97,3 +98,57 @@ def test_https_endpoint_with_verified_certificate(broker, tmp_path):
             assert sd.stop() == 0
     finally:
         receiver.stop()
+
+
+def test_event_headers_become_request_headers_and_cannot_inject_fields(broker, receiver):
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+    # A script sets a header with a line break: sent as it is it would inject a header field.
+    cfg = f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "sensor/#"
+processors:
+  - type: lua
+    code: |
+      function process(event)
+        event.headers["mqtt_user_evil"] = "x\\r\\nX-Injected: 1"
+        return event
+      end
+sinks:
+  - type: http
+    endpoint: "{receiver.url}/in"
+    format: single
+    event_headers: ["mqtt_user_*", "mqtt_content_type"]
+"""
+    sd = Seedance(cfg).start()
+    try:
+        assert sd.wait_log("connected to"), sd.stderr()
+        time.sleep(0.5)  # "connected" is logged when SUBSCRIBE is sent, not yet taken
+        pub = mqtt.Client(client_id="", protocol=mqtt.MQTTv5)
+        pub.connect("127.0.0.1", broker.port)
+        pub.loop_start()
+        props = Properties(PacketTypes.PUBLISH)
+        props.UserProperty = [("site", "north")]
+        props.ContentType = "application/json"
+        pub.publish("sensor/a", json.dumps({"v": 1}), qos=1, properties=props).wait_for_publish(10)
+        pub.loop_stop()
+        pub.disconnect()
+        assert receiver.wait_for_events(1, timeout=10), sd.stderr()[-2000:]
+        fields = {k.lower(): v for k, v in receiver.request_headers[0]}
+        assert fields["mqtt_user_site"] == "north"
+        assert fields["mqtt_content_type"] == "application/json"
+        assert "mqtt_user_evil" not in fields and "x-injected" not in fields, fields
+    finally:
+        assert sd.stop() == 0
+
+
+def test_event_headers_need_one_event_per_request(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("sources:\n  - {type: generate, payload: '{}'}\nsinks:\n  - type: http\n"
+                   "    endpoint: http://127.0.0.1:9/x\n    event_headers: [a]\n")
+    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    assert "c.yaml:6:20: event_headers needs format: single" in r.stderr, r.stderr

@@ -20,6 +20,7 @@ class Receiver:
                  service_s=0.0):
         self.lock = threading.Lock()
         self.requests = []          # (path, content_type, body bytes, status answered)
+        self.request_headers = []   # the header fields of each of those, in the same order
         self.fail_queue = []        # statuses to answer next, in order
         self.reject = None          # predicate(body bytes) -> status or None
         self.delay_s = 0.0
@@ -76,6 +77,7 @@ class Receiver:
                     return
                 with receiver.lock:
                     receiver.requests.append((self.path, self.headers.get("Content-Type"), body, status))
+                    receiver.request_headers.append(list(self.headers.items()))
                 if status == 200 and receiver.out is not None:
                     for e in decode_events(body):
                         receiver.out.write(json.dumps(e) + "\n")

@@ -40,11 +40,15 @@ struct HttpSinkOptions {
   std::string url_text;
   http::verb method = http::verb::post;
   StringPairs headers;
+  std::vector<std::string> event_headers;  // names, or prefixes ending in '*' (format: single)
   EventEncoding encoding = EventEncoding::kPayload;
   BatchFormat format = BatchFormat::kJsonArray;
   std::string ca_file;
   bool tls_verify = true;
 };
+
+// The most bytes of event headers one request carries (event_headers).
+constexpr size_t kMaxEventHeaderBytes = 8192;
 
 // The largest response body read (error bodies are quoted, 200 bytes of them, in reasons).
 constexpr uint64_t kMaxResponseBody = 1 << 20;
@@ -197,6 +201,8 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
 
   Delivery* TakeDelivery();
   void BuildRequest(const Batch& batch, Delivery& d) const;
+  // The event's headers that `event_headers` names, as request header fields.
+  void AddEventHeaders(const Event& e, Request& req) const;
   // Takes an idle connection or opens one, then sends.
   void Start(Delivery* d);
   void Connect(Delivery* d);
@@ -263,8 +269,27 @@ void HttpClient::BuildRequest(const Batch& batch, Delivery& d) const {
   req.set(http::field::content_type,
           ContentType(o_.format, o_.encoding, batch.events.empty() ? nullptr : &batch.events[0]));
   for (const auto& [name, value] : o_.headers) req.set(name, value);
+  if (!o_.event_headers.empty() && !batch.events.empty()) AddEventHeaders(batch.events[0], req);
   req.keep_alive(true);
   req.prepare_payload();
+}
+
+void HttpClient::AddEventHeaders(const Event& e, Request& req) const {
+  // The values come from devices: a name that is not a token or a value with a control
+  // character (a line break would inject header fields) is left out, and at most
+  // kMaxEventHeaderBytes in all go out (a server answers 431 to more).
+  size_t bytes = 0;
+  for (const Header& h : e.headers) {
+    const bool wanted =
+        std::any_of(o_.event_headers.begin(), o_.event_headers.end(), [&](const std::string& w) {
+          return w.ends_with('*') ? h.name.starts_with(std::string_view(w).substr(0, w.size() - 1))
+                                  : h.name == w;
+        });
+    if (!wanted || bytes + h.name.size() + h.value.size() > kMaxEventHeaderBytes) continue;
+    if (!CheckHeaderFields(StringPairs{{h.name, h.value}}).ok()) continue;
+    bytes += h.name.size() + h.value.size();
+    req.insert(h.name, h.value);
+  }
 }
 
 void HttpClient::Finish(Delivery* d, AttemptOutcome outcome) {
@@ -513,6 +538,10 @@ SinkFactory HttpSinkFactory() {
        .type = ParamType::kStringMap,
        .doc = "extra request headers, e.g. Authorization: \"Bearer ${TOKEN}\"",
        .validator = CheckHeaderFields},
+      {.name = "event_headers",
+       .type = ParamType::kStringList,
+       .doc = "event headers sent as request header fields, by name or prefix (mqtt_*); needs "
+              "format: single"},
       {.name = "format",
        .type = ParamType::kString,
        .doc =
@@ -546,6 +575,12 @@ SinkFactory HttpSinkFactory() {
     o.method = p.GetString("method") == "PUT" ? http::verb::put : http::verb::post;
     o.headers = p.GetStringMap("headers");
     o.format = ParseBatchFormat(p.GetString("format"));
+    o.event_headers = p.GetStringList("event_headers");
+    if (!o.event_headers.empty() && o.format != BatchFormat::kSingle) {
+      return InvalidArgumentError(p.Location("event_headers") +
+                                  ": event_headers needs format: single (one event per request: "
+                                  "a batch has no one set of headers)");
+    }
     o.encoding = ParseEventEncoding(p.GetString("encoding"));
     const Params& tls = p.GetObject("tls");
     o.ca_file = tls.GetString("ca_file");
