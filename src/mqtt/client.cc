@@ -450,9 +450,16 @@ awaitable<Status> Client::ConnectOnce() {
     Send(sub);
   }
   last_error_.clear();
-  SetState(ClientState::kConnected, fmt::format("{} (MQTT {}, session {})", where,
-                                                opts_.version == Version::kV5 ? "5" : "3.1.1",
-                                                connack->session_present ? "resumed" : "new"));
+  const std::string detail =
+      fmt::format("{} (MQTT {}, session {})", where, opts_.version == Version::kV5 ? "5" : "3.1.1",
+                  connack->session_present ? "resumed" : "new");
+  // With subscriptions, connected means subscribed: the state (and its log line) waits for the
+  // SUBACK, so what is published after it reaches us.
+  if (opts_.subscriptions.empty()) {
+    SetState(ClientState::kConnected, detail);
+  } else {
+    connected_detail_ = detail;
+  }
   {
     // Messages in flight first (sent again), then the queue.
     std::vector<OutboundSession::ToSend> send;
@@ -694,7 +701,8 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
     return Status::Ok();
   }
   if (auto* s = std::get_if<Suback>(&packet)) {
-    if (s->packet_id == subscribe_id_) {
+    const bool ours = s->packet_id == subscribe_id_;
+    if (ours) {
       outbound_.ReleaseId(subscribe_id_);
       subscribe_id_ = 0;
     }
@@ -707,6 +715,10 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
                                             filter, s->reasons[i],
                                             SubackReasonText(s->reasons[i])));
       }
+    }
+    if (ours && !connected_detail_.empty()) {
+      SetState(ClientState::kConnected, connected_detail_);
+      connected_detail_.clear();
     }
     return Status::Ok();
   }

@@ -24,6 +24,9 @@
 // the handler with `invalid` saying why, its topic if known and no payload, and is
 // acknowledged like any other message once the handler's side has it.
 //
+// State: connected once the broker accepted the connection and, with subscriptions, granted
+// them (SUBACK): what is published after that reaches us.
+//
 // Reconnects: the backoff doubles from reconnect_min to reconnect_max and resets only after
 // a connection stayed up kStableAfter; a broker that accepts and then drops the connection
 // gets no fast loop. During an outage (until a connection is stable again) each distinct
@@ -222,6 +225,7 @@ class Client : public std::enable_shared_from_this<Client> {
   OutboundSession outbound_;
   uint32_t broker_max_packet_ = 0;  // MQTT 5 CONNACK Maximum Packet Size; 0: no limit given
   uint16_t subscribe_id_ = 0;       // the SUBSCRIBE in flight, 0 when none
+  std::string connected_detail_;    // the connection's description until its SUBACK
   std::string last_error_;
   bool stopped_ = false;
   bool closed_ = false;
