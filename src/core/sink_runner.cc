@@ -347,8 +347,12 @@ void SinkRunner::RetryLater(Part* p, const std::string& reason, milliseconds ret
   std::uniform_int_distribution<long long> jitter(ms / 2, std::max<long long>(ms, 1));
   const milliseconds delay =
       std::max(std::min(retry_after, policy_.retry_max), milliseconds(jitter(rng_)));
+  // The first failure after a success is news; the rest at most once per interval. The
+  // limiter sees every failure (the first one starts its interval: it used to be let through
+  // once more on the second failure).
   uint64_t suppressed = 0;
-  if (!failing_ || limiter_.Allow("retry", &suppressed)) {
+  const bool interval_over = limiter_.Allow("retry", &suppressed);
+  if (!failing_ || interval_over) {
     failing_ = true;
     SEEDANCE_LOG_WARN(
         name_, "delivery failed: {}; retrying in {} ms{}", reason, delay.count(),

@@ -6,7 +6,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <set>
 #include <thread>
@@ -256,6 +260,58 @@ TEST_F(SinkRunnerTest, AnAttemptPastTheTimeoutIsAbortedAndItsFailureRetried) {
   });
   ASSERT_TRUE(WaitFor([&] { return runner_->Pending() == 0; }));
   EXPECT_EQ(stats_.events_out.Value(), 1u);
+}
+
+// Standard error into a file for the test's duration (the log writes there).
+class StderrCapture {
+ public:
+  StderrCapture() : path_(fs::temp_directory_path() / ("stderr_" + std::to_string(::getpid()))) {
+    std::fflush(stderr);
+    saved_ = ::dup(STDERR_FILENO);
+    const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ::dup2(fd, STDERR_FILENO);
+    ::close(fd);
+  }
+  ~StderrCapture() {
+    std::fflush(stderr);
+    ::dup2(saved_, STDERR_FILENO);
+    ::close(saved_);
+    fs::remove(path_);
+  }
+  // Lines that contain `needle`.
+  int Count(const std::string& needle) const {
+    std::fflush(stderr);
+    std::ifstream in(path_);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos;
+    return n;
+  }
+
+ private:
+  fs::path path_;
+  int saved_ = -1;
+};
+
+TEST_F(SinkRunnerTest, AFailingSinkIsLoggedOnceNotOnEveryRetryAndOnceWhenItRecovers) {
+  StderrCapture log;
+  Start(Policy(1));
+  Append(1);
+  for (int i = 0; i < 50; ++i) {  // 50 failures within well under the 10 s between lines
+    ASSERT_TRUE(WaitFor([&] { return !sink_->held.empty(); }));
+    OnLoop([&] {
+      sink_->AnswerOldest(AttemptOutcome::Retry("503 Service Unavailable"));
+      return 0;
+    });
+  }
+  ASSERT_TRUE(WaitFor([&] { return !sink_->held.empty(); }));
+  OnLoop([&] {
+    sink_->AnswerOldest(AttemptOutcome::Delivered());
+    return 0;
+  });
+  ASSERT_TRUE(WaitFor([&] { return runner_->Pending() == 0; }));
+  EXPECT_EQ(stats_.retries.Value(), 50u);
+  EXPECT_EQ(log.Count("delivery failed: 503 Service Unavailable; retrying in"), 1);
+  EXPECT_EQ(log.Count("delivery recovered"), 1);
 }
 
 TEST_F(SinkRunnerTest, ASecondAnswerToOneAttemptIsIgnored) {

@@ -136,3 +136,62 @@ def test_head_has_no_body_and_a_silent_client_is_disconnected(tmp_path):
         silent.close()
     finally:
         assert sd.stop() == 0, sd.stderr()[-3000:]
+
+
+def http_get(sock, path="/healthz"):
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+
+
+def test_at_most_16_connections_are_served_and_the_next_waits_for_a_slot(tmp_path):
+    port = free_port()
+    sd = Seedance(job(tmp_path, port, count=10, rate=100)).start()
+    held = []
+    try:
+        for _ in range(16):  # kMaxListenerConnections, each served and idle
+            held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        time.sleep(0.3)
+        extra = socket.create_connection(("127.0.0.1", port), timeout=5)  # the kernel's backlog
+        http_get(extra)
+        extra.settimeout(1.0)
+        try:
+            got = extra.recv(100)
+        except socket.timeout:
+            got = b""
+        assert got == b"", f"a 17th connection was served: {got!r}"
+        held.pop().close()  # a slot frees: the waiting connection is accepted and answered
+        extra.settimeout(5.0)
+        assert extra.recv(100).startswith(b"HTTP/1.1 200"), "not served once a slot was free"
+        extra.close()
+    finally:
+        for c in held:
+            c.close()
+        assert sd.stop() == 0, sd.stderr()[-3000:]
+
+
+def test_accept_failures_pause_the_listener_and_are_logged_once(tmp_path):
+    port = free_port()
+    sd = Seedance(job(tmp_path, port, count=10, rate=100)).start()
+    clients = []
+    try:
+        time.sleep(0.5)  # the job is done: its descriptors stay as they are
+        in_use = len(os.listdir(f"/proc/{sd.proc.pid}/fd"))
+        soft, hard = resource.prlimit(sd.proc.pid, resource.RLIMIT_NOFILE)
+        resource.prlimit(sd.proc.pid, resource.RLIMIT_NOFILE, (in_use + 3, hard))
+        for _ in range(10):  # 3 are accepted, then accept() fails with EMFILE
+            clients.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        before = cpu_seconds(sd.proc.pid)
+        time.sleep(2.0)
+        used = cpu_seconds(sd.proc.pid) - before
+        assert used < 0.2, f"{used:.2f} s of CPU in 2 s: the accept loop spins on EMFILE"
+        warnings = [l for l in sd.stderr_lines if "cannot accept a connection" in l]
+        assert len(warnings) == 1, warnings  # 20 failed attempts, one line (at most one a minute)
+        assert "Too many open files; pausing 100 ms" in warnings[0], warnings[0]
+        for c in clients:
+            c.close()
+        clients = []
+        resource.prlimit(sd.proc.pid, resource.RLIMIT_NOFILE, (soft, hard))
+        assert wait_until(lambda: scrape(f"http://127.0.0.1:{port}/healthz") == "ok\n", 5)
+    finally:
+        for c in clients:
+            c.close()
+        assert sd.stop() == 0, sd.stderr()[-3000:]
