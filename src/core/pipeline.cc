@@ -13,6 +13,7 @@
 #include "governor/heap.h"
 #include "storage/crc32c.h"
 #include "util/strings.h"
+#include "util/thread_name.h"
 
 namespace seedance {
 namespace {
@@ -266,7 +267,10 @@ Status Pipeline::Start() {
   }
   loop_.Start();
   for (auto& s : sinks_) s.runner->NotifyAppended();  // deliver what a previous run left queued
-  processing_ = std::thread([this] { ProcessingLoop(); });
+  processing_ = std::thread([this] {
+    util::NameThisThread("sd-process");
+    ProcessingLoop();
+  });
   started_ = true;
   Status result;
   std::mutex mu;

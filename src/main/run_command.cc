@@ -16,6 +16,7 @@
 #include "util/fd_io.h"
 #include "util/log.h"
 #include "util/service_notify.h"
+#include "util/thread_name.h"
 
 namespace seedance::cli {
 
@@ -32,6 +33,7 @@ constexpr auto kShutdownGrace = std::chrono::seconds(1);
 // again by the source.
 void StartShutdownWatchdog(std::chrono::nanoseconds timeout) {
   std::thread([timeout] {
+    util::NameThisThread("sd-shutdown");
     std::this_thread::sleep_for(timeout + kShutdownGrace);
     SEEDANCE_LOG_ERROR(
         "seedance",

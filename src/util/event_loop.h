@@ -9,6 +9,8 @@
 #include <boost/asio/post.hpp>
 #include <thread>
 
+#include "util/thread_name.h"
+
 namespace seedance {
 
 class EventLoop {
@@ -22,7 +24,10 @@ class EventLoop {
 
   // Starts the thread. REQUIRES: not started.
   void Start() {
-    thread_ = std::thread([this] { io_.run(); });
+    thread_ = std::thread([this] {
+      util::NameThisThread("sd-io");
+      io_.run();
+    });
   }
   // Runs `fn` on the loop thread.
   template <typename Fn>

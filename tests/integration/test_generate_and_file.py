@@ -37,3 +37,26 @@ sinks:
         assert all(f.stat().st_size <= 1024 for f in tmp_path.glob("out.ndjson*"))
     finally:
         assert sd.stop() == 0
+
+
+def test_threads_are_named_for_top_and_perf(tmp_path):
+    script = tmp_path / "f.lua"
+    script.write_text("function process(e) return e end\n")
+    sd = Seedance(f"""
+sources:
+  - type: generate
+    rate: 10
+sinks:
+  - type: file
+    path: {tmp_path}/out.ndjson
+""", filter_path=str(script)).start()
+    try:
+        time.sleep(0.3)
+        import glob
+        names = set()
+        for comm in glob.glob(f"/proc/{sd.proc.pid}/task/*/comm"):
+            with open(comm) as f:
+                names.add(f.read().strip())
+        assert {"seedance", "sd-io", "sd-process", "sd-lua-reload"} <= names, names
+    finally:
+        assert sd.stop() == 0

@@ -5,6 +5,7 @@
 #include "observe/metrics.h"
 #include "util/fd_io.h"
 #include "util/log.h"
+#include "util/thread_name.h"
 
 namespace seedance::processors {
 
@@ -31,7 +32,10 @@ ScriptReloader::ScriptReloader(std::string path, FileSignature current,
       log_name_(std::move(log_name)),
       ok_(ok),
       failed_(failed),
-      thread_([this] { Watch(); }) {}
+      thread_([this] {
+        util::NameThisThread("sd-lua-reload");
+        Watch();
+      }) {}
 
 ScriptReloader::~ScriptReloader() {
   {
