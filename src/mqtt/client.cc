@@ -163,7 +163,8 @@ Client::Client(asio::io_context& io, ClientOptions options, MessageHandler on_me
       acked_(65536, 0),
       awaiting_rel_(65536, 0),
       resume_timer_(io),
-      outbound_(opts_.max_publish_in_flight) {}
+      outbound_(opts_.max_publish_in_flight),
+      suback_timer_(io) {}
 
 Client::~Client() = default;
 
@@ -311,6 +312,10 @@ awaitable<void> Client::Run([[maybe_unused]] std::shared_ptr<Client> self) {
     Status s = co_await ConnectOnce();
     if (s.ok()) {
       s = co_await ReadLoop();
+      if (suback_timed_out_) {
+        s = UnavailableError(fmt::format("{}:{} granted no subscription (no SUBACK) within {} ms",
+                                         opts_.host, opts_.port, opts_.connect_timeout.count()));
+      }
       if (std::chrono::steady_clock::now() - connected_at_ >= kStableAfter) {
         // It was up long enough: a new problem, not more of the old one.
         backoff = opts_.reconnect_min;
@@ -458,7 +463,19 @@ awaitable<Status> Client::ConnectOnce() {
   if (opts_.subscriptions.empty()) {
     SetState(ClientState::kConnected, detail);
   } else {
+    // A broker that never answers SUBSCRIBE would leave us connected to nothing, silently.
     connected_detail_ = detail;
+    suback_timed_out_ = false;
+    suback_timer_.expires_after(opts_.connect_timeout);
+    suback_timer_.async_wait(
+        [weak = weak_from_this(), generation = generation_](boost::system::error_code ec) {
+          auto self = weak.lock();
+          if (ec || !self || generation != self->generation_ || self->connected_detail_.empty()) {
+            return;
+          }
+          self->suback_timed_out_ = true;
+          self->CloseSocket();
+        });
   }
   {
     // Messages in flight first (sent again), then the queue.
@@ -717,6 +734,7 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
       }
     }
     if (ours && !connected_detail_.empty()) {
+      suback_timer_.cancel();
       SetState(ClientState::kConnected, connected_detail_);
       connected_detail_.clear();
     }

@@ -223,9 +223,11 @@ class Client : public std::enable_shared_from_this<Client> {
   bool warned_receive_maximum_ = false;
   PublishedHandler on_published_;
   OutboundSession outbound_;
-  uint32_t broker_max_packet_ = 0;  // MQTT 5 CONNACK Maximum Packet Size; 0: no limit given
-  uint16_t subscribe_id_ = 0;       // the SUBSCRIBE in flight, 0 when none
-  std::string connected_detail_;    // the connection's description until its SUBACK
+  uint32_t broker_max_packet_ = 0;          // MQTT 5 CONNACK Maximum Packet Size; 0: no limit given
+  uint16_t subscribe_id_ = 0;               // the SUBSCRIBE in flight, 0 when none
+  std::string connected_detail_;            // the connection's description until its SUBACK
+  boost::asio::steady_timer suback_timer_;  // connect_timeout for the SUBACK
+  bool suback_timed_out_ = false;
   std::string last_error_;
   bool stopped_ = false;
   bool closed_ = false;

@@ -148,6 +148,27 @@ def test_a_refused_subscription_is_retried_not_left_silent(tmp_path):
         broker.stop()
 
 
+def test_a_subscription_never_answered_fails_the_connection_within_connect_timeout(tmp_path):
+    def script(index, client):
+        client.send(connack(True))
+        client.read_packet()  # SUBSCRIBE, never answered; PINGREQs would keep the line up
+        client.drain(10)
+
+    broker = FakeBroker(script).start()
+    try:
+        sd = Seedance(job(broker.uri, tmp_path, protocol="5",
+                          extra="    connect_timeout: 300ms\n    reconnect_min: 50ms")).start()
+        try:
+            assert wait_until(lambda: broker.connection_count() >= 3, timeout=10), sd.stderr()
+            log = sd.stderr()
+            assert "granted no subscription (no SUBACK) within 300 ms" in log, log
+            assert "connected to" not in log, log  # never claimed while not subscribed
+        finally:
+            assert sd.stop() == 0, sd.stderr()[-3000:]
+    finally:
+        broker.stop()
+
+
 def test_more_than_receive_maximum_unacknowledged_messages_is_reported_and_tolerated(tmp_path):
     # The spec says DISCONNECT 0x93, but mosquitto 2.0.11 itself goes past the limit under
     # backpressure (test_mqtt_interop's backpressure test): disconnecting would loop. The
