@@ -58,5 +58,7 @@ int BenchCompare(const CompareCommandOptions& options);
 int SloCheck(const SloCheckOptions& options);
 int Validate(const RunOptions& options);
 int Describe(const std::string& plugin);
+// `seedance version`: version, `commit` (the build's), build type, architecture, plugins.
+int Version(const std::string& commit);
 
 }  // namespace seedance::cli

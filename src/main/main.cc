@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "build_info.h"  // generated: SEEDANCE_GIT_COMMIT
 #include "main/commands.h"
 
 int main(int argc, char** argv) {
@@ -88,7 +89,8 @@ int main(int argc, char** argv) {
   slo->add_option("--push", slo_opts.push_url, "Prometheus Pushgateway base URL");
   slo->add_option("--job", slo_opts.job, "Pushgateway job name")->capture_default_str();
 
-  CLI::App* version = app.add_subcommand("version", "print the version");
+  CLI::App* version = app.add_subcommand(
+      "version", "print the version, commit, build type, architecture and plugins");
 
   try {
     app.require_subcommand(0, 1);
@@ -97,10 +99,7 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? kExitOk : kExitConfig;
   }
-  if (*version) {
-    std::cout << "seedance " SEEDANCE_VERSION << "\n";
-    return kExitOk;
-  }
+  if (*version) return Version(SEEDANCE_GIT_COMMIT);
   if (*validate) return Validate(validate_opts);
   if (*describe) return Describe(plugin);
   if (*compare) return BenchCompare(compare_opts);

@@ -117,6 +117,23 @@ def test_usage_errors_exit_2_and_version_works():
     assert r.returncode == 0 and "endpoint" in r.stdout and "retry_limit" in r.stdout
 
 
+def test_version_names_the_commit_build_architecture_and_plugins():
+    r = subprocess.run([BIN, "version"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = dict(l.split(": ", 1) for l in r.stdout.splitlines()[1:])
+    git = subprocess.run(["git", "rev-parse", "HEAD"], cwd=SOURCE_DIR, capture_output=True,
+                         text=True)
+    if git.returncode == 0:  # built from this checkout (possibly with uncommitted changes)
+        assert lines["commit"] in (git.stdout.strip(), git.stdout.strip() + "-dirty"), lines
+    else:
+        assert lines["commit"] == "unknown"
+    assert lines["build"] in ("Debug", "Release", "RelWithDebInfo", "MinSizeRel")
+    assert lines["target"] in ("x86_64-linux", "aarch64-linux", "arm-linux")
+    assert lines["sources"] == "generate, mqtt"
+    assert lines["sinks"] == "file, http, mqtt, stdout"
+    assert "lua" in lines["processors"]
+
+
 def test_a_line_break_from_an_environment_variable_cannot_inject_a_header(tmp_path):
     path = tmp_path / "env.yaml"
     path.write_text(GOOD_SOURCE + GOOD_SINK + '    headers:\n      Authorization: "Bearer ${TOKEN}"\n')
