@@ -3,7 +3,7 @@ import json
 import subprocess
 import time
 
-from testing.mqtt_publish import publish_all
+from testing.mqtt_publish import publish_all, publish_v5
 from testing.seedance_process import BIN, Seedance
 
 
@@ -101,9 +101,6 @@ def test_https_endpoint_with_verified_certificate(broker, tmp_path):
 
 
 def test_event_headers_become_request_headers_and_cannot_inject_fields(broker, receiver):
-    import paho.mqtt.client as mqtt
-    from paho.mqtt.packettypes import PacketTypes
-    from paho.mqtt.properties import Properties
     # A script sets a header with a line break: sent as it is it would inject a header field.
     cfg = f"""
 sources:
@@ -127,15 +124,8 @@ sinks:
     try:
         assert sd.wait_log("connected to"), sd.stderr()
         time.sleep(0.5)  # "connected" is logged when SUBSCRIBE is sent, not yet taken
-        pub = mqtt.Client(client_id="", protocol=mqtt.MQTTv5)
-        pub.connect("127.0.0.1", broker.port)
-        pub.loop_start()
-        props = Properties(PacketTypes.PUBLISH)
-        props.UserProperty = [("site", "north")]
-        props.ContentType = "application/json"
-        pub.publish("sensor/a", json.dumps({"v": 1}), qos=1, properties=props).wait_for_publish(10)
-        pub.loop_stop()
-        pub.disconnect()
+        publish_v5(broker.port, "sensor/a", json.dumps({"v": 1}),
+                   user_properties=[("site", "north")], ContentType="application/json")
         assert receiver.wait_for_events(1, timeout=10), sd.stderr()[-2000:]
         fields = {k.lower(): v for k, v in receiver.request_headers[0]}
         assert fields["mqtt_user_site"] == "north"

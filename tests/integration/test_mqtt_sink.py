@@ -10,7 +10,8 @@ import time
 import pytest
 
 from testing.broker import Broker
-from testing.mqtt_publish import publish_all
+from testing.mqtt_publish import publish_all, publish_v5
+from testing.ndjson import complete_lines as rejected_events
 from testing.mqtt_subscribe import Subscriber
 from testing.seedance_process import BIN, Seedance
 from testing.waiting import wait_until
@@ -39,14 +40,6 @@ sinks:
 {sink_extra}
 {rejected}
 """
-
-
-def rejected_events(path):
-    try:
-        with open(path) as f:
-            return [json.loads(line) for line in f if line.strip()]
-    except FileNotFoundError:
-        return []
 
 
 def test_relay_fills_templated_topics_and_sends_mqtt5_properties(tmp_path):
@@ -89,9 +82,6 @@ def test_relay_fills_templated_topics_and_sends_mqtt5_properties(tmp_path):
 
 
 def test_a_relay_keeps_the_mqtt5_metadata_of_each_message(tmp_path):
-    import paho.mqtt.client as mqtt
-    from paho.mqtt.packettypes import PacketTypes
-    from paho.mqtt.properties import Properties
     broker = Broker().start()
     sub = Subscriber(broker.port, "out/#", qos=1)
     copy = tmp_path / "copy.ndjson"
@@ -103,18 +93,10 @@ def test_a_relay_keeps_the_mqtt5_metadata_of_each_message(tmp_path):
     sd = Seedance(cfg, workdir=str(tmp_path)).start()
     try:
         assert sd.wait_log(r"\[relay\] connected to"), sd.stderr()
-        pub = mqtt.Client(client_id="", protocol=mqtt.MQTTv5)
-        pub.connect("127.0.0.1", broker.port)
-        pub.loop_start()
-        props = Properties(PacketTypes.PUBLISH)
-        props.UserProperty = [("site", "north"), ("site", "south"), ("line", "3")]
-        props.ContentType = "application/vnd.x+json"
-        props.ResponseTopic = "reply/7"
-        props.CorrelationData = b"\x01\x02req"
-        pub.publish("sensor/a/temperature", json.dumps({"v": 1}), qos=1,
-                    properties=props).wait_for_publish(10)
-        pub.loop_stop()
-        pub.disconnect()
+        publish_v5(broker.port, "sensor/a/temperature", json.dumps({"v": 1}),
+                   user_properties=[("site", "north"), ("site", "south"), ("line", "3")],
+                   ContentType="application/vnd.x+json", ResponseTopic="reply/7",
+                   CorrelationData=b"\x01\x02req")
         assert sub.wait_for(1, 15), sd.stderr()[-2000:]
         topic, payload, got = sub.received()[0]
         assert topic == "out/a" and json.loads(payload) == {"v": 1}

@@ -9,18 +9,9 @@ import pytest
 
 from testing.broker import Broker
 from testing.mqtt_publish import publish_all
+from testing.ndjson import complete_lines as lines
 from testing.seedance_process import BIN, Seedance
 from testing.waiting import wait_until
-
-
-def lines(path):
-    """The complete lines of `path` (one being written is not complete yet)."""
-    try:
-        with open(path) as f:
-            text = f.read()
-    except FileNotFoundError:
-        return []
-    return [json.loads(line) for line in text.split("\n")[:-1] if line.strip()]
 
 
 @pytest.mark.parametrize("buffer", ["disk", "memory"])

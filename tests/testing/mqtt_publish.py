@@ -43,3 +43,24 @@ def publish_all(port, messages, qos=1, timeout=60.0, pace=None):
     finally:
         c.loop_stop()
         c.disconnect()
+
+
+def publish_v5(port, topic, payload, user_properties=(), **properties):
+    """Publishes one QoS 1 message over MQTT 5 with `user_properties` ((name, value) pairs) and
+    other PUBLISH properties by paho's names (ContentType="...", ResponseTopic="...");
+    returns once the broker acknowledged it."""
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+    c = mqtt.Client(client_id="", protocol=mqtt.MQTTv5)
+    c.connect("127.0.0.1", port)
+    c.loop_start()
+    try:
+        props = Properties(PacketTypes.PUBLISH)
+        if user_properties:
+            props.UserProperty = list(user_properties)
+        for name, value in properties.items():
+            setattr(props, name, value)
+        c.publish(topic, payload, qos=1, properties=props).wait_for_publish(10)
+    finally:
+        c.loop_stop()
+        c.disconnect()

@@ -8,10 +8,10 @@
 #include "core/plugin_context.h"
 #include "mqtt/client.h"
 #include "mqtt/connection_params.h"
+#include "mqtt/connection_status.h"
 #include "mqtt/metadata_headers.h"
 #include "seedance/sink.h"
 #include "sinks/mqtt/topic_template.h"
-#include "util/log.h"
 
 namespace seedance::sinks {
 namespace {
@@ -33,21 +33,14 @@ struct MqttSinkOptions {
 
 class MqttSink final : public Sink {
  public:
-  MqttSink(MqttSinkOptions o, PluginContext ctx) : o_(std::move(o)), ctx_(std::move(ctx)) {
-    observe::Labels labels = {{"component", ctx_.name}};
-    connected_ = &ctx_.metrics->GetGauge("seedance_mqtt_connected",
-                                         "1 while the MQTT session is connected.", labels);
-    connects_ =
-        &ctx_.metrics->GetCounter("seedance_mqtt_connects_total",
-                                  "Successful MQTT connections (reconnects included).", labels);
-  }
+  MqttSink(MqttSinkOptions o, PluginContext ctx) : o_(std::move(o)), ctx_(std::move(ctx)) {}
 
   Status Start() override {
     client_ = std::make_shared<mqtt::Client>(
         ctx_.loop->io(), o_.client,
         [](mqtt::Publish&, uint64_t, std::string_view) { return true; },  // subscribes to nothing
         [this](mqtt::ClientState s, const std::string& detail, bool news) {
-          OnState(s, detail, news);
+          status_.OnState(s, detail, news);
         });
     client_->OnPublished([this](const mqtt::OutboundSession::Completion& c) { OnPublished(c); });
     client_->Start();
@@ -164,31 +157,13 @@ class MqttSink final : public Sink {
     p.done(std::move(p.outcome));
   }
 
-  void OnState(mqtt::ClientState s, const std::string& detail, bool news) {
-    connected_->Set(s == mqtt::ClientState::kConnected ? 1 : 0);
-    switch (s) {
-      case mqtt::ClientState::kConnected:
-        connects_->Add();
-        if (news) SEEDANCE_LOG_INFO(ctx_.name, "connected to {}", detail);
-        break;
-      case mqtt::ClientState::kDisconnected:
-        ctx_.stats->errors.Add();
-        if (news) SEEDANCE_LOG_WARN(ctx_.name, "{}; retrying with backoff", detail);
-        break;
-      case mqtt::ClientState::kConnecting:
-      case mqtt::ClientState::kStopped:
-        SEEDANCE_LOG_DEBUG(ctx_.name, "{} {}", mqtt::ClientStateName(s), detail);
-        break;
-    }
-  }
-
   MqttSinkOptions o_;
   PluginContext ctx_;
   std::shared_ptr<mqtt::Client> client_;
   std::unordered_map<uint64_t, Pending> pending_;  // by attempt id
   bool stopped_ = false;
-  observe::Gauge* connected_;
-  observe::Counter* connects_;
+  mqtt::ConnectionStatus status_{
+      *ctx_.metrics, {{"component", ctx_.name}}, ctx_.name, ctx_.stats->errors};
 };
 
 Status ValidateTopicTemplate(const ParamValue& v) {

@@ -4,6 +4,7 @@
 #include <rapidjson/document.h>
 
 #include <charconv>
+#include <optional>
 
 #include "util/strings.h"
 
@@ -125,8 +126,7 @@ Result<TopicTemplate> TopicTemplate::Parse(std::string_view text) {
 
 bool TopicTemplate::Render(const Event& event, std::string* out, std::string* why) const {
   out->clear();
-  rapidjson::Document doc;
-  bool parsed = false;
+  std::optional<rapidjson::Document> doc;  // parsed on the first payload placeholder only
   for (const Part& p : parts_) {
     std::string_view value;
     std::string number;  // a payload number or boolean, as written
@@ -158,14 +158,14 @@ bool TopicTemplate::Render(const Event& event, std::string* out, std::string* wh
         break;
       }
       case Kind::kPayloadField: {
-        if (!parsed) {
-          parsed = true;
+        if (!doc) {
+          doc.emplace();
           if (event.format == PayloadFormat::kJson) {
             // Iterative: a hostile depth costs heap, not stack.
-            doc.Parse<rapidjson::kParseIterativeFlag>(event.payload.data(), event.payload.size());
+            doc->Parse<rapidjson::kParseIterativeFlag>(event.payload.data(), event.payload.size());
           }
         }
-        const rapidjson::Value* v = doc.HasParseError() || !doc.IsObject() ? nullptr : &doc;
+        const rapidjson::Value* v = doc->HasParseError() || !doc->IsObject() ? nullptr : &*doc;
         for (const auto& f : p.path) {
           if (v == nullptr || !v->IsObject()) {
             v = nullptr;
@@ -174,9 +174,9 @@ bool TopicTemplate::Render(const Event& event, std::string* out, std::string* wh
           auto it = v->FindMember(rapidjson::StringRef(f.data(), f.size()));
           v = it == v->MemberEnd() ? nullptr : &it->value;
         }
-        const std::string field = "payload." + fmt::format("{}", fmt::join(p.path, "."));
+        auto field = [&p] { return fmt::format("payload.{}", fmt::join(p.path, ".")); };
         if (v == nullptr) {
-          *why = fmt::format("topic template: the payload has no field {}", field);
+          *why = fmt::format("topic template: the payload has no field {}", field());
           return false;
         }
         if (v->IsString()) {
@@ -193,7 +193,7 @@ bool TopicTemplate::Render(const Event& event, std::string* out, std::string* wh
           number = fmt::format("{}", v->GetDouble());
           value = number;
         } else {
-          *why = fmt::format("topic template: {} is not a string, number or boolean", field);
+          *why = fmt::format("topic template: {} is not a string, number or boolean", field());
           return false;
         }
         break;

@@ -8,6 +8,7 @@
 #include "core/redelivery_guard.h"
 #include "mqtt/client.h"
 #include "mqtt/connection_params.h"
+#include "mqtt/connection_status.h"
 #include "mqtt/metadata_headers.h"
 #include "util/log.h"
 #include "util/strings.h"
@@ -21,11 +22,6 @@ class MqttSource final : public Source, public Acknowledger {
   MqttSource(mqtt::ClientOptions options, PayloadFormat format, PluginContext ctx)
       : options_(std::move(options)), format_(format), ctx_(std::move(ctx)) {
     observe::Labels labels = {{"component", ctx_.name}};
-    connected_ = &ctx_.metrics->GetGauge("seedance_mqtt_connected",
-                                         "1 while the MQTT session is connected.", labels);
-    connects_ =
-        &ctx_.metrics->GetCounter("seedance_mqtt_connects_total",
-                                  "Successful MQTT connections (reconnects included).", labels);
     paused_ = &ctx_.metrics->GetCounter(
         "seedance_source_paused_total",
         "Times the source stopped reading because the pipeline was full.", labels);
@@ -39,7 +35,7 @@ class MqttSource final : public Source, public Acknowledger {
           return OnMessage(m, token, invalid);
         },
         [this](mqtt::ClientState s, const std::string& detail, bool news) {
-          OnState(s, detail, news);
+          status_.OnState(s, detail, news);
         });
     client_->Start();
     return Status::Ok();
@@ -117,31 +113,13 @@ class MqttSource final : public Source, public Acknowledger {
     return false;
   }
 
-  void OnState(mqtt::ClientState s, const std::string& detail, bool news) {
-    connected_->Set(s == mqtt::ClientState::kConnected ? 1 : 0);
-    switch (s) {
-      case mqtt::ClientState::kConnected:
-        connects_->Add();
-        if (news) SEEDANCE_LOG_INFO(ctx_.name, "connected to {}", detail);
-        break;
-      case mqtt::ClientState::kDisconnected:
-        ctx_.stats->errors.Add();
-        if (news) SEEDANCE_LOG_WARN(ctx_.name, "{}; retrying with backoff", detail);
-        break;
-      case mqtt::ClientState::kConnecting:
-      case mqtt::ClientState::kStopped:
-        SEEDANCE_LOG_DEBUG(ctx_.name, "{} {}", mqtt::ClientStateName(s), detail);
-        break;
-    }
-  }
-
   mqtt::ClientOptions options_;
   PayloadFormat format_;
   PluginContext ctx_;
   SourceOutput* output_ = nullptr;
   std::shared_ptr<mqtt::Client> client_;
-  observe::Gauge* connected_;
-  observe::Counter* connects_;
+  mqtt::ConnectionStatus status_{
+      *ctx_.metrics, {{"component", ctx_.name}}, ctx_.name, ctx_.stats->errors};
   observe::Counter* paused_;
   util::LogLimiter limiter_{std::chrono::seconds(30)};
 };
