@@ -4,9 +4,8 @@
 
 namespace seedance::mqtt {
 
-ConnectionStatus::ConnectionStatus(observe::MetricsRegistry& metrics,
-                                   const observe::Labels& labels, std::string log_name,
-                                   observe::Counter& errors)
+ConnectionStatus::ConnectionStatus(observe::MetricsRegistry& metrics, const observe::Labels& labels,
+                                   std::string log_name, observe::Counter& errors)
     : log_name_(std::move(log_name)),
       connected_(metrics.GetGauge("seedance_mqtt_connected",
                                   "1 while the MQTT session is connected.", labels)),

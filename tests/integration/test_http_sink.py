@@ -112,6 +112,7 @@ processors:
     code: |
       function process(event)
         event.headers["mqtt_user_evil"] = "x\\r\\nX-Injected: 1"
+        event.headers["mqtt_user_big"] = string.rep("b", 9000)
         return event
       end
 sinks:
@@ -131,6 +132,7 @@ sinks:
         assert fields["mqtt_user_site"] == "north"
         assert fields["mqtt_content_type"] == "application/json"
         assert "mqtt_user_evil" not in fields and "x-injected" not in fields, fields
+        assert "mqtt_user_big" not in fields  # over the 8 KiB of event headers a request carries
     finally:
         assert sd.stop() == 0
 

@@ -204,3 +204,34 @@ def test_validate_points_at_a_bad_topic_template(tmp_path):
     r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
     assert r.returncode == 2, r.stderr
     assert "c.yaml:7:12: sinks[0].topic: unknown placeholder {payload.}" in r.stderr, r.stderr
+
+
+def test_a_source_and_a_sink_both_named_mqtt_report_their_connections_apart(tmp_path):
+    from testing.broker import free_port
+    from testing.seedance_process import metric, scrape
+    broker = Broker().start()
+    port = free_port()
+    cfg = f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "sensor/#"
+sinks:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "out/{{topic}}"
+metrics:
+  listen: 127.0.0.1:{port}
+"""
+    sd = Seedance(cfg, workdir=str(tmp_path)).start()
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        assert wait_until(lambda: metric(scrape(url), "seedance_mqtt_connects_total",
+                                         component="mqtt") == 2, 10), sd.stderr()
+        text = scrape(url)
+        for kind in ("source", "sink"):
+            assert metric(text, "seedance_mqtt_connected", component="mqtt", kind=kind) == 1
+            assert metric(text, "seedance_mqtt_connects_total", component="mqtt", kind=kind) == 1
+    finally:
+        assert sd.stop() == 0
+        broker.stop()

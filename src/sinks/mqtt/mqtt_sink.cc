@@ -163,7 +163,7 @@ class MqttSink final : public Sink {
   std::unordered_map<uint64_t, Pending> pending_;  // by attempt id
   bool stopped_ = false;
   mqtt::ConnectionStatus status_{
-      *ctx_.metrics, {{"component", ctx_.name}}, ctx_.name, ctx_.stats->errors};
+      *ctx_.metrics, {{"component", ctx_.name}, {"kind", "sink"}}, ctx_.name, ctx_.stats->errors};
 };
 
 Status ValidateTopicTemplate(const ParamValue& v) {

@@ -119,7 +119,7 @@ class MqttSource final : public Source, public Acknowledger {
   SourceOutput* output_ = nullptr;
   std::shared_ptr<mqtt::Client> client_;
   mqtt::ConnectionStatus status_{
-      *ctx_.metrics, {{"component", ctx_.name}}, ctx_.name, ctx_.stats->errors};
+      *ctx_.metrics, {{"component", ctx_.name}, {"kind", "source"}}, ctx_.name, ctx_.stats->errors};
   observe::Counter* paused_;
   util::LogLimiter limiter_{std::chrono::seconds(30)};
 };
