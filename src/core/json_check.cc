@@ -4,7 +4,7 @@ namespace seedance {
 
 Status CheckJson(std::string_view text) {
   rapidjson::BaseReaderHandler<> handler;
-  return json_internal::Read(text, handler);
+  return json_internal::Read(text, handler, json_internal::StringMode::kDiscard);
 }
 
 }  // namespace seedance

@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -34,12 +35,44 @@ inline constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag |
                                         rapidjson::kParseValidateEncodingFlag |
                                         rapidjson::kParseStopWhenDoneFlag;
 
-// Forwards SAX events to `Inner`, refusing nesting deeper than kMaxJsonDepth.
+// The input of CheckJson: a MemoryStream that takes the reader's in-situ writes and drops
+// them, so the reader decodes each string into nothing instead of copying it onto its stack
+// (checking one 15 MB string cost 22 MB). All a check needs of the decoded text is whether a
+// `\u` escape produced a lone surrogate: the input is validated UTF-8, which has no encoded
+// surrogates, so the bytes 0xED 0xA0-0xBF in the output can only come from one.
+class DiscardingStream : public rapidjson::MemoryStream {
+ public:
+  DiscardingStream(const Ch* src, size_t size) : MemoryStream(src, size) {}
+  Ch* PutBegin() {
+    written_ = 0;
+    after_ed_ = false;
+    return &sink_;
+  }
+  void Put(Ch c) {
+    const auto b = static_cast<unsigned char>(c);
+    if (after_ed_ && b >= 0xA0 && b <= 0xBF) lone_surrogate_ = true;
+    after_ed_ = b == 0xED;
+    ++written_;
+  }
+  size_t PutEnd(Ch*) { return written_; }
+  bool lone_surrogate() const { return lone_surrogate_; }
+
+ private:
+  size_t written_ = 0;
+  bool after_ed_ = false;
+  bool lone_surrogate_ = false;
+  Ch sink_ = 0;  // what the reader's in-situ string pointers point at
+};
+
+// Forwards SAX events to `Inner`, refusing nesting deeper than kMaxJsonDepth. With a
+// DiscardingStream (`discarding` set), strings arrive without their text and the stream tells
+// about surrogates instead.
 template <typename Inner>
 class DepthLimit {
  public:
   using Ch = char;
-  explicit DepthLimit(Inner& inner) : inner_(inner) {}
+  explicit DepthLimit(Inner& inner, const DiscardingStream* discarding = nullptr)
+      : inner_(inner), discarding_(discarding) {}
   bool Null() { return inner_.Null(); }
   bool Bool(bool b) { return inner_.Bool(b); }
   bool Int(int i) { return inner_.Int(i); }
@@ -84,6 +117,10 @@ class DepthLimit {
   // ("\udc00") into bytes that are not UTF-8. Refused, as serde_json does: every string a
   // payload carries is then valid UTF-8 downstream.
   bool Utf8(const Ch* s, rapidjson::SizeType n) {
+    if (discarding_ != nullptr) {
+      lone_surrogate_ = discarding_->lone_surrogate();
+      return !lone_surrogate_;
+    }
     // The input is already validated, so only a decoded surrogate (0xED 0xA0-0xBF ...) can be
     // malformed: the full check runs only for strings holding 0xED (hot path).
     if (std::memchr(s, 0xED, n) == nullptr) return true;
@@ -96,19 +133,49 @@ class DepthLimit {
     return !too_deep_;
   }
   Inner& inner_;
+  const DiscardingStream* discarding_;
   int depth_ = 0;
   bool too_deep_ = false;
   bool lone_surrogate_ = false;
   bool out_of_range_ = false;
 };
 
-// Runs the reader over `text` into `inner`; OK or the error with its offset.
+// How Read hands strings to `inner`: copied from the reader's stack; without their text
+// (CheckJson: nothing is kept); or decoded in place in the text, which `inner` may point into
+// (ParseJsonInPlace: no copy of a large string at all).
+enum class StringMode { kCopy, kDiscard, kInPlace };
+
+// Runs the reader over `text` into `inner`; OK or the error with its offset. kInPlace
+// requires `text` to be writable and followed by a NUL (a std::string's data).
 template <typename Inner>
-Status Read(std::string_view text, Inner& inner) {
-  thread_local rapidjson::Reader reader;
-  DepthLimit<Inner> limited(inner);
-  rapidjson::MemoryStream stream(text.data(), text.size());
-  rapidjson::ParseResult r = reader.Parse<kParseFlags>(stream, limited);
+Status Read(std::string_view text, Inner& inner, StringMode mode = StringMode::kCopy) {
+  // The reader's stack holds the string being copied: after a large one it is let go, so one
+  // large payload does not keep its size in memory for the thread's life.
+  thread_local auto reader = std::make_unique<rapidjson::Reader>();
+  struct Release {
+    std::unique_ptr<rapidjson::Reader>& r;
+    bool large;
+    ~Release() {
+      if (large) r = std::make_unique<rapidjson::Reader>();
+    }
+  } release{reader, mode == StringMode::kCopy && text.size() > 256 * 1024};
+  rapidjson::ParseResult r;
+  size_t end = 0;
+  DiscardingStream discarding(text.data(), text.size());
+  DepthLimit<Inner> limited(inner, mode == StringMode::kDiscard ? &discarding : nullptr);
+  if (mode == StringMode::kCopy) {
+    rapidjson::MemoryStream stream(text.data(), text.size());
+    r = reader->Parse<kParseFlags>(stream, limited);
+    end = stream.Tell();
+  } else if (mode == StringMode::kDiscard) {
+    r = reader->Parse<kParseFlags | rapidjson::kParseInsituFlag>(discarding, limited);
+    end = discarding.Tell();
+  } else {
+    // Stops at a NUL byte like the end of the text; the check below finds what follows.
+    rapidjson::InsituStringStream stream(const_cast<char*>(text.data()));
+    r = reader->Parse<kParseFlags | rapidjson::kParseInsituFlag>(stream, limited);
+    end = stream.Tell();
+  }
   if (r.IsError()) {
     const std::string what =
         limited.too_deep()
@@ -120,7 +187,7 @@ Status Read(std::string_view text, Inner& inner) {
                                 what);
   }
   // kParseStopWhenDoneFlag lets us see trailing garbage ourselves.
-  for (size_t i = stream.Tell(); i < text.size(); ++i) {
+  for (size_t i = end; i < text.size(); ++i) {
     const char c = text[i];
     if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
       return InvalidArgumentError("invalid JSON at offset " + std::to_string(i) +
@@ -138,6 +205,19 @@ Status ParseJson(std::string_view text, Document& doc) {
   Status status;
   auto generate = [&](Document& handler) {
     status = json_internal::Read(text, handler);
+    return status.ok();
+  };
+  doc.Populate(generate);
+  return status;
+}
+
+// The same, decoding strings in place in `text` (which `doc` then points into: keep it while
+// `doc` is used). For large payloads: no string is copied.
+template <typename Document>
+Status ParseJsonInPlace(std::string& text, Document& doc) {
+  Status status;
+  auto generate = [&](Document& handler) {
+    status = json_internal::Read(text, handler, json_internal::StringMode::kInPlace);
     return status.ok();
   };
   doc.Populate(generate);

@@ -49,6 +49,7 @@ class Pipeline::StageOutput final : public ProcessorOutput {
 
 Pipeline::Pipeline(const config::PipelineConfig& config, observe::MetricsRegistry& metrics)
     : config_(config), metrics_(metrics) {
+  governor::FixMmapThreshold();
   if (config.limits.memory > 0 && config.queue.durable) {
     governor::TuneHeapForBudget();
     budget_ = std::make_unique<governor::MemoryBudget>(

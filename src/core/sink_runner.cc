@@ -80,18 +80,38 @@ std::shared_ptr<Batch> SinkRunner::TakeBatch() {
   return batch_pool_.emplace_back(std::make_shared<Batch>());
 }
 
+namespace {
+// Whether a pooled batch's events hold more payload storage than a pool may keep: one large
+// event must not stay held (the pool's memory is not counted by the budget).
+bool HoldsLargePayloads(const Batch& b) {
+  constexpr size_t kMaxHeld = 16 * governor::MemoryBudget::kPooledBufferBytes;
+  size_t held = 0;
+  for (const Event& e : b.events) held += e.payload.capacity();
+  return held > kMaxHeld;
+}
+}  // namespace
+
 void SinkRunner::TrimPool() {
   constexpr int kKeepBatches = 4;
   constexpr size_t kKeepEvents = 16;
   int kept = 0;
   for (const auto& b : batch_pool_) {
     if (b.use_count() != 1 || b->events.capacity() == 0) continue;
-    if (kept < kKeepBatches && b->events.size() <= kKeepEvents) {
+    if (kept < kKeepBatches && b->events.size() <= kKeepEvents && !HoldsLargePayloads(*b)) {
       ++kept;
       continue;
     }
     b->events.clear();
     b->events.shrink_to_fit();
+  }
+}
+
+void SinkRunner::ReleaseLargeBatches() {
+  for (const auto& b : batch_pool_) {
+    if (b.use_count() == 1 && HoldsLargePayloads(*b)) {
+      b->events.clear();
+      b->events.shrink_to_fit();
+    }
   }
 }
 
@@ -368,7 +388,7 @@ void SinkRunner::RetryLater(Part* p, const std::string& reason, milliseconds ret
     }
     StartAttempt(p);
   };
-  p->timer.async_wait(util::SlotHandler<decltype(on_timer)>{&p->slot, std::move(on_timer)});
+  p->timer.async_wait(util::SlotHandler<decltype(on_timer)>{p->slot, std::move(on_timer)});
 }
 
 void SinkRunner::EndPart(Part* p) {
@@ -436,6 +456,7 @@ void SinkRunner::FinishJob(Job* job, bool evicted) {
     // next one (under load the next batch is as large); it is trimmed next time if unused.
     TrimPool();
     job->batch.reset();
+    ReleaseLargeBatches();
     job->rejected.clear();
     auto it = std::find_if(jobs_.begin(), jobs_.end(),
                            [job](const std::unique_ptr<Job>& j) { return j.get() == job; });
@@ -461,7 +482,7 @@ void SinkRunner::ArmWatchdog() {
     if (ec || stopped_) return;
     Watchdog();
   };
-  watchdog_.async_wait(util::SlotHandler<decltype(on_tick)>{&watchdog_slot_, std::move(on_tick)});
+  watchdog_.async_wait(util::SlotHandler<decltype(on_tick)>{watchdog_slot_, std::move(on_tick)});
 }
 
 void SinkRunner::Watchdog() {

@@ -143,7 +143,7 @@ class SinkRunner final : public governor::BatchHolder {
     int in_flight_at_send = 0;
     uint64_t generation = 0;
     boost::asio::steady_timer timer;  // retry backoff
-    util::HandlerSlot slot;
+    util::SharedSlot slot = util::MakeSlot();
   };
 
   void ScheduleKick();
@@ -174,6 +174,9 @@ class SinkRunner final : public governor::BatchHolder {
   // Free pooled batches keep their events' storage for reuse, but only a few small ones: the
   // pool must not hold memory nobody counts. REQUIRES: mu_ held.
   void TrimPool();
+  // Frees pooled batches no one uses whose events hold large payloads, at once. REQUIRES: mu_
+  // held.
+  void ReleaseLargeBatches();
 
   const std::string name_;
   std::unique_ptr<Sink> sink_;
@@ -219,7 +222,7 @@ class SinkRunner final : public governor::BatchHolder {
   observe::FloatGauge& p99_gauge_;
   boost::asio::steady_timer watchdog_;
   bool watchdog_armed_ = false;
-  util::HandlerSlot watchdog_slot_;
+  util::SharedSlot watchdog_slot_ = util::MakeSlot();
   bool failing_ = false;
   util::LogLimiter limiter_;
   std::mt19937 rng_{std::random_device{}()};

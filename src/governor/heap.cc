@@ -7,9 +7,13 @@
 
 namespace seedance::governor {
 
-void TuneHeapForBudget() {
+void FixMmapThreshold() {
   mallopt(M_MMAP_THRESHOLD, 128 * 1024);  // setting it also turns off the dynamic threshold
   mallopt(M_TRIM_THRESHOLD, 256 * 1024);
+}
+
+void TuneHeapForBudget() {
+  FixMmapThreshold();
   mallopt(M_ARENA_MAX, 2);
 }
 

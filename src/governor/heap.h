@@ -10,8 +10,12 @@
 
 namespace seedance::governor {
 
-// Fixed 128 KiB mmap threshold (batches' request bodies are mapped and unmapped), at most two
-// arenas. Call once, before the worker threads start.
+// Fixed 128 KiB mmap threshold: a large buffer (a batch's request body, one large message at
+// each stage of the pipeline) is mapped and unmapped, so freeing it gives the memory back
+// instead of leaving it in the arena of the thread that used it. Every pipeline calls it,
+// once, before the worker threads start.
+void FixMmapThreshold();
+// FixMmapThreshold, and at most two arenas. Call once, before the worker threads start.
 void TuneHeapForBudget();
 // Resident set size of this process, in bytes (0 when it cannot be read).
 uint64_t ResidentBytes();

@@ -13,6 +13,7 @@
 
 #include "mqtt/codec.h"
 #include "util/log.h"
+#include "util/scratch_buffer.h"
 #include "util/strings.h"
 #include "util/tls_files.h"
 
@@ -559,9 +560,11 @@ Result<bool> Client::TakeBufferedPacket() {
   if (rx_pos_ == rx_.size()) {
     rx_.clear();
     rx_pos_ = 0;
+    util::ReleaseIfLarger(rx_);  // a large packet's bytes are in rx_packet_ now
   } else if (rx_pos_ > 65536) {
     rx_.erase(0, rx_pos_);
     rx_pos_ = 0;
+    util::ReleaseIfLarger(rx_);
   }
   last_rx_ = std::chrono::steady_clock::now();
   return true;
@@ -797,7 +800,7 @@ void Client::FlushWrites() {
     self->FlushWrites();
   };
   // One write at a time: its operations' memory is write_slot_.
-  util::SlotHandler<decltype(done)> handler{&write_slot_, std::move(done)};
+  util::SlotHandler<decltype(done)> handler{write_slot_, std::move(done)};
   if (tls_)
     asio::async_write(*tls_, asio::buffer(*buffer), std::move(handler));
   else

@@ -199,7 +199,7 @@ class Client : public std::enable_shared_from_this<Client> {
   std::vector<uint64_t> ack_inbox_;
   std::vector<uint64_t> ack_draining_;  // loop thread only
   std::unique_ptr<util::LoopSignal> ack_signal_;
-  util::HandlerSlot write_slot_;  // the one write in progress (writing_)
+  util::SharedSlot write_slot_ = util::MakeSlot();  // the one write in progress (writing_)
 
   uint64_t generation_ = 0;            // counts connections; part of every ack token
   util::RingQueue<Inbound> inbound_;   // QoS 1/2 messages not yet acknowledged, in arrival order

@@ -360,9 +360,8 @@ Status DurableQueue::MakeRoom(std::chrono::steady_clock::time_point deadline) {
 Status DurableQueue::Append(Output output, const Event& event,
                             std::chrono::steady_clock::time_point deadline) {
   if (Full()) SEEDANCE_RETURN_IF_ERROR(MakeRoom(deadline));
-  scratch_.clear();
-  storage::EncodeEvent(event, scratch_);
-  auto seq = log_->Append(static_cast<uint8_t>(output), scratch_);
+  auto seq = log_->AppendEncoded(static_cast<uint8_t>(output),
+                                 [&event](std::string& out) { storage::EncodeEvent(event, out); });
   if (!seq) {
     NoteNoSpace(seq.error());
     return seq.error();
@@ -372,9 +371,8 @@ Status DurableQueue::Append(Output output, const Event& event,
 }
 
 Status DurableQueue::AppendNoWait(Output output, const Event& event) {
-  std::string bytes;
-  storage::EncodeEvent(event, bytes);
-  auto seq = log_->Append(static_cast<uint8_t>(output), bytes);
+  auto seq = log_->AppendEncoded(static_cast<uint8_t>(output),
+                                 [&event](std::string& out) { storage::EncodeEvent(event, out); });
   if (!seq) {
     NoteNoSpace(seq.error());
     return seq.error();

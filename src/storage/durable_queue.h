@@ -122,7 +122,6 @@ class DurableQueue {
   std::chrono::steady_clock::time_point last_sync_ = std::chrono::steady_clock::now();
   bool dirty_ = false;  // flushed but not synced
   std::atomic<int64_t> shutdown_deadline_ns_{INT64_MAX};
-  std::string scratch_;
   uint64_t log_end_at_open_ = 0;  // next sequence after recovery, before any SkipTo
   std::mutex gaps_mu_;
   std::map<uint64_t, KnownGap> gaps_;  // missing sequences known so far, by first; disjoint

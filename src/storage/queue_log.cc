@@ -12,8 +12,14 @@
 
 #include "storage/log_format.h"
 #include "storage/record_scanner.h"
+#include "util/scratch_buffer.h"
 
 namespace seedance::storage {
+namespace {
+// The write buffer holds one commit's records; storage beyond this (left by a large event) is
+// given back after the flush.
+constexpr size_t kKeepBufferBytes = 1 << 20;
+}  // namespace
 
 const char* LossReasonName(LossReason reason) {
   switch (reason) {
@@ -168,13 +174,24 @@ Status QueueLog::OpenActive(uint64_t first_sequence) {
 
 Result<uint64_t> QueueLog::Append(uint8_t tag, std::string_view payload) {
   if (payload.size() > kMaxPayload) return InvalidArgumentError("record larger than 64 MiB");
+  return AppendEncoded(tag, [payload](std::string& out) { out.append(payload); });
+}
+
+Result<uint64_t> QueueLog::AppendEncoded(uint8_t tag,
+                                         const std::function<void(std::string&)>& encode) {
   std::lock_guard<std::mutex> lock(mu_);
   if (fd_ < 0 || segments_.back().size + buffer_.size() >= options_.segment_bytes) {
     SEEDANCE_RETURN_IF_ERROR(RotateLocked());
   }
+  const size_t start = BeginRecord(buffer_);
+  encode(buffer_);
+  if (buffer_.size() - start - kHeaderSize > kMaxPayload) {
+    buffer_.resize(start);
+    return InvalidArgumentError("record larger than 64 MiB");
+  }
   uint64_t seq = next_sequence_++;
-  if (buffer_.empty()) buffer_first_ = seq;
-  EncodeRecord(seq, tag, payload, buffer_);
+  if (start == 0) buffer_first_ = seq;
+  FinishRecord(seq, tag, start, buffer_);
   return seq;
 }
 
@@ -237,6 +254,7 @@ Status QueueLog::FlushLocked() {
   segments_.back().size += buffer_.size();
   disk_bytes_ += buffer_.size();
   buffer_.clear();
+  util::ReleaseIfLarger(buffer_, kKeepBufferBytes);
   buffer_first_ = next_sequence_;
   flushed_next_ = next_sequence_;
   return Status::Ok();

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -74,6 +75,9 @@ class QueueLog {
   // kInvalidArgument for payloads over 64 MiB; kUnavailable when a segment cannot be created,
   // kResourceExhausted when the file system is full.
   Result<uint64_t> Append(uint8_t tag, std::string_view payload);
+  // The same with the payload written by `encode` straight into the log's buffer (no copy of
+  // a large event).
+  Result<uint64_t> AppendEncoded(uint8_t tag, const std::function<void(std::string&)>& encode);
   // Writes buffered records to the kernel. kResourceExhausted when the file system is full
   // (the records stay buffered), kUnavailable on other I/O errors.
   Status Flush();

@@ -68,6 +68,22 @@ TEST_F(QueueLogTest, AppendsAndReadsBackInOrderAcrossSegments) {
   EXPECT_EQ(tail.front().first, 401u);
 }
 
+TEST_F(QueueLogTest, AnEncodedRecordOverTheLimitIsRefusedAndLeavesTheBufferAsItWas) {
+  auto log = Open();
+  ASSERT_EQ(*log->Append(0, "before"), 1u);
+  auto too_large =
+      log->AppendEncoded(0, [](std::string& out) { out.append(kMaxPayload + 1, 'x'); });
+  ASSERT_FALSE(too_large.has_value());
+  EXPECT_EQ(too_large.error().code(), StatusCode::kInvalidArgument);
+  ASSERT_EQ(*log->AppendEncoded(0, [](std::string& out) { out.append("after"); }), 2u);
+  ASSERT_TRUE(log->Flush().ok());
+  auto all = ReadAll(*log);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].second, "before");
+  EXPECT_EQ(all[1].second, "after");
+  EXPECT_EQ(skipped_, 0u);
+}
+
 TEST_F(QueueLogTest, UnflushedRecordsAreInvisibleToReaders) {
   auto log = Open();
   ASSERT_TRUE(log->Append(0, "a").has_value());

@@ -5,8 +5,12 @@
 #include <cerrno>
 
 #include "storage/record_scanner.h"
+#include "util/scratch_buffer.h"
 
 namespace seedance::storage {
+namespace {
+constexpr size_t kReadChunk = 256 * 1024;  // bytes read from a segment at a time
+}  // namespace
 
 QueueReader::QueueReader(const QueueLog& log, uint64_t start_sequence)
     : log_(log), fs_(log.fs()), next_wanted_(start_sequence) {}
@@ -39,12 +43,15 @@ bool QueueReader::OpenSegmentFor(uint64_t sequence) {
 }
 
 bool QueueReader::ReadMore(uint64_t limit) {
-  if (file_offset_ >= limit) return false;
   if (pos_ > 0) {
     buffer_.erase(0, pos_);
     pos_ = 0;
+    // A large record grew the buffer; once it is read, the storage goes back (also when the
+    // reader has caught up and waits: that is when it would otherwise stay held).
+    util::ReleaseIfLarger(buffer_, 2 * kReadChunk);
   }
-  size_t want = static_cast<size_t>(std::min<uint64_t>(limit - file_offset_, 1 << 18));
+  if (file_offset_ >= limit) return false;
+  size_t want = static_cast<size_t>(std::min<uint64_t>(limit - file_offset_, kReadChunk));
   size_t old = buffer_.size();
   buffer_.resize(old + want);
   ssize_t n;

@@ -1,5 +1,7 @@
 #include "storage/record_scanner.h"
 
+#include <cstring>
+
 #include "storage/crc32c.h"
 #include "storage/log_format.h"
 #include "util/little_endian.h"
@@ -9,8 +11,6 @@ namespace {
 
 using util::GetFixed32;
 using util::GetFixed64;
-using util::PutFixed32;
-using util::PutFixed64;
 
 // The header CRC of the record whose header starts at `p`: bytes 0–15, and 24–27 (tag and
 // flags) when the flags byte says so; records written before 0.3 have 0 there (bytes 0–15).
@@ -47,19 +47,30 @@ size_t CountRecordStarts(std::string_view bytes) {
 }
 
 void EncodeRecord(uint64_t sequence, uint8_t tag, std::string_view payload, std::string& out) {
-  const size_t start = out.size();
-  PutFixed32(out, kRecordMagic);
-  PutFixed32(out, static_cast<uint32_t>(payload.size()));
-  PutFixed64(out, sequence);
-  PutFixed32(out, 0);  // header CRC, below: it covers the tag too
-  PutFixed32(out, MaskCrc(Crc32c(payload)));
-  out.push_back(static_cast<char>(tag));
-  out.push_back(static_cast<char>(kHeaderCoversTag));
-  out.append(2, '\0');
-  char* h = out.data() + start;
-  const uint32_t crc = MaskCrc(HeaderCrc(h));
-  for (int i = 0; i < 4; ++i) h[16 + i] = static_cast<char>((crc >> (8 * i)) & 0xFF);
+  const size_t start = BeginRecord(out);
   out.append(payload.data(), payload.size());
+  FinishRecord(sequence, tag, start, out);
+}
+
+size_t BeginRecord(std::string& out) {
+  const size_t start = out.size();
+  out.append(kHeaderSize, '\0');
+  return start;
+}
+
+void FinishRecord(uint64_t sequence, uint8_t tag, size_t start, std::string& out) {
+  char* h = out.data() + start;
+  const std::string_view payload(h + kHeaderSize, out.size() - start - kHeaderSize);
+  const auto put32 = [](char* at, uint32_t v) { std::memcpy(at, &v, 4); };
+  put32(h, kRecordMagic);
+  put32(h + 4, static_cast<uint32_t>(payload.size()));
+  std::memcpy(h + 8, &sequence, 8);
+  put32(h + 16, 0);  // header CRC, below: it covers the tag too
+  put32(h + 20, MaskCrc(Crc32c(payload)));
+  h[24] = static_cast<char>(tag);
+  h[25] = static_cast<char>(kHeaderCoversTag);
+  h[26] = h[27] = 0;
+  put32(h + 16, MaskCrc(HeaderCrc(h)));
 }
 
 ScanResult ScanRecord(std::string_view buffer, size_t* pos, ScannedRecord* record,

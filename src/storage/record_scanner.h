@@ -36,4 +36,10 @@ size_t CountRecordStarts(std::string_view bytes);
 // Encodes one record (header + payload) onto `out`.
 void EncodeRecord(uint64_t sequence, uint8_t tag, std::string_view payload, std::string& out);
 
+// The same in two steps, for a payload encoded straight into `out` (no copy of a large one):
+// BeginRecord reserves the header and returns where the record starts; the caller appends
+// the payload; FinishRecord fills the header in.
+size_t BeginRecord(std::string& out);
+void FinishRecord(uint64_t sequence, uint8_t tag, size_t start, std::string& out);
+
 }  // namespace seedance::storage

@@ -5,10 +5,16 @@
 // every block is taken, falls back to the heap, so correctness never depends on the blocks.
 // Used where the code runs one chain at a time: a LoopSignal's post, an MQTT client's write,
 // an HTTP delivery.
+//
+// Lifetime: an operation still queued when its owner is destroyed is destroyed later, with
+// the io_context, and frees its memory then; so a slot is shared (SharedSlot), and every
+// handler holds it. Freeing a slot inside its owner while an operation was queued was a
+// use-after-free at shutdown (found by the ASan build, scripts/test --sanitize).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <memory>
 #include <new>
 #include <utility>
 
@@ -41,6 +47,9 @@ class HandlerSlot {
   std::atomic<bool> used_[kBlocks] = {};
 };
 
+using SharedSlot = std::shared_ptr<HandlerSlot>;
+inline SharedSlot MakeSlot() { return std::make_shared<HandlerSlot>(); }
+
 // The allocator a handler names as its `allocator_type` (returned by get_allocator()).
 template <typename T>
 struct SlotAllocator {
@@ -62,12 +71,13 @@ struct SlotAllocator {
 };
 
 // Wraps a completion handler so the operations it completes take their memory from `slot`.
+// Asio frees an operation's memory through a copy of its handler, so the slot outlives it.
 template <typename Fn>
 struct SlotHandler {
-  HandlerSlot* slot;
+  SharedSlot slot;
   Fn fn;
   using allocator_type = SlotAllocator<char>;
-  allocator_type get_allocator() const noexcept { return allocator_type(slot); }
+  allocator_type get_allocator() const noexcept { return allocator_type(slot.get()); }
   template <typename... Args>
   void operator()(Args&&... args) {
     fn(std::forward<Args>(args)...);

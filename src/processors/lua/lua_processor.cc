@@ -5,6 +5,7 @@
 #include <rapidjson/error/en.h>
 
 #include <cstring>
+#include <optional>
 
 #include "core/json_check.h"
 #include "core/plugin_context.h"
@@ -12,6 +13,7 @@
 #include "processors/lua/lua_reloader.h"
 #include "processors/lua/lua_script.h"
 #include "util/log.h"
+#include "util/scratch_buffer.h"
 
 extern "C" {
 #include <lauxlib.h>
@@ -25,6 +27,27 @@ namespace {
 // every parse).
 using JsonDocument = rapidjson::GenericDocument<rapidjson::UTF8<>, rapidjson::MemoryPoolAllocator<>,
                                                 rapidjson::MemoryPoolAllocator<>>;
+// For a large payload, a parse stack from malloc: a pool never frees, so every time the stack
+// doubled its old block stayed, and the stack of a 15 MB array of numbers took 116 MB.
+using LargeJsonDocument =
+    rapidjson::GenericDocument<rapidjson::UTF8<>, rapidjson::MemoryPoolAllocator<>,
+                               rapidjson::CrtAllocator>;
+// Payloads up to this size are parsed with the pooled stack.
+constexpr size_t kPooledParseBytes = 64 * 1024;
+
+// Whether `text` may hold a string of kPooledParseBytes or more: two quotes that far apart
+// (cheap: memchr). Only then does parsing in place save a copy.
+bool HasLongString(std::string_view text) {
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  while (p < end) {
+    const void* q = std::memchr(p, '"', static_cast<size_t>(end - p));
+    const char* next = q != nullptr ? static_cast<const char*>(q) : end;
+    if (static_cast<size_t>(next - p) >= kPooledParseBytes) return true;
+    p = next + 1;
+  }
+  return false;
+}
 
 struct LuaProcessorOptions {
   LuaScriptOptions script;
@@ -113,6 +136,7 @@ class LuaProcessor final : public Processor {
   // returns is read into `scratch_` (whose strings keep their storage), then swapped with
   // the input.
   char json_buffer_[64 * 1024];
+  std::string large_text_;  // a large payload's text, parsed in place (Process releases it)
   char json_stack_[16 * 1024];
   Event scratch_;
   std::vector<Event> produced_;
@@ -282,20 +306,39 @@ void LuaProcessor::Fail(Event&& event, ProcessorOutput& out, const std::string& 
 }
 
 void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
+  struct ReleaseLargeText {  // after the documents below, which point into it
+    std::string& text;
+    ~ReleaseLargeText() { std::string().swap(text); }
+  } release_large_text{large_text_};
   rapidjson::MemoryPoolAllocator<> pool(json_buffer_, sizeof json_buffer_);
   rapidjson::MemoryPoolAllocator<> stack_pool(json_stack_, sizeof json_stack_);
   JsonDocument doc(&pool, 1024, &stack_pool);
+  std::optional<LargeJsonDocument> large_doc;
   const rapidjson::Value* parsed = nullptr;
   if (event.format == PayloadFormat::kJson) {
     // Iterative, depth-limited (core/json_check.h): PushEvent's recursion stays bounded.
-    Status parsed_ok = ParseJson(event.payload, doc);
+    Status parsed_ok;
+    if (event.payload.size() <= kPooledParseBytes) {
+      parsed_ok = ParseJson(event.payload, doc);
+      parsed = &doc;
+    } else if (HasLongString(event.payload)) {
+      // Strings decoded in place in a copy of the text: one copy of a large string instead
+      // of two (the reader's stack, then the document).
+      large_text_.assign(event.payload);
+      large_doc.emplace(&pool);
+      parsed_ok = ParseJsonInPlace(large_text_, *large_doc);
+      parsed = &*large_doc;
+    } else {
+      large_doc.emplace(&pool);
+      parsed_ok = ParseJson(event.payload, *large_doc);
+      parsed = &*large_doc;
+    }
     if (!parsed_ok.ok()) {
       ctx_.stats->errors.Add();
       event.format = PayloadFormat::kRaw;  // not JSON: sinks must quote it
       out.EmitSide(Output::kError, std::move(event), parsed_ok.message());
       return;
     }
-    parsed = &doc;
   }
   produced_.clear();
   produced_bytes_ = 0;
@@ -320,6 +363,9 @@ void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
       return;
     case RunResult::kOne:
       std::swap(event, scratch_);  // scratch_ keeps the input's storage for the next event
+      if (scratch_.payload.capacity() > util::kScratchKeepBytes) {
+        std::string().swap(scratch_.payload);  // unless one large event grew it
+      }
       Label(event);
       out.Emit(std::move(event));
       return;

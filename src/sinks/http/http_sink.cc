@@ -132,7 +132,7 @@ struct Delivery {
       response_arena_buffer, sizeof response_arena_buffer, std::pmr::new_delete_resource()};
   std::optional<ResponseParser> parser;
 
-  util::HandlerSlot slots;
+  util::SharedSlot slots = util::MakeSlot();
 };
 
 // Shared state of the sink, kept alive by the handlers that use it.
@@ -196,7 +196,7 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   // A completion handler for a step of `d`: keeps the client alive, allocates from d->slots.
   template <typename Fn>
   util::SlotHandler<Fn> Step(Delivery* d, Fn fn) {
-    return util::SlotHandler<Fn>{&d->slots, std::move(fn)};
+    return util::SlotHandler<Fn>{d->slots, std::move(fn)};
   }
 
   Delivery* TakeDelivery();

@@ -11,6 +11,7 @@
 #include "mqtt/connection_status.h"
 #include "mqtt/metadata_headers.h"
 #include "util/log.h"
+#include "util/scratch_buffer.h"
 #include "util/strings.h"
 #include "util/topic_filter.h"
 
@@ -68,10 +69,17 @@ class MqttSource final : public Source, public Acknowledger {
       return true;
     }
     // Copied into a pooled event: the client's packet keeps its storage for the next message.
+    // A large payload is moved instead (swapped back if refused): a copy would double the
+    // memory one large message takes, and the packet would keep its storage.
     Event e = output_->TakeEvent();
     e.source.assign(ctx_.name);
     e.topic.assign(m.topic);
-    e.payload.assign(m.payload);
+    const bool moved = m.payload.size() > util::kScratchKeepBytes;
+    if (moved) {
+      e.payload.swap(m.payload);
+    } else {
+      e.payload.assign(m.payload);
+    }
     e.format = format_;
     if (!m.props.empty() && mqtt::PropertiesToHeaders(m.props, &e) > 0) {
       uint64_t suppressed = 0;
@@ -100,7 +108,8 @@ class MqttSource final : public Source, public Acknowledger {
       ctx_.stats->events_out.Add();
       return true;
     }
-    // Refused: `m` is still intact; the client keeps it for redelivery.
+    // Refused: `m` is intact again; the client keeps it for redelivery.
+    if (moved) e.payload.swap(m.payload);
     paused_->Add();
     uint64_t suppressed = 0;
     if (limiter_.Allow("paused", &suppressed)) {
