@@ -12,6 +12,27 @@ from common import ROOT, Broker, Receiver, anon_kb, free_port, rss_kb, shared_li
 RUNS = 15
 
 
+def arm64_binary():
+    """Size and needed libraries of the stripped arm64 release binary (the same sources,
+    cross-built: scripts/build --target arm64), or why there is none."""
+    import shutil
+    if shutil.which("aarch64-linux-gnu-g++") is None:
+        return {"arm64_binary_bytes": None,
+                "arm64_note": "no arm64 cross toolchain here (scripts/setup --arm64)"}
+    env = dict(os.environ, BUILD_DIR_ARM64="build-arm64-release", BUILD_TYPE="Release",
+               TARGETS="seedance")
+    subprocess.run([os.path.join(ROOT, "scripts", "build"), "--target", "arm64",
+                    "-DSEEDANCE_TESTS=OFF"], cwd=ROOT, env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    out = os.path.join(ROOT, "build-arm64-release", "seedance.stripped")
+    subprocess.run(["aarch64-linux-gnu-strip", "-o", out,
+                    os.path.join(ROOT, "build-arm64-release", "seedance")], check=True)
+    dynamic = subprocess.run(["aarch64-linux-gnu-readelf", "-d", out], capture_output=True,
+                             text=True, check=True).stdout
+    needed = sorted(l.split("[")[1].rstrip("]") for l in dynamic.splitlines() if "(NEEDED)" in l)
+    return {"arm64_binary_bytes": os.path.getsize(out), "arm64_needed_libraries": needed}
+
+
 def main():
     binary = stripped_binary()
     broker = Broker().start()
@@ -50,6 +71,7 @@ def main():
         "benchmark": "startup",
         "binary_bytes": os.path.getsize(binary),
         "shared_libraries": shared_libs(binary),
+        **arm64_binary(),
         "idle_rss_kb": int(statistics.median(idle_rss)),
         "idle_anon_kb": int(statistics.median(idle_anon)),
         "ready_ms": round(statistics.median(ready_ms), 2),
