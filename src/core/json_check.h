@@ -140,25 +140,29 @@ class DepthLimit {
   bool out_of_range_ = false;
 };
 
-// How Read hands strings to `inner`: copied from the reader's stack; without their text
-// (CheckJson: nothing is kept); or decoded in place in the text, which `inner` may point into
-// (ParseJsonInPlace: no copy of a large string at all).
-enum class StringMode { kCopy, kDiscard, kInPlace };
+// How Read hands strings to `inner`: copied from the reader's stack, or without their text
+// (CheckJson: nothing is kept).
+enum class StringMode { kCopy, kDiscard };
 
-// Runs the reader over `text` into `inner`; OK or the error with its offset. kInPlace
-// requires `text` to be writable and followed by a NUL (a std::string's data).
+// Runs the reader over `text` into `inner`; OK or the error with its offset.
+// `own_reader` (optional) is used instead of the thread's: for a caller whose handler may be
+// unwound by an error (a Lua error raised while building a table), which must not leave the
+// thread's reader in the middle of a parse.
 template <typename Inner>
-Status Read(std::string_view text, Inner& inner, StringMode mode = StringMode::kCopy) {
+Status Read(std::string_view text, Inner& inner, StringMode mode = StringMode::kCopy,
+            rapidjson::Reader* own_reader = nullptr) {
   // The reader's stack holds the string being copied: after a large one it is let go, so one
   // large payload does not keep its size in memory for the thread's life.
-  thread_local auto reader = std::make_unique<rapidjson::Reader>();
+  thread_local auto thread_reader = std::make_unique<rapidjson::Reader>();
   struct Release {
     std::unique_ptr<rapidjson::Reader>& r;
     bool large;
     ~Release() {
       if (large) r = std::make_unique<rapidjson::Reader>();
     }
-  } release{reader, mode == StringMode::kCopy && text.size() > 256 * 1024};
+  } release{thread_reader,
+            own_reader == nullptr && mode == StringMode::kCopy && text.size() > 256 * 1024};
+  rapidjson::Reader* reader = own_reader != nullptr ? own_reader : thread_reader.get();
   rapidjson::ParseResult r;
   size_t end = 0;
   DiscardingStream discarding(text.data(), text.size());
@@ -167,14 +171,9 @@ Status Read(std::string_view text, Inner& inner, StringMode mode = StringMode::k
     rapidjson::MemoryStream stream(text.data(), text.size());
     r = reader->Parse<kParseFlags>(stream, limited);
     end = stream.Tell();
-  } else if (mode == StringMode::kDiscard) {
+  } else {
     r = reader->Parse<kParseFlags | rapidjson::kParseInsituFlag>(discarding, limited);
     end = discarding.Tell();
-  } else {
-    // Stops at a NUL byte like the end of the text; the check below finds what follows.
-    rapidjson::InsituStringStream stream(const_cast<char*>(text.data()));
-    r = reader->Parse<kParseFlags | rapidjson::kParseInsituFlag>(stream, limited);
-    end = stream.Tell();
   }
   if (r.IsError()) {
     const std::string what =
@@ -205,19 +204,6 @@ Status ParseJson(std::string_view text, Document& doc) {
   Status status;
   auto generate = [&](Document& handler) {
     status = json_internal::Read(text, handler);
-    return status.ok();
-  };
-  doc.Populate(generate);
-  return status;
-}
-
-// The same, decoding strings in place in `text` (which `doc` then points into: keep it while
-// `doc` is used). For large payloads: no string is copied.
-template <typename Document>
-Status ParseJsonInPlace(std::string& text, Document& doc) {
-  Status status;
-  auto generate = [&](Document& handler) {
-    status = json_internal::Read(text, handler, json_internal::StringMode::kInPlace);
     return status.ok();
   };
   doc.Populate(generate);

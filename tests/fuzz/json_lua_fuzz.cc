@@ -54,5 +54,18 @@ SEEDANCE_FUZZ_TARGET(json_lua) {
       std::abort();
     }
   }
+  // The same JSON padded past 64 KiB takes the large-payload path (the Lua table built from the
+  // text, no document unless changed): the same outcome, and the same bytes apart from the
+  // padding.
+  const std::string input(reinterpret_cast<const char*>(data), size);
+  const std::string padded = input + std::string(70 * 1024, ' ');
+  seedance::testing::RecordingOutput large;
+  bridge->processor->Process(seedance::testing::JsonEvent(padded), large);
+  if (large.main.size() != out.main.size() || large.side.size() != out.side.size()) std::abort();
+  if (!out.main.empty()) {
+    const std::string& a = out.main[0].payload;
+    const std::string& b = large.main[0].payload;
+    if (a != b && !(a == input && b == padded)) std::abort();  // both kept, or same text
+  }
   return 0;
 }

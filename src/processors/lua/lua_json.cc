@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/json_check.h"
 #include "util/strings.h"
 
 extern "C" {
@@ -302,6 +303,177 @@ bool LuaEqualsJson(lua_State* L, int index, const rapidjson::Value& v) {
     }
   }
   return false;
+}
+
+namespace {
+
+// Builds the Lua value of a JSON text from the reader's events: each open array or object is on
+// the Lua stack (an object's pending key above it), as PushJson would have built it.
+class LuaBuilder {
+ public:
+  using Ch = char;
+  explicit LuaBuilder(lua_State* L) : L_(L) {}
+  bool Null() {
+    lua_pushlightuserdata(L_, nullptr);
+    return Put();
+  }
+  bool Bool(bool b) {
+    lua_pushboolean(L_, b ? 1 : 0);
+    return Put();
+  }
+  bool Int(int i) { return Number(i); }
+  bool Uint(unsigned u) { return Number(u); }
+  bool Int64(int64_t i) { return Number(static_cast<double>(i)); }
+  bool Uint64(uint64_t u) { return Number(static_cast<double>(u)); }
+  bool Double(double d) { return Number(d); }
+  bool RawNumber(const Ch*, rapidjson::SizeType, bool) { return false; }  // not requested
+  bool String(const Ch* s, rapidjson::SizeType n, bool) {
+    lua_pushlstring(L_, s, n);
+    return Put();
+  }
+  bool Key(const Ch* s, rapidjson::SizeType n, bool) {
+    lua_pushlstring(L_, s, n);
+    return true;
+  }
+  bool StartObject() { return Open(0); }
+  bool StartArray() { return Open(1); }
+  bool EndObject(rapidjson::SizeType) {
+    next_.pop_back();
+    return Put();
+  }
+  bool EndArray(rapidjson::SizeType) {
+    luaL_getmetatable(L_, kArrayMeta);
+    lua_setmetatable(L_, -2);
+    next_.pop_back();
+    return Put();
+  }
+
+ private:
+  bool Number(double d) {
+    lua_pushnumber(L_, d);
+    return Put();
+  }
+  bool Open(uint32_t first) {
+    luaL_checkstack(L_, 4, "JSON nesting");
+    lua_createtable(L_, 0, 0);
+    next_.push_back(first);  // 0: an object; else the array's next index
+    return true;
+  }
+  // The value on top of the stack goes into the enclosing array or object (the root stays).
+  bool Put() {
+    if (next_.empty()) return true;
+    if (next_.back() == 0) {
+      lua_rawset(L_, -3);  // table, key, value
+    } else {
+      lua_rawseti(L_, -2, static_cast<int>(next_.back()++));
+    }
+    return true;
+  }
+  lua_State* L_;
+  std::vector<uint32_t> next_;
+};
+
+// Compares the Lua value at an index with a JSON text as the reader goes through the text, by
+// LuaEqualsJson's rules. Each open array or object has its Lua table on the stack; a value
+// that differs stops the reader.
+class LuaComparer {
+ public:
+  using Ch = char;
+  LuaComparer(lua_State* L, int index) : L_(L), root_(AbsIndex(L, index)) {}
+  bool Null() {
+    return Scalar([&] { return IsNull(L_, -1); });
+  }
+  bool Bool(bool b) {
+    return Scalar(
+        [&] { return lua_type(L_, -1) == LUA_TBOOLEAN && (lua_toboolean(L_, -1) != 0) == b; });
+  }
+  bool Int(int i) { return Number(i); }
+  bool Uint(unsigned u) { return Number(u); }
+  bool Int64(int64_t i) { return Number(static_cast<double>(i)); }
+  bool Uint64(uint64_t u) { return Number(static_cast<double>(u)); }
+  bool Double(double d) { return Number(d); }
+  bool RawNumber(const Ch*, rapidjson::SizeType, bool) { return false; }
+  bool String(const Ch* s, rapidjson::SizeType n, bool) {
+    return Scalar([&] {
+      if (lua_type(L_, -1) != LUA_TSTRING) return false;
+      size_t len = 0;
+      const char* v = lua_tolstring(L_, -1, &len);
+      return len == n && std::memcmp(v, s, len) == 0;
+    });
+  }
+  bool Key(const Ch* s, rapidjson::SizeType n, bool) {
+    lua_pushlstring(L_, s, n);
+    ++levels_.back().seen;
+    return true;
+  }
+  bool StartObject() { return Open(false); }
+  bool StartArray() { return Open(true); }
+  bool EndObject(rapidjson::SizeType) { return Close(); }
+  bool EndArray(rapidjson::SizeType) { return Close(); }
+
+ private:
+  struct Level {
+    bool array;
+    uint32_t seen;  // members or elements so far
+  };
+  // Pushes the Lua value that the coming JSON value is compared with.
+  void Fetch() {
+    if (levels_.empty()) {
+      lua_pushvalue(L_, root_);
+    } else if (levels_.back().array) {
+      lua_rawgeti(L_, -1, static_cast<int>(++levels_.back().seen));
+    } else {
+      lua_rawget(L_, -2);  // table, key -> table, value
+    }
+  }
+  template <typename Same>
+  bool Scalar(Same same) {
+    Fetch();
+    const bool equal = same();
+    lua_pop(L_, 1);
+    return equal;
+  }
+  bool Number(double d) {
+    return Scalar([&] { return lua_type(L_, -1) == LUA_TNUMBER && lua_tonumber(L_, -1) == d; });
+  }
+  bool Open(bool array) {
+    luaL_checkstack(L_, 4, "JSON comparison");
+    Fetch();
+    if (lua_type(L_, -1) != LUA_TTABLE) return false;
+    levels_.push_back(Level{array, 0});
+    return true;
+  }
+  // Same members, and no more than the text has (LuaEqualsJson counts every key).
+  bool Close() {
+    const bool equal = CountKeys(L_, -1) == levels_.back().seen;
+    levels_.pop_back();
+    lua_pop(L_, 1);
+    return equal;
+  }
+  lua_State* L_;
+  const int root_;
+  std::vector<Level> levels_;
+};
+
+}  // namespace
+
+Status PushJsonText(lua_State* L, std::string_view text) {
+  const int top = lua_gettop(L);
+  LuaBuilder builder(L);
+  rapidjson::Reader reader;  // its own: a Lua error may unwind the parse
+  Status s = json_internal::Read(text, builder, json_internal::StringMode::kCopy, &reader);
+  if (!s.ok()) lua_settop(L, top);
+  return s;
+}
+
+bool LuaEqualsJsonText(lua_State* L, int index, std::string_view text) {
+  const int top = lua_gettop(L);
+  LuaComparer comparer(L, index);
+  rapidjson::Reader reader;
+  const bool equal =
+      json_internal::Read(text, comparer, json_internal::StringMode::kCopy, &reader).ok();
+  lua_settop(L, top);
+  return equal;
 }
 
 Status LuaToJson(lua_State* L, int index, const rapidjson::Value* hint, std::string& out,

@@ -32,6 +32,14 @@ void PushJson(lua_State* L, const rapidjson::Value& v);
 // True when the Lua value at `index` holds exactly the data of `v`.
 bool LuaEqualsJson(lua_State* L, int index, const rapidjson::Value& v);
 
+// The same two straight from JSON text, without a document: for large payloads, whose
+// document would take 2-5 times the text on top of the Lua table. PushJsonText pushes the
+// value (one slot) or returns the parse error (the same rules as ParseJson: depth-limited,
+// iterative); it may raise a Lua error (memory), so it runs in a protected call.
+// LuaEqualsJsonText reads the text again and compares as it goes.
+Status PushJsonText(lua_State* L, std::string_view text);
+bool LuaEqualsJsonText(lua_State* L, int index, std::string_view text);
+
 // Appends the JSON text of the Lua value at `index` to `out`. `hint` (may be null) is the
 // document the value was built from, for key order. kInvalidArgument for values JSON cannot
 // hold (functions, NaN and infinity, cyclic or too deep tables, keys that are neither strings

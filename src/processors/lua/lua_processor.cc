@@ -27,27 +27,36 @@ namespace {
 // every parse).
 using JsonDocument = rapidjson::GenericDocument<rapidjson::UTF8<>, rapidjson::MemoryPoolAllocator<>,
                                                 rapidjson::MemoryPoolAllocator<>>;
-// For a large payload, a parse stack from malloc: a pool never frees, so every time the stack
-// doubled its old block stayed, and the stack of a 15 MB array of numbers took 116 MB.
+// A large payload's document, parsed only when a script changed the payload (for its key
+// order); its parse stack comes from malloc (a pool never frees: every time the stack doubled,
+// its old block stayed).
 using LargeJsonDocument =
     rapidjson::GenericDocument<rapidjson::UTF8<>, rapidjson::MemoryPoolAllocator<>,
                                rapidjson::CrtAllocator>;
-// Payloads up to this size are parsed with the pooled stack.
+// Payloads up to this size are parsed into a pooled document before the script runs; larger
+// ones go to Lua straight from their text (JsonPayload).
 constexpr size_t kPooledParseBytes = 64 * 1024;
 
-// Whether `text` may hold a string of kPooledParseBytes or more: two quotes that far apart
-// (cheap: memchr). Only then does parsing in place save a copy.
-bool HasLongString(std::string_view text) {
-  const char* p = text.data();
-  const char* const end = p + text.size();
-  while (p < end) {
-    const void* q = std::memchr(p, '"', static_cast<size_t>(end - p));
-    const char* next = q != nullptr ? static_cast<const char*>(q) : end;
-    if (static_cast<size_t>(next - p) >= kPooledParseBytes) return true;
-    p = next + 1;
+// The payload's JSON as the bridge uses it. A small payload is parsed (`doc`). A large one
+// stays text: its Lua table is built from the text, "unchanged?" reads the text again, and a
+// document is parsed only if the script changed the payload: a document takes 2-5 times the
+// text (16 bytes a number, 32 a member), on top of the Lua table.
+struct JsonPayload {
+  const rapidjson::Value* doc = nullptr;
+  std::string_view text;  // set instead of doc for large payloads
+  std::optional<LargeJsonDocument>* lazy = nullptr;
+  rapidjson::MemoryPoolAllocator<>* pool = nullptr;
+
+  // The document, for key order: parsed from `text` the first time.
+  const rapidjson::Value* Document() {
+    if (doc == nullptr && !text.empty()) {
+      lazy->emplace(pool);
+      if (ParseJson(text, **lazy).ok()) doc = &**lazy;
+      text = {};
+    }
+    return doc;
   }
-  return false;
-}
+};
 
 struct LuaProcessorOptions {
   LuaScriptOptions script;
@@ -98,10 +107,10 @@ class LuaProcessor final : public Processor {
         {{"component", ctx_.name}, {"limit", limit}});
   }
   // Builds the event table for `event` (payload from `doc` when JSON) on the stack.
-  void PushEvent(const Event& event, const rapidjson::Value* doc);
+  Status PushEvent(const Event& event, JsonPayload& json);
   // Reads the event table at `index` into `out`, based on `in`. kInvalidArgument naming the
   // field on a value of the wrong type.
-  Status ReadEvent(int index, const Event& in, const rapidjson::Value* doc, Event& out);
+  Status ReadEvent(int index, const Event& in, JsonPayload& json, Event& out);
   void Fail(Event&& event, ProcessorOutput& out, const std::string& why);
   // After a call that ran into the memory limit: collect, and when the state still holds more
   // than half the limit (it keeps data across events), replace it with a fresh one.
@@ -120,7 +129,7 @@ class LuaProcessor final : public Processor {
   // Pushes the event, calls the script and reads what it returned: into `scratch_` (kOne) or
   // `produced_` (kList). Every Lua API call in here can raise (memory, a metamethod on a
   // returned table, a limit), so it runs only under LuaScript::Protected.
-  Status Run(const Event& event, const rapidjson::Value* parsed, RunResult* result);
+  Status Run(const Event& event, JsonPayload& json, RunResult* result);
 
   std::unique_ptr<LuaScript> script_;
   std::string code_;  // the running version's source
@@ -136,7 +145,6 @@ class LuaProcessor final : public Processor {
   // returns is read into `scratch_` (whose strings keep their storage), then swapped with
   // the input.
   char json_buffer_[64 * 1024];
-  std::string large_text_;  // a large payload's text, parsed in place (Process releases it)
   char json_stack_[16 * 1024];
   Event scratch_;
   std::vector<Event> produced_;
@@ -171,13 +179,16 @@ void LuaProcessor::RecoverMemory() {
                     used, limit);
 }
 
-void LuaProcessor::PushEvent(const Event& event, const rapidjson::Value* doc) {
+Status LuaProcessor::PushEvent(const Event& event, JsonPayload& json) {
   lua_State* L = script_->state();
   lua_createtable(L, 0, 7);
-  if (doc != nullptr)
-    PushJson(L, *doc);
-  else
+  if (json.doc != nullptr) {
+    PushJson(L, *json.doc);
+  } else if (!json.text.empty()) {
+    SEEDANCE_RETURN_IF_ERROR(PushJsonText(L, json.text));
+  } else {
     lua_pushlstring(L, event.payload.data(), event.payload.size());
+  }
   lua_setfield(L, -2, "payload");
   lua_pushlstring(L, event.topic.data(), event.topic.size());
   lua_setfield(L, -2, "topic");
@@ -193,6 +204,7 @@ void LuaProcessor::PushEvent(const Event& event, const rapidjson::Value* doc) {
     lua_setfield(L, -2, h.name.c_str());
   }
   lua_setfield(L, -2, "headers");
+  return Status::Ok();
 }
 
 // "a table", "a number", ...: for messages about a field of the wrong type.
@@ -203,8 +215,7 @@ std::string TypeOf(lua_State* L, int index) {
 // A string field or header must not hide a NUL: sinks would cut it there.
 bool HasNul(const char* s, size_t len) { return std::memchr(s, 0, len) != nullptr; }
 
-Status LuaProcessor::ReadEvent(int index, const Event& in, const rapidjson::Value* doc,
-                               Event& out) {
+Status LuaProcessor::ReadEvent(int index, const Event& in, JsonPayload& json, Event& out) {
   lua_State* L = script_->state();
   out.id = in.id;
   out.source = in.source;
@@ -283,12 +294,13 @@ Status LuaProcessor::ReadEvent(int index, const Event& in, const rapidjson::Valu
     size_t len = 0;
     const char* p = lua_tolstring(L, -1, &len);
     out.payload.assign(p, len);
-  } else if (doc != nullptr && LuaEqualsJson(L, -1, *doc)) {
+  } else if (json.doc != nullptr ? LuaEqualsJson(L, -1, *json.doc)
+                                 : !json.text.empty() && LuaEqualsJsonText(L, -1, json.text)) {
     out.payload = in.payload;  // unchanged: keep the original bytes exactly
   } else {
     out.format = PayloadFormat::kJson;
     out.payload.clear();
-    s = LuaToJson(L, -1, doc, out.payload, "event.payload",
+    s = LuaToJson(L, -1, json.Document(), out.payload, "event.payload",
                   produced_bytes_ < limit ? limit - produced_bytes_ : 0);
   }
   lua_pop(L, 1);
@@ -306,32 +318,22 @@ void LuaProcessor::Fail(Event&& event, ProcessorOutput& out, const std::string& 
 }
 
 void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
-  struct ReleaseLargeText {  // after the documents below, which point into it
-    std::string& text;
-    ~ReleaseLargeText() { std::string().swap(text); }
-  } release_large_text{large_text_};
   rapidjson::MemoryPoolAllocator<> pool(json_buffer_, sizeof json_buffer_);
   rapidjson::MemoryPoolAllocator<> stack_pool(json_stack_, sizeof json_stack_);
   JsonDocument doc(&pool, 1024, &stack_pool);
   std::optional<LargeJsonDocument> large_doc;
-  const rapidjson::Value* parsed = nullptr;
+  JsonPayload json;
   if (event.format == PayloadFormat::kJson) {
     // Iterative, depth-limited (core/json_check.h): PushEvent's recursion stays bounded.
     Status parsed_ok;
     if (event.payload.size() <= kPooledParseBytes) {
       parsed_ok = ParseJson(event.payload, doc);
-      parsed = &doc;
-    } else if (HasLongString(event.payload)) {
-      // Strings decoded in place in a copy of the text: one copy of a large string instead
-      // of two (the reader's stack, then the document).
-      large_text_.assign(event.payload);
-      large_doc.emplace(&pool);
-      parsed_ok = ParseJsonInPlace(large_text_, *large_doc);
-      parsed = &*large_doc;
+      json.doc = &doc;
     } else {
-      large_doc.emplace(&pool);
-      parsed_ok = ParseJson(event.payload, *large_doc);
-      parsed = &*large_doc;
+      parsed_ok = CheckJson(event.payload);  // keeps nothing: the text is read again in Run
+      json.text = event.payload;
+      json.lazy = &large_doc;
+      json.pool = &pool;
     }
     if (!parsed_ok.ok()) {
       ctx_.stats->errors.Add();
@@ -343,7 +345,7 @@ void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
   produced_.clear();
   produced_bytes_ = 0;
   RunResult result = RunResult::kFiltered;
-  Status s = script_->Protected([&] { return Run(event, parsed, &result); });
+  Status s = script_->Protected([&] { return Run(event, json, &result); });
   const LuaLimit exceeded = script_->limits().exceeded();
   if (exceeded != LuaLimit::kNone) {
     exceeded_[static_cast<int>(exceeded)]->Add();
@@ -380,11 +382,11 @@ void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
   }
 }
 
-Status LuaProcessor::Run(const Event& event, const rapidjson::Value* parsed, RunResult* outcome) {
+Status LuaProcessor::Run(const Event& event, JsonPayload& json, RunResult* outcome) {
   lua_State* L = script_->state();
   const int top = lua_gettop(L);
   script_->PushFunction();
-  PushEvent(event, parsed);
+  SEEDANCE_RETURN_IF_ERROR(PushEvent(event, json));
   lua_pushvalue(L, -1);
   lua_insert(L, top + 1);  // keep the input table below the call, to recognise it
   script_->Call(1, 2);
@@ -420,7 +422,7 @@ Status LuaProcessor::Run(const Event& event, const rapidjson::Value* parsed, Run
   lua_pop(L, 1);
   if (is_event) {
     *outcome = RunResult::kOne;
-    return ReadEvent(result, event, parsed, scratch_);
+    return ReadEvent(result, event, json, scratch_);
   }
   *outcome = RunResult::kList;
   const size_t n = lua_objlen(L, result);
@@ -438,7 +440,7 @@ Status LuaProcessor::Run(const Event& event, const rapidjson::Value* parsed, Run
                                   " of the returned list is not an event table");
     }
     Event e;
-    Status s = ReadEvent(lua_gettop(L), event, parsed, e);
+    Status s = ReadEvent(lua_gettop(L), event, json, e);
     if (!s.ok()) return InvalidArgumentError(fmt::format("event {} of {}: {}", i, n, s.message()));
     produced_.push_back(std::move(e));
     lua_pop(L, 1);

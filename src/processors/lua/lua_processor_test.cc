@@ -64,6 +64,68 @@ TEST_F(LuaProcessorTest, SeedFilterKeepsInRangeAndDropsTheRest) {
   EXPECT_TRUE(out.side.empty());
 }
 
+// A payload over 64 KiB goes to Lua straight from its text (no document unless the script
+// changes it). Both paths must give the same results: the same events, the original bytes
+// when unchanged, the original key order when changed.
+TEST_F(LuaProcessorTest, LargePayloadsBehaveLikeSmallOnes) {
+  auto p = Make(R"(code: |
+  function process(event)
+    local pl = event.payload
+    if pl.mode == "keep" then return event end
+    if pl.mode == "drop" then return nil end
+    if pl.mode == "touch" then pl.list[1] = pl.list[1] end  -- same value: unchanged
+    if pl.mode == "edit" then pl.n = pl.n + 1; pl.added = #pl.list end
+    return event
+  end
+)");
+  const auto payload = [](const std::string& mode, size_t pad) {
+    // Spacing, key order, a duplicate-free object, numbers as written: what only the
+    // original bytes keep.
+    return "{ \"z\": 1.50, \"mode\": \"" + mode + "\", \"n\": 7, \"nul\": null, " +
+           "\"list\": [1, 2.5e3, true, {\"a\": []}, \"" + std::string(pad, 'x') + "\"], " +
+           "\"a\": {} }";
+  };
+  for (const size_t pad : {size_t{10}, size_t{100000}}) {
+    SCOPED_TRACE(pad);
+    RecordingOutput out;
+    for (const char* mode : {"keep", "touch", "drop", "edit"})
+      p->Process(JsonEvent(payload(mode, pad)), out);
+    ASSERT_EQ(out.main.size(), 3u);
+    EXPECT_TRUE(out.side.empty());
+    EXPECT_EQ(out.main[0].payload, payload("keep", pad));
+    EXPECT_EQ(out.main[1].payload, payload("touch", pad));
+    const std::string& edited = out.main[2].payload;
+    EXPECT_EQ(edited.substr(0, 35), R"({"z":1.5,"mode":"edit","n":8,"nul":)")
+        << edited.substr(0, 80);
+    EXPECT_NE(edited.find(R"("a":{},"added":5})"), std::string::npos)
+        << edited.substr(edited.size() - 40);
+  }
+}
+
+TEST_F(LuaProcessorTest, ALargePayloadWithARepeatedKeyIsWrittenAgainNotKept) {
+  // {"k":1,"k":2} reads as one key in Lua: the event is not what the text says, so it is
+  // written from the table (as for a small payload), not passed on as the original bytes.
+  auto p = Make(kSeedFilter);
+  const std::string big =
+      "{\"temperature\": 20, \"k\": 1, \"k\": 2, \"pad\": \"" + std::string(100000, 'p') + "\"}";
+  RecordingOutput out;
+  p->Process(JsonEvent(big), out);
+  ASSERT_EQ(out.main.size(), 1u);
+  EXPECT_NE(out.main[0].payload, big);
+  EXPECT_NE(out.main[0].payload.find(R"("k":2)"), std::string::npos);
+}
+
+TEST_F(LuaProcessorTest, ALargeInvalidPayloadGoesToErrorWithTheReason) {
+  auto p = Make(kSeedFilter);
+  RecordingOutput out;
+  p->Process(JsonEvent("{\"temperature\": 20, \"pad\": \"" + std::string(100000, 'p') + "\""), out);
+  p->Process(JsonEvent(R"({"temperature": 20})"), out);
+  ASSERT_EQ(out.side.size(), 1u);
+  EXPECT_NE(out.side[0].reason.find("invalid JSON at offset"), std::string::npos)
+      << out.side[0].reason;
+  EXPECT_EQ(out.main.size(), 1u);
+}
+
 TEST_F(LuaProcessorTest, ANamedOutputLabelsTheEventAndAnUndeclaredOneIsAnError) {
   auto p = Make(R"(outputs: [alerts]
 code: |
