@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string_view>
+#include <vector>
 
 #include "seedance/event.h"
 #include "seedance/status.h"
@@ -48,6 +49,11 @@ class SourceOutput {
   // acknowledges it once that is safe, so upstream does not send it again. Same refusal rule
   // as TryEmit.
   virtual bool TryEmitInvalid(Event& event, AckHandle ack, std::string_view reason) = 0;
+  // Hands all of `events` to the pipeline, or none (a request answered as one): returns false,
+  // leaving them untouched, when the pipeline has no room for all of them now; event i is
+  // acknowledged to `owner` with token `first_token + i`. REQUIRES: called on the event loop.
+  virtual bool TryEmitAll(std::vector<Event>& events, Acknowledger* owner,
+                          uint64_t first_token) = 0;
   // Runs `callback` on the event loop once TryEmit may succeed again.
   virtual void WhenWritable(std::function<void()> callback) = 0;
   // A new event id, unique in this process.

@@ -16,6 +16,28 @@ bool IngestQueue::TryPush(Event& event, AckHandle ack, std::string_view invalid)
   return true;
 }
 
+bool IngestQueue::TryPushAll(std::vector<Event>& events, Acknowledger* owner,
+                             uint64_t first_token) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_ || items_.size() + events.size() > capacity_) return false;
+    uint64_t total = 0;
+    if (budget_) {
+      for (const Event& e : events) total += e.MemoryBytes();
+      if (!items_.empty() && bytes_ + total > max_bytes_) return false;
+    }
+    for (size_t i = 0; i < events.size(); ++i) {
+      const uint64_t bytes = budget_ ? events[i].MemoryBytes() : 0;
+      items_.push_back(IngestItem{std::move(events[i]), AckHandle{owner, first_token + i, 0}, bytes,
+                                  std::string()});
+    }
+    bytes_ += total;
+    if (budget_) budget_->Charge(total);
+  }
+  cv_.notify_one();
+  return true;
+}
+
 void IngestQueue::WhenWritable(std::function<void()> callback) {
   {
     std::lock_guard<std::mutex> lock(mu_);

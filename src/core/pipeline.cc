@@ -314,6 +314,13 @@ bool Pipeline::TryEmitInvalid(Event& event, AckHandle ack, std::string_view reas
   return ingest_->TryPush(event, ack, reason);
 }
 
+bool Pipeline::TryEmitAll(std::vector<Event>& events, Acknowledger* owner, uint64_t first_token) {
+  for (Event& e : events) {
+    if (e.id == 0) e.id = NextEventId();
+  }
+  return ingest_->TryPushAll(events, owner, first_token);
+}
+
 void Pipeline::WhenWritable(std::function<void()> callback) {
   ingest_->WhenWritable(std::move(callback));
 }

@@ -8,6 +8,7 @@
 #include "sinks/mqtt/mqtt_sink.h"
 #include "sinks/stdout/stdout_sink.h"
 #include "sources/generate/generate_source.h"
+#include "sources/http/http_source.h"
 #include "sources/mqtt/mqtt_source.h"
 
 namespace seedance {
@@ -15,6 +16,7 @@ namespace seedance {
 void RegisterBuiltinPlugins(PluginRegistry& registry) {
   registry.Add(sources::MqttSourceFactory());
   registry.Add(sources::GenerateSourceFactory());
+  registry.Add(sources::HttpSourceFactory());
   registry.Add(processors::LuaProcessorFactory());
   registry.Add(processors::WatermarkProcessorFactory());
   registry.Add(processors::WindowProcessorFactory());

@@ -1,0 +1,420 @@
+#include "sources/http/http_source.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "core/plugin_context.h"
+#include "sources/http/request_body.h"
+#include "util/listen_address.h"
+#include "util/log.h"
+#include "util/strings.h"
+
+namespace seedance::sources {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::awaitable;
+using asio::use_awaitable;
+using asio::ip::tcp;
+using boost::system::error_code;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxHeaderBytes = 16 * 1024;
+
+struct HttpSourceOptions {
+  std::string listen;
+  StringPairs paths;  // path -> topic; empty: any path, its topic is the path
+  BodyFormat format = BodyFormat::kAuto;
+  std::string bearer_token;
+  uint64_t max_body = 0;
+  int64_t max_events = 0;
+  int64_t max_connections = 0;
+  std::chrono::nanoseconds idle_timeout{0};
+  std::chrono::nanoseconds ack_timeout{0};
+};
+
+// A request whose events are in the pipeline, waiting to be acknowledged.
+struct Pending {
+  explicit Pending(asio::io_context& io) : done(io, Clock::time_point::max()) {}
+  size_t remaining = 0;
+  asio::steady_timer done;  // cancelled when the last event is acknowledged
+};
+
+// Constant time in the token's length: the comparison does not tell how much of a guess was
+// right.
+bool SameSecret(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+class HttpSource final : public Source, public Acknowledger {
+ public:
+  HttpSource(HttpSourceOptions options, PluginContext ctx)
+      : options_(std::move(options)),
+        ctx_(std::move(ctx)),
+        acceptor_(ctx_.loop->io()),
+        slot_freed_(ctx_.loop->io(), Clock::time_point::max()) {}
+
+  Status Start(SourceOutput& output) override {
+    output_ = &output;
+    auto ep = util::ParseListenAddress(options_.listen);
+    if (!ep) return InvalidArgumentError("listen: " + ep.error().message());
+    error_code ec;
+    acceptor_.open(ep->protocol(), ec);
+    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(*ep, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return FailedPreconditionError("cannot listen on " + options_.listen + ": " + ec.message());
+    }
+    SEEDANCE_LOG_INFO(ctx_.name, "listening on {}", options_.listen);
+    asio::co_spawn(ctx_.loop->io(), Accept(), asio::detached);
+    return Status::Ok();
+  }
+
+  void Stop() override {
+    stopped_ = true;
+    error_code ec;
+    acceptor_.close(ec);
+    slot_freed_.cancel();
+  }
+
+  // Any thread (the pipeline's).
+  void Acknowledge(uint64_t token) override {
+    std::shared_ptr<Pending> finished;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = pending_.upper_bound(token);
+      if (it == pending_.begin()) return;
+      --it;
+      if (--it->second->remaining != 0) return;
+      finished = std::move(it->second);
+      pending_.erase(it);
+    }
+    ctx_.loop->Post([finished] { finished->done.cancel(); });
+  }
+
+ private:
+  struct Answer {
+    http::status status;
+    std::string body;
+    int retry_after_s = 0;
+  };
+
+  awaitable<void> Accept() {
+    auto& io = ctx_.loop->io();
+    while (!stopped_) {
+      error_code ec;
+      while (open_ >= options_.max_connections && !stopped_) {
+        co_await slot_freed_.async_wait(asio::redirect_error(use_awaitable, ec));
+      }
+      if (stopped_) co_return;
+      tcp::socket socket = co_await acceptor_.async_accept(asio::redirect_error(use_awaitable, ec));
+      if (ec) {
+        if (stopped_ || ec == asio::error::operation_aborted) co_return;
+        uint64_t suppressed = 0;
+        if (limiter_.Allow("accept", &suppressed)) {
+          SEEDANCE_LOG_WARN(ctx_.name, "cannot accept a connection: {}; pausing 100 ms",
+                            ec.message());
+        }
+        asio::steady_timer pause(io, std::chrono::milliseconds(100));
+        co_await pause.async_wait(asio::redirect_error(use_awaitable, ec));
+        continue;
+      }
+      ++open_;
+      asio::co_spawn(io, Serve(beast::tcp_stream(std::move(socket))), asio::detached);
+    }
+  }
+
+  awaitable<void> Serve(beast::tcp_stream stream) {
+    beast::flat_buffer buffer(kMaxHeaderBytes);
+    while (!stopped_) {
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(kMaxHeaderBytes);
+      parser.body_limit(options_.max_body);
+      error_code ec;
+      stream.expires_after(options_.idle_timeout);
+      // The header first: Beast 1.74 reserves an announced Content-Length before checking it
+      // against body_limit (observe/http_listener.cc).
+      co_await http::async_read_header(stream, buffer, parser,
+                                       asio::redirect_error(use_awaitable, ec));
+      if (!ec) {
+        const auto length = parser.content_length();
+        if (length && *length > options_.max_body) ec = http::error::body_limit;
+      }
+      if (!ec && !parser.is_done()) {
+        co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+      }
+      Answer answer;
+      bool keep_alive = false;
+      unsigned version = 11;
+      if (ec == http::error::body_limit || ec == http::error::header_limit) {
+        answer = {http::status::payload_too_large,
+                  ec == http::error::body_limit ? "body larger than max_body (" +
+                                                      std::to_string(options_.max_body) + " bytes)"
+                                                : "header larger than 16 KiB"};
+      } else if (ec) {
+        break;  // closed, timed out or unreadable: nobody to answer
+      } else {
+        const http::request<http::string_body>& req = parser.get();
+        keep_alive = req.keep_alive();
+        version = req.version();
+        const auto started = Clock::now();
+        answer = co_await Handle(req);
+        latency_->Observe(std::chrono::duration<double>(Clock::now() - started).count());
+      }
+      Count(answer.status, answer.body);
+      http::response<http::string_body> res{answer.status, version};
+      res.set(http::field::server, "seedance");
+      res.set(http::field::content_type, "application/json");
+      if (answer.retry_after_s > 0)
+        res.set(http::field::retry_after, std::to_string(answer.retry_after_s));
+      if (answer.status == http::status::unauthorized) {
+        res.set(http::field::www_authenticate, "Bearer");
+      }
+      const bool ok = answer.status == http::status::ok;
+      res.body() = ok ? answer.body : "{\"error\":" + JsonString(answer.body) + "}\n";
+      res.keep_alive(keep_alive && answer.status != http::status::payload_too_large);
+      res.prepare_payload();
+      stream.expires_after(options_.idle_timeout);
+      co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
+      if (ec || !res.keep_alive()) break;
+    }
+    error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream.socket().close(ignored);
+    --open_;
+    slot_freed_.cancel_one();
+  }
+
+  static std::string JsonString(std::string_view s) {
+    std::string out;
+    util::AppendJsonString(out, s);
+    return out;
+  }
+
+  awaitable<Answer> Handle(const http::request<http::string_body>& req) {
+    if (req.method() != http::verb::post) {
+      co_return Answer{http::status::method_not_allowed, "POST only"};
+    }
+    if (!options_.bearer_token.empty()) {
+      const auto auth = req[http::field::authorization];
+      const std::string_view given(auth.data(), auth.size());
+      if (given.substr(0, 7) != "Bearer " || !SameSecret(given.substr(7), options_.bearer_token)) {
+        co_return Answer{http::status::unauthorized, "missing or wrong bearer token"};
+      }
+    }
+    std::string_view path(req.target().data(), req.target().size());
+    path = path.substr(0, path.find('?'));
+    std::string topic;
+    if (options_.paths.empty()) {
+      topic = std::string(path.substr(path.empty() || path[0] != '/' ? 0 : 1));
+    } else {
+      auto it = std::find_if(options_.paths.begin(), options_.paths.end(),
+                             [&](const auto& p) { return p.first == path; });
+      if (it == options_.paths.end()) co_return Answer{http::status::not_found, "unknown path"};
+      topic = it->second;
+    }
+    const auto type = req[http::field::content_type];
+    auto payloads =
+        SplitBody(req.body(), options_.format, std::string_view(type.data(), type.size()),
+                  static_cast<size_t>(options_.max_events));
+    if (!payloads) {
+      if (payloads.error().code() == StatusCode::kResourceExhausted) {
+        co_return Answer{http::status::payload_too_large, payloads.error().message()};
+      }
+      // The body goes to `error` with the reason: a refused request is seen, not lost.
+      co_await EmitInvalid(req.body(), topic, payloads.error().message());
+      co_return Answer{http::status::bad_request, payloads.error().message()};
+    }
+    std::vector<Event> events;
+    events.reserve(payloads->size());
+    const int64_t now = ctx_.now_ns();
+    for (std::string& payload : *payloads) {
+      Event e;
+      e.source = ctx_.name;
+      e.topic = topic;
+      e.payload = std::move(payload);
+      e.format = PayloadFormat::kJson;
+      e.ingest_time_ns = e.event_time_ns = now;
+      events.push_back(std::move(e));
+    }
+    const size_t n = events.size();
+    auto pending = std::make_shared<Pending>(ctx_.loop->io());
+    pending->remaining = n;
+    uint64_t first = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      first = next_token_;
+      next_token_ += n;
+      pending_.emplace(first, pending);
+    }
+    if (!output_->TryEmitAll(events, this, first)) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        pending_.erase(first);
+      }
+      ctx_.stats->Dropped("refused_full", n);
+      uint64_t suppressed = 0;
+      if (limiter_.Allow("full", &suppressed)) {
+        SEEDANCE_LOG_WARN(ctx_.name, "pipeline full: answering 503 (backpressure)");
+      }
+      co_return Answer{http::status::service_unavailable,
+                       "the pipeline is full; nothing of this request was taken", 1};
+    }
+    ctx_.stats->events_in.Add(n);
+    ctx_.stats->events_out.Add(n);
+    error_code ec;
+    pending->done.expires_after(options_.ack_timeout);
+    co_await pending->done.async_wait(asio::redirect_error(use_awaitable, ec));
+    bool complete = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      complete = pending->remaining == 0;
+      if (!complete) pending_.erase(first);
+    }
+    if (!complete) {
+      // Taken but not yet safe: the client must send it again (at least once).
+      co_return Answer{http::status::service_unavailable,
+                       "the events were not stored within ack_timeout; send them again", 1};
+    }
+    co_return Answer{http::status::ok, "{\"accepted\":" + std::to_string(n) + "}\n"};
+  }
+
+  awaitable<void> EmitInvalid(const std::string& body, const std::string& topic,
+                              const std::string& reason) {
+    Event e;
+    e.source = ctx_.name;
+    e.topic = topic;
+    e.payload = body;
+    e.format = PayloadFormat::kRaw;
+    e.ingest_time_ns = e.event_time_ns = ctx_.now_ns();
+    ctx_.stats->errors.Add();
+    if (!output_->TryEmitInvalid(e, AckHandle{}, reason)) ctx_.stats->Dropped("invalid_refused");
+    uint64_t suppressed = 0;
+    if (limiter_.Allow("invalid", &suppressed)) {
+      SEEDANCE_LOG_WARN(ctx_.name, "refused a request ({}): {}", topic,
+                        util::SanitizeText(reason, 200));
+    }
+    co_return;
+  }
+
+  void Count(http::status status, const std::string&) {
+    const int code = static_cast<int>(status);
+    auto it = requests_.find(code);
+    if (it == requests_.end()) {
+      it = requests_
+               .emplace(code, &ctx_.metrics->GetCounter(
+                                  "seedance_http_source_requests_total",
+                                  "Requests answered by an http source, by status.",
+                                  {{"component", ctx_.name}, {"status", std::to_string(code)}}))
+               .first;
+    }
+    it->second->Add();
+  }
+
+  HttpSourceOptions options_;
+  PluginContext ctx_;
+  SourceOutput* output_ = nullptr;
+  tcp::acceptor acceptor_;
+  asio::steady_timer slot_freed_;
+  int64_t open_ = 0;
+  bool stopped_ = false;
+  std::mutex mu_;
+  uint64_t next_token_ = 1;
+  std::map<uint64_t, std::shared_ptr<Pending>> pending_;  // by first token
+  std::map<int, observe::Counter*> requests_;
+  observe::Histogram* latency_ = &ctx_.metrics->GetHistogram(
+      "seedance_http_source_request_seconds",
+      "From a request's arrival to its answer (for 200: every event stored).",
+      {{"component", ctx_.name}});
+  util::LogLimiter limiter_;
+};
+
+}  // namespace
+
+SourceFactory HttpSourceFactory() {
+  SourceFactory f;
+  f.info.type = "http";
+  f.info.kind = PluginKind::kSource;
+  f.info.summary =
+      "Takes JSON pushed with HTTP POST (an object, an array or NDJSON); answers 200 once every "
+      "event is stored.";
+  f.info.params = {
+      {.name = "listen",
+       .type = ParamType::kString,
+       .doc = "address and port to listen on, e.g. 127.0.0.1:8088 (:8088 = every address)",
+       .required = true},
+      {.name = "paths",
+       .type = ParamType::kStringMap,
+       .doc = "accepted paths and the topic each gives its events; unset: any path, whose "
+              "text (without the leading /) is the topic"},
+      {.name = "format",
+       .type = ParamType::kString,
+       .doc = "auto (NDJSON for an NDJSON Content-Type, else JSON), json or ndjson",
+       .default_value = "auto",
+       .allowed = {"auto", "json", "ndjson"}},
+      {.name = "bearer_token",
+       .type = ParamType::kString,
+       .doc = "when set, requests must carry 'Authorization: Bearer <token>' (use ${VAR})"},
+      {.name = "max_body",
+       .type = ParamType::kSize,
+       .doc = "largest request body; larger ones get 413",
+       .default_value = "4MiB"},
+      {.name = "max_events",
+       .type = ParamType::kInt,
+       .doc = "most events in one request (at most pipeline.queue_capacity); more get 413",
+       .default_value = "1000",
+       .validator = IntInRange(1, 1000000)},
+      {.name = "max_connections",
+       .type = ParamType::kInt,
+       .doc = "connections served at once; more wait in the kernel's backlog",
+       .default_value = "64",
+       .validator = IntInRange(1, 100000)},
+      {.name = "idle_timeout",
+       .type = ParamType::kDuration,
+       .doc = "a connection that sends no complete request for this long is closed",
+       .default_value = "30s"},
+      {.name = "ack_timeout",
+       .type = ParamType::kDuration,
+       .doc = "longest wait for a request's events to be stored before answering 503",
+       .default_value = "30s"},
+  };
+  f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Source>> {
+    HttpSourceOptions o;
+    o.listen = p.GetString("listen");
+    if (auto ep = util::ParseListenAddress(o.listen); !ep) {
+      return InvalidArgumentError(p.Location("listen") + ": listen: " + ep.error().message());
+    }
+    o.paths = p.GetStringMap("paths");
+    const std::string format = p.GetString("format");
+    o.format = format == "json"     ? BodyFormat::kJson
+               : format == "ndjson" ? BodyFormat::kNdjson
+                                    : BodyFormat::kAuto;
+    o.bearer_token = p.GetString("bearer_token");
+    o.max_body = p.GetSize("max_body");
+    o.max_events = p.GetInt("max_events");
+    o.max_connections = p.GetInt("max_connections");
+    o.idle_timeout = p.GetDuration("idle_timeout");
+    o.ack_timeout = p.GetDuration("ack_timeout");
+    return std::unique_ptr<Source>(new HttpSource(std::move(o), ctx));
+  };
+  return f;
+}
+
+}  // namespace seedance::sources

@@ -1,0 +1,197 @@
+"""The http source (issue 19) with a real HTTP client (urllib) and a real receiver: JSON, arrays
+and NDJSON in; 200 only once every event is stored (a kill -9 loses none of them); 503 with
+Retry-After and nothing taken when the pipeline is full; auth, size and path refusals; a bad
+body answered 400 and kept in the error output."""
+import json
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+
+from testing.broker import free_port
+from testing.ndjson import complete_lines
+from testing.seedance_process import Seedance
+from testing.waiting import wait_until
+
+TOKEN = "s3cret-token"
+
+
+def config(port, receiver_url, tmp_path, source_extra="", extra=""):
+    return f"""
+sources:
+  - type: http
+    listen: 127.0.0.1:{port}
+    bearer_token: "{TOKEN}"
+{source_extra}
+sinks:
+  - type: http
+    endpoint: "{receiver_url}/in"
+    encoding: envelope
+    retry_initial: 20ms
+    retry_max: 200ms
+  - type: file
+    name: errors
+    path: {tmp_path / "errors.ndjson"}
+    inputs: [error]
+{extra}
+"""
+
+
+def post(port, path, body, token=TOKEN, content_type="application/json", method="POST"):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method,
+                                 headers={"Content-Type": content_type})
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.read().decode(), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(), dict(e.headers)
+
+
+def test_objects_arrays_and_ndjson_arrive_with_the_path_as_topic(receiver, tmp_path):
+    port = free_port()
+    sd = Seedance(config(port, receiver.url, tmp_path)).start()
+    try:
+        assert post(port, "/site/a", b'{"n": 1}')[:2] == (200, '{"accepted":1}\n')
+        assert post(port, "/site/b", b'[{"n": 2}, {"n": 3}]')[:2] == (200, '{"accepted":2}\n')
+        assert post(port, "/site/c", b'{"n": 4}\n{"n": 5}\n',
+                    content_type="application/x-ndjson")[:2] == (200, '{"accepted":2}\n')
+        assert receiver.wait_for_events(5, timeout=10)
+        by_n = {e["payload"]["n"]: e for e in receiver.accepted_events()}
+        assert sorted(by_n) == [1, 2, 3, 4, 5]
+        topics = {n: e.get("topic") for n, e in by_n.items()}
+        assert topics == {1: "site/a", 2: "site/b", 3: "site/b", 4: "site/c", 5: "site/c"}, topics
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-2000:]
+
+
+def test_refusals_say_why_and_a_bad_body_is_kept_in_the_error_output(receiver, tmp_path):
+    port = free_port()
+    sd = Seedance(config(port, receiver.url, tmp_path,
+                         source_extra="    max_body: 1KiB\n    max_events: 3\n")).start()
+    try:
+        status, body, headers = post(port, "/x", b'{"n": 1}', token=None)
+        assert status == 401 and headers.get("WWW-Authenticate") == "Bearer", (status, body)
+        assert post(port, "/x", b'{"n": 1}', token="wrong-token")[0] == 401
+        assert post(port, "/x", b'{"n": 1}', method="PUT")[0] == 405
+        assert post(port, "/x", b'{"pad": "' + b"x" * 2000 + b'"}')[0] == 413
+        status, body, _ = post(port, "/x", b"[1, 2, 3, 4]")
+        assert status == 413 and "more than 3 events" in body, body
+        status, body, _ = post(port, "/x", b'{"n": 1, "broken": }')
+        assert status == 400 and "invalid JSON at offset" in json.loads(body)["error"], body
+        errors = tmp_path / "errors.ndjson"
+        assert wait_until(lambda: errors.exists() and len(complete_lines(errors)) == 1, 10)
+        line = complete_lines(errors)[0]
+        assert "invalid JSON at offset" in line["headers"]["reason"], line
+        assert "broken" in json.dumps(line), line
+        assert post(port, "/x", b'{"n": 9}')[0] == 200  # the connection and source carry on
+        assert receiver.wait_for_events(1, timeout=10)
+        assert len(receiver.accepted_events()) == 1
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-2000:]
+
+
+def test_paths_restrict_and_name_topics(receiver, tmp_path):
+    port = free_port()
+    sd = Seedance(config(port, receiver.url, tmp_path,
+                         source_extra='    paths: {"/v1/telemetry": "telemetry"}\n')).start()
+    try:
+        assert post(port, "/v1/other", b'{"n": 1}')[0] == 404
+        assert post(port, "/v1/telemetry?x=1", b'{"n": 2}')[0] == 200
+        assert receiver.wait_for_events(1, timeout=10)
+        assert receiver.accepted_events()[0].get("topic") == "telemetry"
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-2000:]
+
+
+def test_a_full_pipeline_answers_503_and_takes_nothing_of_that_request(receiver, tmp_path):
+    """The sink is down and the queue small. First requests are taken but cannot be stored
+    (the queue is full): 503 after ack_timeout, "send them again" (they may still arrive: at
+    least once). Then the pipeline is full: 503 with Retry-After at once, and nothing of such a
+    request is taken. Every request answered 200 is delivered once the sink is back."""
+    port = free_port()
+    receiver.fail_next(100000, 503)
+    sd = Seedance(config(port, receiver.url, tmp_path,
+                         source_extra="    ack_timeout: 1s\n",
+                         extra="pipeline:\n  queue_capacity: 20\nqueue:\n  max_disk: 64KiB\n"
+                               "  segment_size: 16KiB\n  when_full: block\n")).start()
+    accepted, full, not_stored = [], [], []
+    try:
+        for i in range(400):
+            body = json.dumps([{"req": i, "k": k, "pad": "p" * 100} for k in range(5)]).encode()
+            t0 = time.time()
+            status, text, headers = post(port, "/load", body)
+            if status == 200:
+                accepted.append(i)
+                continue
+            assert status == 503 and headers.get("Retry-After") == "1", (status, headers)
+            if "nothing of this request was taken" in text:
+                assert time.time() - t0 < 0.5, "a full pipeline must answer at once"
+                full.append(i)
+                if len(full) >= 3:
+                    break
+            else:
+                assert "send them again" in text, text
+                not_stored.append(i)
+        assert full, f"the pipeline never filled up ({len(accepted)} taken, {len(not_stored)} unstored)"
+        with receiver.lock:
+            receiver.fail_queue.clear()
+        want = {(i, k) for i in accepted for k in range(5)}
+        assert wait_until(lambda: want <= {(e["payload"]["req"], e["payload"]["k"])
+                                           for e in receiver.accepted_events()}, 30)
+        time.sleep(1.0)  # whatever else was taken has arrived too
+        got = {e["payload"]["req"] for e in receiver.accepted_events()}
+        assert not got & set(full), "parts of a request answered 'nothing taken' were delivered"
+    finally:
+        sd.stop()
+
+
+def test_a_kill_9_loses_no_event_of_a_request_answered_200(receiver, tmp_path):
+    port = free_port()
+    work = str(tmp_path / "run")
+    text = config(port, receiver.url, tmp_path)
+    sd = Seedance(text, workdir=work).start()
+    answered = []
+    stop = threading.Event()
+
+    def client():
+        i = 0
+        while not stop.is_set() and i < 2000:
+            body = "".join(json.dumps({"req": i, "k": k}) + "\n" for k in range(50)).encode()
+            try:
+                status, _, _ = post(port, "/load", body, content_type="application/x-ndjson")
+            except OSError:
+                return  # the process is gone
+            if status == 200:
+                answered.append(i)
+            i += 1
+
+    t = threading.Thread(target=client)
+    t.start()
+    try:
+        assert wait_until(lambda: len(answered) >= 40, 30), "no request answered"
+        sd.kill()
+        stop.set()
+        t.join(30)
+        sd = Seedance(text, workdir=work).start()
+        want = {(i, k) for i in answered for k in range(50)}
+        assert wait_until(lambda: want <= {(e["payload"]["req"], e["payload"]["k"])
+                                           for e in receiver.accepted_events()}, 60), \
+            f"{len(want)} answered events, delivered {len(receiver.accepted_events())}"
+        print(f"{len(answered)} requests answered 200 before kill -9 ({len(want)} events): all "
+              f"delivered; {len(receiver.accepted_events())} deliveries in all")
+    finally:
+        stop.set()
+        sd.stop()
+
+
+def test_validate_names_a_bad_listen_address_with_its_line(tmp_path):
+    import subprocess
+    from testing.seedance_process import BIN
+    path = tmp_path / "bad.yaml"
+    path.write_text("sources:\n  - type: http\n    listen: \"abc\"\nsinks:\n  - type: stdout\n")
+    r = subprocess.run([BIN, "validate", "--config", str(path)], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert f"{path}:3:13: listen: expected host:port" in r.stderr, r.stderr
