@@ -379,7 +379,7 @@ awaitable<Status> Client::ConnectOnce() {
       auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
       if (Status s = util::LoadCaFile(*ctx, opts_.tls.ca_file); !s.ok()) co_return s;
       if (!opts_.tls.cert_file.empty()) {
-        Status s = util::LoadClientCertificate(*ctx, opts_.tls.cert_file, opts_.tls.key_file);
+        Status s = util::LoadCertificate(*ctx, opts_.tls.cert_file, opts_.tls.key_file);
         if (!s.ok()) co_return s;
       }
       ssl_ctx_ = std::move(ctx);

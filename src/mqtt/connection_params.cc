@@ -124,7 +124,7 @@ Result<ClientOptions> ReadConnectionParams(const Params& p, std::string default_
     boost::asio::ssl::context probe(boost::asio::ssl::context::tls_client);
     Status s = util::LoadCaFile(probe, o.tls.ca_file);
     if (s.ok() && !o.tls.cert_file.empty()) {
-      s = util::LoadClientCertificate(probe, o.tls.cert_file, o.tls.key_file);
+      s = util::LoadCertificate(probe, o.tls.cert_file, o.tls.key_file);
     }
     if (!s.ok()) return InvalidArgumentError(p.Location("tls") + ": " + s.message());
   }

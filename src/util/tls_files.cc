@@ -52,7 +52,7 @@ Status CheckReadableFile(const ParamValue& value) {
   return path.empty() ? Status::Ok() : CheckFile(path);
 }
 
-Status LoadCaFile(boost::asio::ssl::context& ctx, const std::string& ca_file) {
+Status LoadCaFile(boost::asio::ssl::context& ctx, const std::string& ca_file, const char* setting) {
   boost::system::error_code ec;
   if (ca_file.empty()) {
     ctx.set_default_verify_paths(ec);
@@ -60,11 +60,11 @@ Status LoadCaFile(boost::asio::ssl::context& ctx, const std::string& ca_file) {
     return Status::Ok();
   }
   ctx.load_verify_file(ca_file, ec);
-  return Load("tls.ca_file", ca_file, ec, "a PEM file of CA certificates");
+  return Load(setting, ca_file, ec, "a PEM file of CA certificates");
 }
 
-Status LoadClientCertificate(boost::asio::ssl::context& ctx, const std::string& cert_file,
-                             const std::string& key_file) {
+Status LoadCertificate(boost::asio::ssl::context& ctx, const std::string& cert_file,
+                       const std::string& key_file) {
   boost::system::error_code ec;
   ctx.use_certificate_chain_file(cert_file, ec);
   SEEDANCE_RETURN_IF_ERROR(Load("tls.cert_file", cert_file, ec, "a PEM certificate chain"));

@@ -15,11 +15,12 @@ namespace seedance::util {
 // file now. So `validate` refuses a missing tls.ca_file with file:line.
 Status CheckReadableFile(const ParamValue& value);
 
-// Loads `ca_file` into `ctx` (the system CAs when empty); errors name tls.ca_file, the path
+// Loads `ca_file` into `ctx` (the system CAs when empty); errors name the setting, the path
 // and the reason (missing, not readable, not PEM).
-Status LoadCaFile(boost::asio::ssl::context& ctx, const std::string& ca_file);
-// Loads a client certificate chain and its private key.
-Status LoadClientCertificate(boost::asio::ssl::context& ctx, const std::string& cert_file,
-                             const std::string& key_file);
+Status LoadCaFile(boost::asio::ssl::context& ctx, const std::string& ca_file,
+                  const char* setting = "tls.ca_file");
+// Loads a certificate chain and its private key (a client's, or a server's).
+Status LoadCertificate(boost::asio::ssl::context& ctx, const std::string& cert_file,
+                       const std::string& key_file);
 
 }  // namespace seedance::util

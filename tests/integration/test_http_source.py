@@ -195,3 +195,113 @@ def test_validate_names_a_bad_listen_address_with_its_line(tmp_path):
     r = subprocess.run([BIN, "validate", "--config", str(path)], capture_output=True, text=True)
     assert r.returncode == 2
     assert f"{path}:3:13: listen: expected host:port" in r.stderr, r.stderr
+
+
+def test_gzip_bodies_are_inflated_within_max_body(receiver, tmp_path):
+    import gzip
+    port = free_port()
+    sd = Seedance(config(port, receiver.url, tmp_path, source_extra="    max_body: 64KiB\n")).start()
+    try:
+        def post_gzip(data, coding="gzip"):
+            req = urllib.request.Request(
+                f"http://127.0.0.1:{port}/z", data=data, method="POST",
+                headers={"Content-Type": "application/x-ndjson", "Content-Encoding": coding,
+                         "Authorization": f"Bearer {TOKEN}"})
+            try:
+                with urllib.request.urlopen(req, timeout=30) as r:
+                    return r.status, r.read().decode()
+            except urllib.error.HTTPError as e:
+                return e.code, e.read().decode()
+
+        lines = "".join(json.dumps({"n": i}) + "\n" for i in range(100)).encode()
+        assert post_gzip(gzip.compress(lines)) == (200, '{"accepted":100}\n')
+        bomb = gzip.compress(b" " * (10 << 20))  # 10 MiB of spaces in ~10 KiB
+        assert len(bomb) < 64 * 1024
+        status, body = post_gzip(bomb)
+        assert status == 413 and "inflates to more than" in body, (status, body)
+        assert post_gzip(b"not gzip at all")[0] == 400
+        assert post_gzip(gzip.compress(lines), coding="br")[0] == 415
+        assert receiver.wait_for_events(100, timeout=10)
+        assert sorted(e["payload"]["n"] for e in receiver.accepted_events()) == list(range(100))
+        assert sd.proc.poll() is None
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-2000:]
+
+
+def test_basic_auth(receiver, tmp_path):
+    import base64
+    port = free_port()
+    text = config(port, receiver.url, tmp_path).replace(
+        f'    bearer_token: "{TOKEN}"\n',
+        "    basic_auth:\n      user: device\n      password: pa55\n")
+    sd = Seedance(text).start()
+    try:
+        def post_basic(user, password):
+            cred = base64.b64encode(f"{user}:{password}".encode()).decode()
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/b", data=b'{"n": 1}',
+                                         method="POST",
+                                         headers={"Authorization": f"Basic {cred}"})
+            try:
+                with urllib.request.urlopen(req, timeout=10) as r:
+                    return r.status, dict(r.headers)
+            except urllib.error.HTTPError as e:
+                return e.code, dict(e.headers)
+
+        status, headers = post_basic("device", "wrong")
+        assert status == 401 and headers["WWW-Authenticate"].startswith("Basic"), headers
+        assert post_basic("device", "pa55")[0] == 200
+        assert post(port, "/b", b'{"n": 2}', token=None)[0] == 401
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-2000:]
+
+
+def test_tls_and_client_certificates(receiver, tmp_path):
+    import ssl
+    from testing.certs import make_certs, make_client_cert
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    make_certs(certs)
+    make_client_cert(certs)
+    port = free_port()
+    text = config(port, receiver.url, tmp_path, source_extra=(
+        f"    tls:\n      cert_file: {certs}/server.crt\n      key_file: {certs}/server.key\n"
+        f"      client_ca_file: {certs}/ca.crt\n"))
+    sd = Seedance(text).start()
+    try:
+        def post_tls(client_cert):
+            ctx = ssl.create_default_context(cafile=str(certs / "ca.crt"))
+            if client_cert:
+                ctx.load_cert_chain(str(certs / "client.crt"), str(certs / "client.key"))
+            req = urllib.request.Request(f"https://127.0.0.1:{port}/t", data=b'{"n": 1}',
+                                         method="POST",
+                                         headers={"Authorization": f"Bearer {TOKEN}"})
+            with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
+                return r.status
+
+        assert post_tls(client_cert=True) == 200
+        for attempt in (lambda: post_tls(client_cert=False),  # no client certificate
+                        lambda: post(port, "/t", b'{"n": 2}')):  # plain HTTP
+            try:
+                attempt()
+                raise AssertionError("a connection without a trusted certificate was served")
+            except (ssl.SSLError, urllib.error.URLError, ConnectionError, OSError) as e:
+                assert not isinstance(e, AssertionError)
+        assert sd.wait_log(r"refused a TLS connection"), sd.stderr()
+        assert receiver.wait_for_events(1, timeout=10)
+        time.sleep(0.3)
+        assert len(receiver.accepted_events()) == 1
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-2000:]
+
+
+def test_validate_names_a_missing_certificate_file(tmp_path):
+    import subprocess
+    from testing.seedance_process import BIN
+    path = tmp_path / "tls.yaml"
+    path.write_text("sources:\n  - type: http\n    listen: 127.0.0.1:8443\n    tls:\n"
+                    "      cert_file: /nonexistent/server.crt\n      key_file: /nonexistent/k\n"
+                    "sinks:\n  - type: stdout\n")
+    r = subprocess.run([BIN, "validate", "--config", str(path)], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "/nonexistent/server.crt: No such file or directory" in r.stderr, r.stderr
+    assert f"{path}:5:" in r.stderr, r.stderr

@@ -20,3 +20,18 @@ def make_certs(d):
         "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "san.ext")
     for f in os.listdir(d):
         os.chmod(os.path.join(d, f), 0o644)
+
+
+def make_client_cert(d, name="client"):
+    """Writes NAME.crt and NAME.key into `d`, signed by the CA make_certs wrote there."""
+    d = str(d)
+
+    def run(*args):
+        subprocess.run(args, check=True, capture_output=True, cwd=d)
+
+    run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key",
+        "-out", f"{name}.csr", "-subj", f"/CN={name}")
+    run("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", f"{name}.crt", "-days", "2")
+    for f in (f"{name}.crt", f"{name}.key"):
+        os.chmod(os.path.join(d, f), 0o644)

@@ -4,10 +4,12 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include <chrono>
 #include <map>
@@ -16,9 +18,11 @@
 
 #include "core/plugin_context.h"
 #include "sources/http/request_body.h"
+#include "util/gzip.h"
 #include "util/listen_address.h"
 #include "util/log.h"
 #include "util/strings.h"
+#include "util/tls_files.h"
 
 namespace seedance::sources {
 namespace {
@@ -39,6 +43,8 @@ struct HttpSourceOptions {
   StringPairs paths;  // path -> topic; empty: any path, its topic is the path
   BodyFormat format = BodyFormat::kAuto;
   std::string bearer_token;
+  std::string basic_user, basic_password;
+  std::string cert_file, key_file, client_ca_file;  // TLS when cert_file is set
   uint64_t max_body = 0;
   int64_t max_events = 0;
   int64_t max_connections = 0;
@@ -69,6 +75,22 @@ class HttpSource final : public Source, public Acknowledger {
         ctx_(std::move(ctx)),
         acceptor_(ctx_.loop->io()),
         slot_freed_(ctx_.loop->io(), Clock::time_point::max()) {}
+
+  // Loads the certificate, key and client CAs: at create, so `validate` reports a bad file.
+  Status InitTls() {
+    if (options_.cert_file.empty()) return Status::Ok();
+    tls_ = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+    tls_->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                      asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                      asio::ssl::context::no_tlsv1_1);
+    SEEDANCE_RETURN_IF_ERROR(util::LoadCertificate(*tls_, options_.cert_file, options_.key_file));
+    if (!options_.client_ca_file.empty()) {
+      SEEDANCE_RETURN_IF_ERROR(
+          util::LoadCaFile(*tls_, options_.client_ca_file, "tls.client_ca_file"));
+      tls_->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
+    }
+    return Status::Ok();
+  }
 
   Status Start(SourceOutput& output) override {
     output_ = &output;
@@ -137,18 +159,49 @@ class HttpSource final : public Source, public Acknowledger {
         continue;
       }
       ++open_;
-      asio::co_spawn(io, Serve(beast::tcp_stream(std::move(socket))), asio::detached);
+      if (tls_) {
+        asio::co_spawn(io, ServeTls(beast::tcp_stream(std::move(socket))), asio::detached);
+      } else {
+        asio::co_spawn(io, Serve(beast::tcp_stream(std::move(socket))), asio::detached);
+      }
     }
   }
 
-  awaitable<void> Serve(beast::tcp_stream stream) {
+  awaitable<void> ServeTls(beast::tcp_stream tcp) {
+    beast::ssl_stream<beast::tcp_stream> stream(std::move(tcp), *tls_);
+    error_code ec;
+    beast::get_lowest_layer(stream).expires_after(options_.idle_timeout);
+    co_await stream.async_handshake(asio::ssl::stream_base::server,
+                                    asio::redirect_error(use_awaitable, ec));
+    if (ec) {
+      // Not TLS, or no client certificate we trust: refused, said once per 10 s with why.
+      Count(0);
+      uint64_t suppressed = 0;
+      if (limiter_.Allow("handshake", &suppressed)) {
+        SEEDANCE_LOG_WARN(ctx_.name, "refused a TLS connection: {}", ec.message());
+      }
+      error_code ignored;
+      beast::get_lowest_layer(stream).socket().close(ignored);
+      Closed();
+      co_return;
+    }
+    co_await Serve(std::move(stream));
+  }
+
+  void Closed() {
+    --open_;
+    slot_freed_.cancel_one();
+  }
+
+  template <typename Stream>
+  awaitable<void> Serve(Stream stream) {
     beast::flat_buffer buffer(kMaxHeaderBytes);
     while (!stopped_) {
       http::request_parser<http::string_body> parser;
       parser.header_limit(kMaxHeaderBytes);
       parser.body_limit(options_.max_body);
       error_code ec;
-      stream.expires_after(options_.idle_timeout);
+      beast::get_lowest_layer(stream).expires_after(options_.idle_timeout);
       // The header first: Beast 1.74 reserves an announced Content-Length before checking it
       // against body_limit (observe/http_listener.cc).
       co_await http::async_read_header(stream, buffer, parser,
@@ -178,28 +231,41 @@ class HttpSource final : public Source, public Acknowledger {
         answer = co_await Handle(req);
         latency_->Observe(std::chrono::duration<double>(Clock::now() - started).count());
       }
-      Count(answer.status, answer.body);
+      Count(static_cast<int>(answer.status));
       http::response<http::string_body> res{answer.status, version};
       res.set(http::field::server, "seedance");
       res.set(http::field::content_type, "application/json");
       if (answer.retry_after_s > 0)
         res.set(http::field::retry_after, std::to_string(answer.retry_after_s));
       if (answer.status == http::status::unauthorized) {
-        res.set(http::field::www_authenticate, "Bearer");
+        res.set(http::field::www_authenticate,
+                options_.bearer_token.empty() ? "Basic realm=\"seedance\"" : "Bearer");
       }
       const bool ok = answer.status == http::status::ok;
       res.body() = ok ? answer.body : "{\"error\":" + JsonString(answer.body) + "}\n";
       res.keep_alive(keep_alive && answer.status != http::status::payload_too_large);
       res.prepare_payload();
-      stream.expires_after(options_.idle_timeout);
+      beast::get_lowest_layer(stream).expires_after(options_.idle_timeout);
       co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
       if (ec || !res.keep_alive()) break;
     }
     error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream.socket().close(ignored);
-    --open_;
-    slot_freed_.cancel_one();
+    beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_both, ignored);
+    beast::get_lowest_layer(stream).socket().close(ignored);
+    Closed();
+  }
+
+  bool Authorized(const http::request<http::string_body>& req) const {
+    if (options_.bearer_token.empty() && options_.basic_user.empty()) return true;
+    const auto auth = req[http::field::authorization];
+    const std::string_view given(auth.data(), auth.size());
+    if (!options_.bearer_token.empty()) {
+      return given.substr(0, 7) == "Bearer " && SameSecret(given.substr(7), options_.bearer_token);
+    }
+    if (given.substr(0, 6) != "Basic ") return false;
+    std::string expected;
+    util::AppendBase64(expected, options_.basic_user + ":" + options_.basic_password);
+    return SameSecret(given.substr(6), expected);
   }
 
   static std::string JsonString(std::string_view s) {
@@ -212,12 +278,10 @@ class HttpSource final : public Source, public Acknowledger {
     if (req.method() != http::verb::post) {
       co_return Answer{http::status::method_not_allowed, "POST only"};
     }
-    if (!options_.bearer_token.empty()) {
-      const auto auth = req[http::field::authorization];
-      const std::string_view given(auth.data(), auth.size());
-      if (given.substr(0, 7) != "Bearer " || !SameSecret(given.substr(7), options_.bearer_token)) {
-        co_return Answer{http::status::unauthorized, "missing or wrong bearer token"};
-      }
+    if (!Authorized(req)) {
+      co_return Answer{http::status::unauthorized, options_.bearer_token.empty()
+                                                       ? "missing or wrong user or password"
+                                                       : "missing or wrong bearer token"};
     }
     std::string_view path(req.target().data(), req.target().size());
     path = path.substr(0, path.find('?'));
@@ -230,16 +294,34 @@ class HttpSource final : public Source, public Acknowledger {
       if (it == options_.paths.end()) co_return Answer{http::status::not_found, "unknown path"};
       topic = it->second;
     }
+    const std::string* body = &req.body();
+    std::string inflated;
+    const auto encoding = req[http::field::content_encoding];
+    const std::string_view coding(encoding.data(), encoding.size());
+    if (coding == "gzip" || coding == "x-gzip") {
+      // Bounded like a plain body: a small bomb does not inflate past max_body.
+      Result<std::string> plain = util::Gunzip(req.body(), options_.max_body);
+      if (!plain) {
+        const bool large = plain.error().code() == StatusCode::kResourceExhausted;
+        co_return Answer{large ? http::status::payload_too_large : http::status::bad_request,
+                         "gzip body: " + plain.error().message()};
+      }
+      inflated = std::move(plain).value();
+      body = &inflated;
+    } else if (!coding.empty() && coding != "identity") {
+      co_return Answer{http::status::unsupported_media_type,
+                       "Content-Encoding " + util::SanitizeText(coding, 32) +
+                           " is not supported (gzip or identity)"};
+    }
     const auto type = req[http::field::content_type];
-    auto payloads =
-        SplitBody(req.body(), options_.format, std::string_view(type.data(), type.size()),
-                  static_cast<size_t>(options_.max_events));
+    auto payloads = SplitBody(*body, options_.format, std::string_view(type.data(), type.size()),
+                              static_cast<size_t>(options_.max_events));
     if (!payloads) {
       if (payloads.error().code() == StatusCode::kResourceExhausted) {
         co_return Answer{http::status::payload_too_large, payloads.error().message()};
       }
       // The body goes to `error` with the reason: a refused request is seen, not lost.
-      co_await EmitInvalid(req.body(), topic, payloads.error().message());
+      co_await EmitInvalid(*body, topic, payloads.error().message());
       co_return Answer{http::status::bad_request, payloads.error().message()};
     }
     std::vector<Event> events;
@@ -314,8 +396,8 @@ class HttpSource final : public Source, public Acknowledger {
     co_return;
   }
 
-  void Count(http::status status, const std::string&) {
-    const int code = static_cast<int>(status);
+  // Requests answered, by status; 0 counts refused TLS handshakes.
+  void Count(int code) {
     auto it = requests_.find(code);
     if (it == requests_.end()) {
       it = requests_
@@ -331,6 +413,7 @@ class HttpSource final : public Source, public Acknowledger {
   HttpSourceOptions options_;
   PluginContext ctx_;
   SourceOutput* output_ = nullptr;
+  std::unique_ptr<asio::ssl::context> tls_;  // null without tls
   tcp::acceptor acceptor_;
   asio::steady_timer slot_freed_;
   int64_t open_ = 0;
@@ -372,6 +455,35 @@ SourceFactory HttpSourceFactory() {
       {.name = "bearer_token",
        .type = ParamType::kString,
        .doc = "when set, requests must carry 'Authorization: Bearer <token>' (use ${VAR})"},
+      {.name = "basic_auth",
+       .type = ParamType::kObject,
+       .doc = "when set, requests must carry HTTP basic credentials (use it with tls)",
+       .fields =
+           {{.name = "user", .type = ParamType::kString, .doc = "user name", .required = true},
+            {.name = "password",
+             .type = ParamType::kString,
+             .doc = "password (use ${VAR})",
+             .required = true}}},
+      {.name = "tls",
+       .type = ParamType::kObject,
+       .doc = "serve HTTPS",
+       .fields =
+           {
+               {.name = "cert_file",
+                .type = ParamType::kString,
+                .doc = "PEM certificate chain of this server",
+                .required = true,
+                .validator = util::CheckReadableFile},
+               {.name = "key_file",
+                .type = ParamType::kString,
+                .doc = "PEM private key of cert_file",
+                .required = true,
+                .validator = util::CheckReadableFile},
+               {.name = "client_ca_file",
+                .type = ParamType::kString,
+                .doc = "when set, clients must present a certificate signed by these PEM CAs",
+                .validator = util::CheckReadableFile},
+           }},
       {.name = "max_body",
        .type = ParamType::kSize,
        .doc = "largest request body; larger ones get 413",
@@ -407,12 +519,29 @@ SourceFactory HttpSourceFactory() {
                : format == "ndjson" ? BodyFormat::kNdjson
                                     : BodyFormat::kAuto;
     o.bearer_token = p.GetString("bearer_token");
+    if (p.Has("basic_auth")) {
+      if (!o.bearer_token.empty()) {
+        return InvalidArgumentError(p.Location("basic_auth") +
+                                    ": set bearer_token or basic_auth, not both");
+      }
+      const Params& basic = p.GetObject("basic_auth");
+      o.basic_user = basic.GetString("user");
+      o.basic_password = basic.GetString("password");
+    }
+    if (p.Has("tls")) {
+      const Params& tls = p.GetObject("tls");
+      o.cert_file = tls.GetString("cert_file");
+      o.key_file = tls.GetString("key_file");
+      o.client_ca_file = tls.GetString("client_ca_file");
+    }
     o.max_body = p.GetSize("max_body");
     o.max_events = p.GetInt("max_events");
     o.max_connections = p.GetInt("max_connections");
     o.idle_timeout = p.GetDuration("idle_timeout");
     o.ack_timeout = p.GetDuration("ack_timeout");
-    return std::unique_ptr<Source>(new HttpSource(std::move(o), ctx));
+    auto source = std::make_unique<HttpSource>(std::move(o), ctx);
+    SEEDANCE_RETURN_IF_ERROR(source->InitTls());  // here: `validate` reports a bad file
+    return std::unique_ptr<Source>(std::move(source));
   };
   return f;
 }
