@@ -197,7 +197,7 @@ def test_validate_names_a_bad_listen_address_with_its_line(tmp_path):
     assert f"{path}:3:13: listen: expected host:port" in r.stderr, r.stderr
 
 
-def test_gzip_bodies_are_inflated_within_max_body(receiver, tmp_path):
+def test_gzip_and_zstd_bodies_are_inflated_within_max_body(receiver, tmp_path):
     import gzip
     port = free_port()
     sd = Seedance(config(port, receiver.url, tmp_path, source_extra="    max_body: 64KiB\n")).start()
@@ -221,8 +221,15 @@ def test_gzip_bodies_are_inflated_within_max_body(receiver, tmp_path):
         assert status == 413 and "inflates to more than" in body, (status, body)
         assert post_gzip(b"not gzip at all")[0] == 400
         assert post_gzip(gzip.compress(lines), coding="br")[0] == 415
-        assert receiver.wait_for_events(100, timeout=10)
-        assert sorted(e["payload"]["n"] for e in receiver.accepted_events()) == list(range(100))
+        import subprocess
+        zstd = subprocess.run(["zstd", "-q", "-c"], input=lines, capture_output=True, check=True)
+        assert post_gzip(zstd.stdout, coding="zstd") == (200, '{"accepted":100}\n')
+        zbomb = subprocess.run(["zstd", "-q", "-c"], input=b" " * (10 << 20), capture_output=True,
+                               check=True).stdout
+        assert post_gzip(zbomb, coding="zstd")[0] == 413
+        assert receiver.wait_for_events(200, timeout=10)
+        assert sorted(e["payload"]["n"] for e in receiver.accepted_events()) == \
+            sorted(list(range(100)) * 2)
         assert sd.proc.poll() is None
     finally:
         assert sd.stop() == 0, sd.stderr()[-2000:]

@@ -23,6 +23,7 @@
 #include "util/log.h"
 #include "util/strings.h"
 #include "util/tls_files.h"
+#include "util/zstd_body.h"
 
 namespace seedance::sources {
 namespace {
@@ -308,10 +309,19 @@ class HttpSource final : public Source, public Acknowledger {
       }
       inflated = std::move(plain).value();
       body = &inflated;
+    } else if (coding == "zstd") {
+      Result<std::string> plain = util::Unzstd(req.body(), options_.max_body);
+      if (!plain) {
+        const bool large = plain.error().code() == StatusCode::kResourceExhausted;
+        co_return Answer{large ? http::status::payload_too_large : http::status::bad_request,
+                         "zstd body: " + plain.error().message()};
+      }
+      inflated = std::move(plain).value();
+      body = &inflated;
     } else if (!coding.empty() && coding != "identity") {
       co_return Answer{http::status::unsupported_media_type,
                        "Content-Encoding " + util::SanitizeText(coding, 32) +
-                           " is not supported (gzip or identity)"};
+                           " is not supported (gzip, zstd or identity)"};
     }
     const auto type = req[http::field::content_type];
     auto payloads = SplitBody(*body, options_.format, std::string_view(type.data(), type.size()),
