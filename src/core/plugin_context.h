@@ -30,6 +30,8 @@ struct PluginContext {
   // queue.data_dir>". The same across restarts, different for two jobs on one host (one
   // process per data directory): for names a remote side must tell apart (MQTT client ids).
   std::string instance;
+  // queue.data_dir: where a source keeps its own state (the tail source's file positions).
+  std::string data_dir;
   std::function<int64_t()> now_ns = WallNowNs;
   // True for `seedance validate`: check everything that needs no network, start nothing.
   bool validate_only = false;

@@ -10,6 +10,7 @@
 #include "sources/generate/generate_source.h"
 #include "sources/http/http_source.h"
 #include "sources/mqtt/mqtt_source.h"
+#include "sources/tail/tail_source.h"
 
 namespace seedance {
 
@@ -17,6 +18,7 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
   registry.Add(sources::MqttSourceFactory());
   registry.Add(sources::GenerateSourceFactory());
   registry.Add(sources::HttpSourceFactory());
+  registry.Add(sources::TailSourceFactory());
   registry.Add(processors::LuaProcessorFactory());
   registry.Add(processors::WatermarkProcessorFactory());
   registry.Add(processors::WindowProcessorFactory());

@@ -129,7 +129,7 @@ def test_version_names_the_commit_build_architecture_and_plugins():
         assert lines["commit"] == "unknown"
     assert lines["build"] in ("Debug", "Release", "RelWithDebInfo", "MinSizeRel")
     assert lines["target"] in ("x86_64-linux", "aarch64-linux", "arm-linux")
-    assert lines["sources"] == "generate, mqtt"
+    assert lines["sources"] == "generate, http, mqtt, tail"
     assert lines["sinks"] == "file, http, mqtt, stdout"
     assert "lua" in lines["processors"]
 

@@ -1,0 +1,36 @@
+// Where the tail source has got to in each file, kept across restarts.
+//
+// One entry per file: its identity (device and inode, plus a fingerprint of its first bytes,
+// so a new file that reuses an inode is not taken for the old one) and the offset just past
+// the last line that is safe in the durable queue. Saved as a small text file, written to a
+// temporary file and renamed over the old one (never half written).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "seedance/result.h"
+#include "seedance/status.h"
+
+namespace seedance::sources {
+
+struct FilePosition {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  uint64_t offset = 0;       // just past the last stored line
+  uint32_t fingerprint = 0;  // CRC-32C of the first kFingerprintBytes bytes (0: fewer yet)
+  std::string path;          // where it was last seen (for people reading the file)
+  bool operator==(const FilePosition&) const = default;
+};
+
+// How many leading bytes identify a file.
+inline constexpr size_t kFingerprintBytes = 256;
+
+// The positions in `path`; none when the file does not exist. Lines that do not parse are
+// skipped (a position lost means those files are read again from their beginning).
+std::vector<FilePosition> LoadPositions(const std::string& path);
+// Replaces `path` with `positions` (temporary file, fsync, rename).
+Status SavePositions(const std::string& path, const std::vector<FilePosition>& positions);
+
+}  // namespace seedance::sources

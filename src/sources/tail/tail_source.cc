@@ -1,0 +1,570 @@
+#include "sources/tail/tail_source.h"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "core/json_check.h"
+#include "core/plugin_context.h"
+#include "sources/tail/positions.h"
+#include "storage/crc32c.h"
+#include "util/log.h"
+#include "util/strings.h"
+
+namespace seedance::sources {
+namespace {
+
+namespace asio = boost::asio;
+
+struct TailOptions {
+  std::vector<std::string> globs;
+  std::string topic;  // empty: the file's path
+  PayloadFormat format = PayloadFormat::kJson;
+  size_t max_line = 0;
+  bool from_end = true;  // for files already there at the first start
+  std::chrono::nanoseconds poll_interval{0};
+  bool inotify = true;
+};
+
+// One file being read.
+struct Tracked {
+  uint64_t id = 0;
+  std::string path;          // where it was opened: the events' topic
+  std::string current_path;  // where it is now (it may have been renamed)
+  int fd = -1;
+  uint64_t device = 0, inode = 0;
+  uint64_t offset = 0;        // bytes consumed into `buffer` or emitted
+  std::string buffer;         // read, not yet emitted (a partial line at least)
+  uint64_t buffer_start = 0;  // file offset of buffer[0]
+  bool skipping = false;      // inside a line over max_line: dropped up to its newline
+  uint64_t line_no = 0;
+  uint32_t fingerprint = 0;
+  std::string head;         // the first kFingerprintBytes bytes, while fewer were read
+  bool moved_away = false;  // the path names another file now, or none: read to the end
+  uint64_t stored = 0;      // offset past the last line stored (acknowledged)
+  uint64_t epoch = 0;       // +1 at each truncation: acks of lines from before it are stale
+};
+
+class TailSource final : public Source, public Acknowledger {
+ public:
+  TailSource(TailOptions options, PluginContext ctx)
+      : options_(std::move(options)),
+        ctx_(std::move(ctx)),
+        timer_(ctx_.loop->io()),
+        notify_(ctx_.loop->io()) {}
+
+  ~TailSource() override {
+    for (auto& [id, t] : files_) {
+      if (t->fd >= 0) ::close(t->fd);
+    }
+  }
+
+  Status Start(SourceOutput& output) override {
+    output_ = &output;
+    const std::string dir = ctx_.data_dir + "/tail";
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return FailedPreconditionError("cannot create " + dir + ": " + ec.message());
+    positions_path_ = dir + "/" + ctx_.name + ".positions";
+    for (FilePosition& p : LoadPositions(positions_path_)) {
+      known_[{p.device, p.inode}] = p;
+    }
+    first_start_ = known_.empty();
+    if (options_.inotify) StartInotify();
+    Scan();
+    first_scan_done_ = true;
+    ScheduleScan(options_.poll_interval);
+    return Status::Ok();
+  }
+
+  void Stop() override {
+    stopped_ = true;
+    timer_.cancel();
+    boost::system::error_code ec;
+    notify_.close(ec);
+  }
+
+  void Close() override { SavePositionsNow(); }
+
+  // Any thread (the pipeline's): the line that ends at the token's offset is stored.
+  void Acknowledge(uint64_t token) override {
+    std::lock_guard<std::mutex> lock(ack_mu_);
+    auto it = in_flight_.find(token);
+    if (it == in_flight_.end()) return;
+    acked_.push_back(it->second);
+    in_flight_.erase(it);
+  }
+
+ private:
+  struct Line {
+    uint64_t file;
+    uint64_t epoch;
+    uint64_t end;
+  };
+
+  void StartInotify() {
+    const int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd < 0) {
+      SEEDANCE_LOG_WARN(
+          ctx_.name, "inotify unavailable ({}); polling every {} ms", std::strerror(errno),
+          std::chrono::duration_cast<std::chrono::milliseconds>(options_.poll_interval).count());
+      return;
+    }
+    std::set<std::string> dirs;
+    for (const std::string& g : options_.globs) {
+      const std::string dir = std::filesystem::path(g).parent_path().string();
+      if (dir.find_first_of("*?[") == std::string::npos) dirs.insert(dir.empty() ? "." : dir);
+    }
+    for (const std::string& d : dirs) {
+      ::inotify_add_watch(
+          fd, d.c_str(),
+          IN_CREATE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | IN_CLOSE_WRITE);
+    }
+    notify_.assign(fd);
+    WaitInotify();
+  }
+
+  void WaitInotify() {
+    notify_.async_wait(asio::posix::stream_descriptor::wait_read,
+                       [this](const boost::system::error_code& ec) {
+                         if (ec || stopped_) return;
+                         char events[4096];
+                         while (::read(notify_.native_handle(), events, sizeof events) > 0) {
+                         }
+                         ScheduleScan(std::chrono::milliseconds(0));
+                         WaitInotify();
+                       });
+  }
+
+  void ScheduleScan(std::chrono::nanoseconds after) {
+    if (stopped_) return;
+    const auto when = std::chrono::steady_clock::now() + after;
+    if (scan_pending_ && when >= timer_.expiry()) return;
+    scan_pending_ = true;
+    timer_.expires_at(when);
+    timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      scan_pending_ = false;
+      Scan();
+      ScheduleScan(options_.poll_interval);
+    });
+  }
+
+  // Finds new and moved files, reads what was appended, records what is stored.
+  void Scan() {
+    if (stopped_) return;
+    TakeAcks();
+    // Every matching file by identity: a file renamed within the globs (app.log ->
+    // app.log.1 under "app.log*") is the same file, followed where it went.
+    std::map<std::pair<uint64_t, uint64_t>, std::string> seen;
+    for (const std::string& pattern : options_.globs) {
+      glob_t g{};
+      if (::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; ++i) {
+          struct stat st {};
+          if (::stat(g.gl_pathv[i], &st) != 0 || !S_ISREG(st.st_mode)) continue;
+          seen.emplace(
+              std::make_pair(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)),
+              g.gl_pathv[i]);
+        }
+      }
+      ::globfree(&g);
+    }
+    // A file no longer matched (renamed out of the globs' reach, or deleted) is read to its
+    // end and let go once its lines are stored.
+    for (auto& [id, t] : files_) {
+      auto it = seen.find({t->device, t->inode});
+      t->moved_away = it == seen.end();
+      if (!t->moved_away) t->current_path = it->second;
+    }
+    for (const auto& [key, path] : seen) {
+      if (by_inode_.count(key) != 0) continue;
+      struct stat st {};
+      if (::stat(path.c_str(), &st) != 0) continue;
+      Open(path, st);
+    }
+    if (!paused_) ReadAll();
+    for (auto it = files_.begin(); it != files_.end();) {
+      Tracked& t = *it->second;
+      if (t.moved_away && t.buffer.empty() && AtEnd(t) && t.stored >= t.offset) {
+        by_inode_.erase({t.device, t.inode});
+        ::close(t.fd);
+        it = files_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    SavePositionsSoon();
+  }
+
+  bool AtEnd(const Tracked& t) const {
+    struct stat st {};
+    return ::fstat(t.fd, &st) != 0 || static_cast<uint64_t>(st.st_size) <= t.offset;
+  }
+
+  void Open(const std::string& path, const struct stat& st) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      uint64_t suppressed = 0;
+      if (limiter_.Allow("open", &suppressed)) {
+        SEEDANCE_LOG_WARN(ctx_.name, "cannot open {}: {}", path, std::strerror(errno));
+      }
+      return;
+    }
+    auto t = std::make_unique<Tracked>();
+    t->id = next_file_++;
+    t->path = t->current_path = path;
+    t->fd = fd;
+    t->device = st.st_dev;
+    t->inode = st.st_ino;
+    // Where to start: the stored position when this is the same file (inode and first bytes);
+    // for a file already there at the very first start, its end (read_from: end); otherwise
+    // (a new file, or one replaced while Seedance was down) its beginning.
+    uint64_t start = 0;
+    auto known = known_.find({t->device, t->inode});
+    if (known != known_.end() && SameHead(fd, known->second.fingerprint, known->second.offset)) {
+      start = std::min<uint64_t>(known->second.offset, static_cast<uint64_t>(st.st_size));
+    } else if (!first_scan_done_ && first_start_ && options_.from_end) {
+      start = static_cast<uint64_t>(st.st_size);
+    }
+    t->offset = t->buffer_start = t->stored = start;
+    t->fingerprint = known != known_.end() ? known->second.fingerprint : 0;
+    if (start > 0) LoadHead(*t);
+    SEEDANCE_LOG_INFO(ctx_.name, "following {} from byte {}", path, start);
+    by_inode_[{t->device, t->inode}] = t->id;
+    files_[t->id] = std::move(t);
+  }
+
+  // Whether the file's first bytes still hash to `fingerprint` (0: fewer than needed were
+  // there when saved; then the inode alone decides, for files smaller than that).
+  static bool SameHead(int fd, uint32_t fingerprint, uint64_t offset) {
+    if (fingerprint == 0) return offset < kFingerprintBytes;
+    char head[kFingerprintBytes];
+    const ssize_t n = ::pread(fd, head, sizeof head, 0);
+    return n == static_cast<ssize_t>(sizeof head) &&
+           storage::Crc32c(std::string_view(head, sizeof head)) == fingerprint;
+  }
+
+  void LoadHead(Tracked& t) {
+    char head[kFingerprintBytes];
+    const ssize_t n = ::pread(t.fd, head, sizeof head, 0);
+    if (n > 0) t.head.assign(head, static_cast<size_t>(n));
+    if (t.head.size() == kFingerprintBytes) t.fingerprint = storage::Crc32c(t.head);
+  }
+
+  void ReadAll() {
+    for (auto& [id, t] : files_) {
+      if (!Read(*t)) return;  // the pipeline is full: resumed by WhenWritable
+    }
+  }
+
+  // Reads what was appended and emits its complete lines. False when the pipeline refused a
+  // line (it stays in the buffer).
+  bool Read(Tracked& t) {
+    struct stat st {};
+    if (::fstat(t.fd, &st) == 0 && static_cast<uint64_t>(st.st_size) < t.offset) {
+      // Copy-truncate: the file was emptied (its content copied elsewhere) and is written
+      // again from its start.
+      SEEDANCE_LOG_INFO(ctx_.name, "{} was truncated; reading it from its beginning", t.path);
+      t.offset = t.buffer_start = t.stored = 0;
+      ++t.epoch;
+      t.buffer.clear();
+      t.skipping = false;
+      t.head.clear();
+      t.fingerprint = 0;
+    }
+    char chunk[64 * 1024];
+    while (true) {
+      if (!EmitLines(t)) return false;
+      const ssize_t n = ::pread(t.fd, chunk, sizeof chunk, static_cast<off_t>(t.offset));
+      if (n <= 0) return true;
+      if (t.head.size() < kFingerprintBytes) {
+        const size_t want =
+            std::min<size_t>(kFingerprintBytes - t.head.size(), static_cast<size_t>(n));
+        if (t.offset == t.head.size()) t.head.append(chunk, want);
+        if (t.head.size() == kFingerprintBytes) t.fingerprint = storage::Crc32c(t.head);
+      }
+      t.buffer.append(chunk, static_cast<size_t>(n));
+      t.offset += static_cast<uint64_t>(n);
+    }
+  }
+
+  bool EmitLines(Tracked& t) {
+    size_t pos = 0;
+    bool refused = false;
+    while (pos < t.buffer.size()) {
+      const size_t nl = t.buffer.find('\n', pos);
+      if (nl == std::string::npos) {
+        if (t.buffer.size() - pos > options_.max_line && !t.skipping) {
+          // Too long to ever be a line we take: reported once, the rest dropped up to its
+          // newline.
+          if (!EmitTooLong(t, pos, t.line_no + 1)) {
+            refused = true;
+            break;
+          }
+          t.skipping = true;
+        }
+        if (t.skipping) pos = t.buffer.size();
+        break;
+      }
+      const uint64_t end = t.buffer_start + nl + 1;
+      if (t.skipping) {
+        t.skipping = false;
+        ++t.line_no;
+        pos = nl + 1;
+        MarkDone(t, end);
+        continue;
+      }
+      std::string_view line(t.buffer.data() + pos, nl - pos);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      ++t.line_no;
+      if (line.size() > options_.max_line) {
+        if (!EmitTooLong(t, pos, t.line_no)) {
+          --t.line_no;
+          refused = true;
+          break;
+        }
+        pos = nl + 1;
+        continue;
+      }
+      if (line.find_first_not_of(" \t") == std::string_view::npos) {
+        pos = nl + 1;
+        MarkDone(t, end);
+        continue;
+      }
+      if (!EmitLine(t, line, end)) {
+        --t.line_no;
+        refused = true;
+        break;
+      }
+      pos = nl + 1;
+    }
+    t.buffer.erase(0, pos);
+    t.buffer_start += pos;
+    if (refused) Pause();
+    return !refused;
+  }
+
+  Event MakeEvent(const Tracked& t, std::string_view payload) {
+    Event e = output_->TakeEvent();
+    e.source.assign(ctx_.name);
+    e.topic.assign(options_.topic.empty() ? t.path : options_.topic);
+    e.payload.assign(payload.data(), payload.size());
+    e.format = options_.format;
+    e.ingest_time_ns = e.event_time_ns = ctx_.now_ns();
+    return e;
+  }
+
+  bool EmitLine(Tracked& t, std::string_view line, uint64_t end) {
+    Event e = MakeEvent(t, line);
+    const uint64_t token = NewToken(t, end);
+    if (options_.format == PayloadFormat::kJson) {
+      if (Status s = CheckJson(line); !s.ok()) {
+        e.format = PayloadFormat::kRaw;
+        e.SetHeader("tail_line", std::to_string(t.line_no));
+        if (!output_->TryEmitInvalid(
+                e, AckHandle{this, token, 0},
+                "line " + std::to_string(t.line_no) + " of " + t.path + ": " + s.message())) {
+          DropToken(token);
+          return false;
+        }
+        ctx_.stats->errors.Add();
+        return true;
+      }
+    }
+    if (!output_->TryEmit(e, AckHandle{this, token, 0})) {
+      DropToken(token);
+      return false;
+    }
+    ctx_.stats->events_in.Add();
+    ctx_.stats->events_out.Add();
+    return true;
+  }
+
+  // A line over max_line: its first KiB goes to `error` with the reason.
+  bool EmitTooLong(Tracked& t, size_t pos, uint64_t line_no) {
+    const size_t nl = t.buffer.find('\n', pos);
+    const uint64_t end =
+        nl == std::string::npos ? t.buffer_start + t.buffer.size() : t.buffer_start + nl + 1;
+    Event e = MakeEvent(t, std::string_view(t.buffer).substr(pos, 1024));
+    e.format = PayloadFormat::kRaw;
+    const uint64_t token = NewToken(t, end);
+    if (!output_->TryEmitInvalid(
+            e, AckHandle{this, token, 0},
+            "line " + std::to_string(line_no) + " of " + t.path + " is longer than max_line (" +
+                std::to_string(options_.max_line) + " bytes); its first KiB kept")) {
+      DropToken(token);
+      return false;
+    }
+    ctx_.stats->errors.Add();
+    return true;
+  }
+
+  uint64_t NewToken(const Tracked& t, uint64_t end) {
+    std::lock_guard<std::mutex> lock(ack_mu_);
+    const uint64_t token = next_token_++;
+    in_flight_[token] = Line{t.id, t.epoch, end};
+    return token;
+  }
+  void DropToken(uint64_t token) {
+    std::lock_guard<std::mutex> lock(ack_mu_);
+    in_flight_.erase(token);
+    --next_token_;
+  }
+  // A line that needs no acknowledgement (blank, the rest of a too long one): stored once
+  // everything before it is.
+  void MarkDone(Tracked& t, uint64_t end) {
+    std::lock_guard<std::mutex> lock(ack_mu_);
+    acked_.push_back(Line{t.id, t.epoch, end});
+  }
+
+  void Pause() {
+    if (paused_) return;
+    paused_ = true;
+    output_->WhenWritable([this] {
+      paused_ = false;
+      ScheduleScan(std::chrono::milliseconds(0));
+    });
+  }
+
+  // Moves each file's stored offset past the lines acknowledged so far: the pipeline stores
+  // a source's events in the order they were emitted, so no earlier line is still pending.
+  void TakeAcks() {
+    std::vector<Line> acked;
+    {
+      std::lock_guard<std::mutex> lock(ack_mu_);
+      acked.swap(acked_);
+    }
+    for (const Line& l : acked) {
+      auto it = files_.find(l.file);
+      if (it != files_.end() && it->second->epoch == l.epoch) {
+        it->second->stored = std::max(it->second->stored, l.end);
+      }
+    }
+  }
+
+  // At most once per poll_interval (each save is an fdatasync), and at Close.
+  void SavePositionsSoon() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_save_ < options_.poll_interval) return;
+    last_save_ = now;
+    SavePositionsNow();
+  }
+
+  void SavePositionsNow() {
+    if (positions_path_.empty()) return;
+    TakeAcks();
+    std::vector<FilePosition> now;
+    for (const auto& [id, t] : files_) {
+      now.push_back(FilePosition{t->device, t->inode, t->stored, t->fingerprint, t->current_path});
+    }
+    if (now == saved_) return;
+    if (Status s = SavePositions(positions_path_, now); !s.ok()) {
+      uint64_t suppressed = 0;
+      if (limiter_.Allow("save", &suppressed)) SEEDANCE_LOG_WARN(ctx_.name, "{}", s.message());
+      return;
+    }
+    saved_ = std::move(now);
+  }
+
+  TailOptions options_;
+  PluginContext ctx_;
+  SourceOutput* output_ = nullptr;
+  asio::steady_timer timer_;
+  asio::posix::stream_descriptor notify_;
+  bool scan_pending_ = false;
+  bool stopped_ = false;
+  bool paused_ = false;
+  bool first_start_ = false;  // no positions file: files found now honour read_from
+  bool first_scan_done_ = false;
+  std::string positions_path_;
+  std::map<std::pair<uint64_t, uint64_t>, FilePosition> known_;  // from the last run
+  std::map<uint64_t, std::unique_ptr<Tracked>> files_;           // by id
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> by_inode_;
+  uint64_t next_file_ = 1;
+  std::vector<FilePosition> saved_;
+  std::chrono::steady_clock::time_point last_save_{};
+  std::mutex ack_mu_;
+  uint64_t next_token_ = 1;
+  std::map<uint64_t, Line> in_flight_;
+  std::vector<Line> acked_;
+  util::LogLimiter limiter_;
+};
+
+}  // namespace
+
+SourceFactory TailSourceFactory() {
+  SourceFactory f;
+  f.info.type = "tail";
+  f.info.kind = PluginKind::kSource;
+  f.info.summary =
+      "Follows lines appended to files (NDJSON or raw) across rotation; positions kept once "
+      "stored.";
+  f.info.params = {
+      {.name = "path",
+       .type = ParamType::kStringList,
+       .doc = "a glob or a list of globs; files that appear later are picked up",
+       .required = true},
+      {.name = "format",
+       .type = ParamType::kString,
+       .doc = "json (each line is a JSON value; others go to error) or raw",
+       .default_value = "json",
+       .allowed = {"json", "raw"}},
+      {.name = "topic",
+       .type = ParamType::kString,
+       .doc = "topic of the events; unset: the file's path"},
+      {.name = "max_line",
+       .type = ParamType::kSize,
+       .doc = "longest line taken; longer ones go to error (their first KiB)",
+       .default_value = "64KiB"},
+      {.name = "read_from",
+       .type = ParamType::kString,
+       .doc = "for files already there at the first start: beginning or end (later files: "
+              "from their beginning; after a restart: from the stored position)",
+       .default_value = "end",
+       .allowed = {"beginning", "end"}},
+      {.name = "poll_interval",
+       .type = ParamType::kDuration,
+       .doc = "how often files are checked (inotify wakes the source sooner where it works)",
+       .default_value = "1s"},
+      {.name = "inotify",
+       .type = ParamType::kBool,
+       .doc = "use inotify to notice changes at once (false: polling only)",
+       .default_value = "true"},
+  };
+  f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Source>> {
+    TailOptions o;
+    o.globs = p.GetStringList("path");
+    o.topic = p.GetString("topic");
+    o.format = p.GetString("format") == "raw" ? PayloadFormat::kRaw : PayloadFormat::kJson;
+    o.max_line = static_cast<size_t>(p.GetSize("max_line"));
+    o.from_end = p.GetString("read_from") == "end";
+    o.poll_interval = p.GetDuration("poll_interval");
+    o.inotify = p.GetBool("inotify");
+    for (const std::string& g : o.globs) {
+      if (g.empty()) return InvalidArgumentError(p.Location("path") + ": an empty path");
+    }
+    if (o.poll_interval <= std::chrono::nanoseconds(0)) {
+      return InvalidArgumentError(p.Location("poll_interval") + ": must be more than 0");
+    }
+    return std::unique_ptr<Source>(new TailSource(std::move(o), ctx));
+  };
+  return f;
+}
+
+}  // namespace seedance::sources
