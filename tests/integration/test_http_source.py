@@ -346,3 +346,34 @@ def test_validate_names_a_missing_certificate_file(tmp_path):
     assert r.returncode == 2
     assert "/nonexistent/server.crt: No such file or directory" in r.stderr, r.stderr
     assert f"{path}:5:" in r.stderr, r.stderr
+
+
+def test_connection_cap_idle_timeout_metrics_and_the_memory_buffer(receiver, tmp_path):
+    """max_connections: the next client waits in the backlog until one closes; idle_timeout
+    closes a silent connection; requests, bytes and events are counted; with
+    queue.buffer: memory the answer comes once the pipeline took the events."""
+    import socket
+    from testing.seedance_process import metric, scrape
+    port, metrics_port = free_port(), free_port()
+    sd = Seedance(config(port, receiver.url, tmp_path,
+                         source_extra="    max_connections: 2\n    idle_timeout: 1s\n",
+                         extra=f"queue:\n  buffer: memory\nmetrics:\n  listen: 127.0.0.1:{metrics_port}\n")
+                  ).start()
+    try:
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(2)]
+        t0 = time.time()
+        status, _, _ = post(port, "/m", b'{"n": 1}')  # waits until the silent ones are closed
+        waited = time.time() - t0
+        assert status == 200
+        assert 0.7 < waited < 5, f"served after {waited:.2f} s"
+        for s in idle:
+            s.settimeout(3)
+            assert s.recv(1) == b"", "an idle connection was not closed"
+            s.close()
+        text = scrape(f"http://127.0.0.1:{metrics_port}/metrics")
+        assert metric(text, "seedance_http_source_requests_total", status="200") == 1
+        assert metric(text, "seedance_http_source_bytes_total") == len(b'{"n": 1}')
+        assert metric(text, "seedance_events_in_total", component="http", kind="source") == 1
+        assert receiver.wait_for_events(1, timeout=10)
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-2000:]

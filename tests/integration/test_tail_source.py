@@ -152,3 +152,32 @@ def test_a_kill_9_during_rotation_loses_no_line(receiver, tmp_path):
         assert repeats <= 3000, repeats
     finally:
         sd.stop()
+
+
+def test_deleted_replaced_while_down_and_polling_only(receiver, tmp_path):
+    """inotify: false (polling only). A deleted file is let go; a file replaced while
+    Seedance is down (same name, new content) is read from its beginning; an unchanged file
+    resumes where it was."""
+    log, other = tmp_path / "app.log", tmp_path / "other.log"
+    append(log, [{"n": i} for i in range(10)])
+    append(other, [{"n": i} for i in range(100, 105)])
+    text = config(receiver.url, tmp_path, f"{tmp_path}/*.log", extra="    inotify: false\n")
+    work = str(tmp_path / "run")
+    sd = Seedance(text, workdir=work).start()
+    try:
+        assert receiver.wait_for_events(15, timeout=10), sd.stderr()
+        assert sd.stop() == 0
+        os.remove(log)  # replaced while down: a new file under the same name
+        append(log, [{"n": i} for i in range(20, 25)])
+        append(other, [{"n": 105}])  # the same file, grown
+        sd = Seedance(text, workdir=work).start()
+        assert receiver.wait_for_events(21, timeout=10), sd.stderr()
+        time.sleep(0.5)
+        ns = sorted(n for _, n in delivered(receiver))
+        assert ns == sorted(list(range(10)) + list(range(20, 25)) + list(range(100, 106))), ns
+        os.remove(other)  # deleted while followed
+        append(log, [{"n": 30}])
+        assert receiver.wait_for_events(22, timeout=10)
+        assert sd.proc.poll() is None
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-2000:]

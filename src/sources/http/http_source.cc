@@ -226,6 +226,7 @@ class HttpSource final : public Source, public Acknowledger {
         break;  // closed, timed out or unreadable: nobody to answer
       } else {
         const http::request<http::string_body>& req = parser.get();
+        bytes_->Add(req.body().size());
         keep_alive = req.keep_alive();
         version = req.version();
         const auto started = Clock::now();
@@ -432,6 +433,9 @@ class HttpSource final : public Source, public Acknowledger {
   uint64_t next_token_ = 1;
   std::map<uint64_t, std::shared_ptr<Pending>> pending_;  // by first token
   std::map<int, observe::Counter*> requests_;
+  observe::Counter* bytes_ = &ctx_.metrics->GetCounter(
+      "seedance_http_source_bytes_total", "Request body bytes read (as sent: compressed).",
+      {{"component", ctx_.name}});
   observe::Histogram* latency_ = &ctx_.metrics->GetHistogram(
       "seedance_http_source_request_seconds",
       "From a request's arrival to its answer (for 200: every event stored).",

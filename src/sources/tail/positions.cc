@@ -18,7 +18,7 @@ std::vector<FilePosition> LoadPositions(const std::string& path) {
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     FilePosition p;
-    if (!(fields >> p.device >> p.inode >> p.offset >> p.fingerprint)) continue;
+    if (!(fields >> p.device >> p.inode >> p.offset >> p.fingerprint >> p.head_bytes)) continue;
     fields.get();  // the space before the path
     std::getline(fields, p.path);
     out.push_back(std::move(p));
@@ -30,7 +30,8 @@ Status SavePositions(const std::string& path, const std::vector<FilePosition>& p
   std::string text;
   for (const FilePosition& p : positions) {
     text += std::to_string(p.device) + " " + std::to_string(p.inode) + " " +
-            std::to_string(p.offset) + " " + std::to_string(p.fingerprint) + " ";
+            std::to_string(p.offset) + " " + std::to_string(p.fingerprint) + " " +
+            std::to_string(p.head_bytes) + " ";
     for (char c : p.path) text.push_back(c == '\n' ? '?' : c);  // one line per entry
     text.push_back('\n');
   }

@@ -19,12 +19,13 @@ struct FilePosition {
   uint64_t device = 0;
   uint64_t inode = 0;
   uint64_t offset = 0;       // just past the last stored line
-  uint32_t fingerprint = 0;  // CRC-32C of the first kFingerprintBytes bytes (0: fewer yet)
+  uint32_t fingerprint = 0;  // CRC-32C of the file's first `head_bytes` bytes
+  uint32_t head_bytes = 0;   // how many: kFingerprintBytes, or fewer while the file was shorter
   std::string path;          // where it was last seen (for people reading the file)
   bool operator==(const FilePosition&) const = default;
 };
 
-// How many leading bytes identify a file.
+// How many leading bytes identify a file (as many as it has, up to this).
 inline constexpr size_t kFingerprintBytes = 256;
 
 // The positions in `path`; none when the file does not exist. Lines that do not parse are

@@ -53,8 +53,7 @@ struct Tracked {
   uint64_t buffer_start = 0;  // file offset of buffer[0]
   bool skipping = false;      // inside a line over max_line: dropped up to its newline
   uint64_t line_no = 0;
-  uint32_t fingerprint = 0;
-  std::string head;         // the first kFingerprintBytes bytes, while fewer were read
+  std::string head;         // the file's first bytes, up to kFingerprintBytes
   bool moved_away = false;  // the path names another file now, or none: read to the end
   uint64_t stored = 0;      // offset past the last line stored (acknowledged)
   uint64_t epoch = 0;       // +1 at each truncation: acks of lines from before it are stale
@@ -237,34 +236,33 @@ class TailSource final : public Source, public Acknowledger {
     // (a new file, or one replaced while Seedance was down) its beginning.
     uint64_t start = 0;
     auto known = known_.find({t->device, t->inode});
-    if (known != known_.end() && SameHead(fd, known->second.fingerprint, known->second.offset)) {
+    if (known != known_.end() && SameHead(fd, known->second)) {
       start = std::min<uint64_t>(known->second.offset, static_cast<uint64_t>(st.st_size));
     } else if (!first_scan_done_ && first_start_ && options_.from_end) {
       start = static_cast<uint64_t>(st.st_size);
     }
     t->offset = t->buffer_start = t->stored = start;
-    t->fingerprint = known != known_.end() ? known->second.fingerprint : 0;
     if (start > 0) LoadHead(*t);
     SEEDANCE_LOG_INFO(ctx_.name, "following {} from byte {}", path, start);
     by_inode_[{t->device, t->inode}] = t->id;
     files_[t->id] = std::move(t);
   }
 
-  // Whether the file's first bytes still hash to `fingerprint` (0: fewer than needed were
-  // there when saved; then the inode alone decides, for files smaller than that).
-  static bool SameHead(int fd, uint32_t fingerprint, uint64_t offset) {
-    if (fingerprint == 0) return offset < kFingerprintBytes;
+  // Whether the file starts with the bytes it started with when its position was saved: an
+  // inode reused by a new file (or a file replaced while Seedance was down) does not.
+  static bool SameHead(int fd, const FilePosition& known) {
+    if (known.head_bytes == 0) return true;  // saved before anything was stored
     char head[kFingerprintBytes];
-    const ssize_t n = ::pread(fd, head, sizeof head, 0);
-    return n == static_cast<ssize_t>(sizeof head) &&
-           storage::Crc32c(std::string_view(head, sizeof head)) == fingerprint;
+    const size_t want = std::min<size_t>(known.head_bytes, sizeof head);
+    const ssize_t n = ::pread(fd, head, want, 0);
+    return n == static_cast<ssize_t>(want) &&
+           storage::Crc32c(std::string_view(head, want)) == known.fingerprint;
   }
 
   void LoadHead(Tracked& t) {
     char head[kFingerprintBytes];
-    const ssize_t n = ::pread(t.fd, head, sizeof head, 0);
+    const ssize_t n = ::pread(t.fd, head, std::min<uint64_t>(sizeof head, t.offset), 0);
     if (n > 0) t.head.assign(head, static_cast<size_t>(n));
-    if (t.head.size() == kFingerprintBytes) t.fingerprint = storage::Crc32c(t.head);
   }
 
   void ReadAll() {
@@ -286,18 +284,15 @@ class TailSource final : public Source, public Acknowledger {
       t.buffer.clear();
       t.skipping = false;
       t.head.clear();
-      t.fingerprint = 0;
     }
     char chunk[64 * 1024];
     while (true) {
       if (!EmitLines(t)) return false;
       const ssize_t n = ::pread(t.fd, chunk, sizeof chunk, static_cast<off_t>(t.offset));
       if (n <= 0) return true;
-      if (t.head.size() < kFingerprintBytes) {
-        const size_t want =
-            std::min<size_t>(kFingerprintBytes - t.head.size(), static_cast<size_t>(n));
-        if (t.offset == t.head.size()) t.head.append(chunk, want);
-        if (t.head.size() == kFingerprintBytes) t.fingerprint = storage::Crc32c(t.head);
+      if (t.head.size() < kFingerprintBytes && t.offset == t.head.size()) {
+        t.head.append(chunk,
+                      std::min<size_t>(kFingerprintBytes - t.head.size(), static_cast<size_t>(n)));
       }
       t.buffer.append(chunk, static_cast<size_t>(n));
       t.offset += static_cast<uint64_t>(n);
@@ -471,7 +466,12 @@ class TailSource final : public Source, public Acknowledger {
     TakeAcks();
     std::vector<FilePosition> now;
     for (const auto& [id, t] : files_) {
-      now.push_back(FilePosition{t->device, t->inode, t->stored, t->fingerprint, t->current_path});
+      // The fingerprint covers the head only as far as it is stored: a position must not
+      // name bytes a restart would not find stored.
+      const size_t head = static_cast<size_t>(std::min<uint64_t>(t->head.size(), t->stored));
+      now.push_back(FilePosition{t->device, t->inode, t->stored,
+                                 storage::Crc32c(std::string_view(t->head).substr(0, head)),
+                                 static_cast<uint32_t>(head), t->current_path});
     }
     if (now == saved_) return;
     if (Status s = SavePositions(positions_path_, now); !s.ok()) {
