@@ -31,6 +31,8 @@ namespace {
 
 namespace asio = boost::asio;
 
+constexpr size_t kReadPerTurn = 1 << 20;
+
 struct TailOptions {
   std::vector<std::string> globs;
   std::string topic;  // empty: the file's path
@@ -286,10 +288,19 @@ class TailSource final : public Source, public Acknowledger {
       t.head.clear();
     }
     char chunk[64 * 1024];
+    // At most kReadPerTurn bytes per file and turn: a large file must not hold the event loop
+    // (the sinks run there too); the next turn follows at once.
+    size_t budget = kReadPerTurn;
     while (true) {
       if (!EmitLines(t)) return false;
-      const ssize_t n = ::pread(t.fd, chunk, sizeof chunk, static_cast<off_t>(t.offset));
+      if (budget == 0) {
+        ScheduleScan(std::chrono::milliseconds(0));
+        return true;
+      }
+      const ssize_t n =
+          ::pread(t.fd, chunk, std::min(sizeof chunk, budget), static_cast<off_t>(t.offset));
       if (n <= 0) return true;
+      budget -= static_cast<size_t>(n);
       if (t.head.size() < kFingerprintBytes && t.offset == t.head.size()) {
         t.head.append(chunk,
                       std::min<size_t>(kFingerprintBytes - t.head.size(), static_cast<size_t>(n)));
