@@ -77,6 +77,14 @@ def test_refusals_say_why_and_a_bad_body_is_kept_in_the_error_output(receiver, t
         assert post(port, "/x", b'{"n": 1}', token="wrong-token")[0] == 401
         assert post(port, "/x", b'{"n": 1}', method="PUT")[0] == 405
         assert post(port, "/x", b'{"pad": "' + b"x" * 2000 + b'"}')[0] == 413
+        big_header = urllib.request.Request(f"http://127.0.0.1:{port}/x", data=b'{"n": 1}',
+                                            headers={"Authorization": f"Bearer {TOKEN}",
+                                                     "X-Pad": "h" * 20000})
+        try:
+            urllib.request.urlopen(big_header, timeout=10)
+            raise AssertionError("a 20 KB header was taken")
+        except urllib.error.HTTPError as e:
+            assert e.code == 413 and "header larger than 16 KiB" in e.read().decode()
         status, body, _ = post(port, "/x", b"[1, 2, 3, 4]")
         assert status == 413 and "more than 3 events" in body, body
         status, body, _ = post(port, "/x", b'{"n": 1, "broken": }')
@@ -134,6 +142,7 @@ def test_a_full_pipeline_answers_503_and_takes_nothing_of_that_request(receiver,
                     break
             else:
                 assert "send them again" in text, text
+                assert 0.9 < time.time() - t0 < 5, "answered before or long after ack_timeout"
                 not_stored.append(i)
         assert full, f"the pipeline never filled up ({len(accepted)} taken, {len(not_stored)} unstored)"
         with receiver.lock:

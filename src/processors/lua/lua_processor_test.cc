@@ -115,6 +115,24 @@ TEST_F(LuaProcessorTest, ALargePayloadWithARepeatedKeyIsWrittenAgainNotKept) {
   EXPECT_NE(out.main[0].payload.find(R"("k":2)"), std::string::npos);
 }
 
+// The Lua table of a large payload is built from the reader's events: the memory limit is
+// reached in the middle of the parse, and the error must unwind it (no panic, no leak of
+// the reader's state into the next event).
+TEST_F(LuaProcessorTest, TheMemoryLimitReachedWhileBuildingALargePayloadCostsOnlyThatEvent) {
+  auto p = Make(std::string("max_memory: 1MiB\n") + kSeedFilter);
+  std::string big = "{\"temperature\": 20, \"r\": [";
+  for (int i = 0; i < 100000; ++i) big += (i ? ",{\"id\":" : "{\"id\":") + std::to_string(i) + "}";
+  big += "]}";
+  RecordingOutput out;
+  for (int round = 0; round < 3; ++round) {
+    p->Process(JsonEvent(big), out);
+    p->Process(JsonEvent(R"({"temperature": 21})"), out);
+  }
+  ASSERT_EQ(out.side.size(), 3u);
+  EXPECT_NE(out.side[0].reason.find("memory limit"), std::string::npos) << out.side[0].reason;
+  EXPECT_EQ(out.main.size(), 3u);
+}
+
 TEST_F(LuaProcessorTest, ALargeInvalidPayloadGoesToErrorWithTheReason) {
   auto p = Make(kSeedFilter);
   RecordingOutput out;
