@@ -39,3 +39,19 @@ def anon_kb(pid):
 def shared_libs(path):
     out = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
     return sorted(l.split()[0] for l in out.splitlines() if "=>" in l or l.strip().startswith("/"))
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds a process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def count_lines(path):
+    """Newlines in a file (0 when it does not exist yet)."""
+    try:
+        with open(path, "rb") as f:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    except FileNotFoundError:
+        return 0

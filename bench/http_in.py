@@ -9,26 +9,12 @@ import tempfile
 import threading
 import time
 
-from common import RELEASE_BIN, free_port
+from common import RELEASE_BIN, count_lines, cpu_seconds, free_port
 
 N = 100_000
 PER_REQUEST = 1000
 CLIENTS = 2
 ROUNDS = 3
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def count_lines(path):
-    try:
-        with open(path, "rb") as f:
-            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-    except FileNotFoundError:
-        return 0
 
 
 def run_once(bodies):

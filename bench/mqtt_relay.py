@@ -6,17 +6,11 @@ import subprocess
 import tempfile
 import time
 
-from common import RELEASE_BIN, ROOT, Broker
+from common import RELEASE_BIN, ROOT, Broker, cpu_seconds
 
 LOAD = os.path.join(ROOT, "build-release", "mqtt_load")
 N = 100_000
 ROUNDS = 3  # interleaved; medians reported (a shared VM's rate varies by half between runs)
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def counting_subscriber(port, topic, count):

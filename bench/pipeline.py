@@ -6,16 +6,10 @@ import subprocess
 import tempfile
 import time
 
-from common import RELEASE_BIN, ROOT, Broker, Receiver, free_port
+from common import RELEASE_BIN, ROOT, Broker, Receiver, cpu_seconds, free_port
 
 LOAD = os.path.join(ROOT, "build-release", "mqtt_load")
 N = 200_000
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main():

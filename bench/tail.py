@@ -7,24 +7,10 @@ import subprocess
 import tempfile
 import time
 
-from common import RELEASE_BIN
+from common import RELEASE_BIN, count_lines, cpu_seconds
 
 N = 100_000
 ROUNDS = 3
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def count_lines(path):
-    try:
-        with open(path, "rb") as f:
-            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-    except FileNotFoundError:
-        return 0
 
 
 def run_once(text):
