@@ -39,6 +39,10 @@ class MqttDriver:
     client_id: conformance
 """
 
+    def ready(self, sd):
+        """Subscribed: a message published before would have no subscriber yet."""
+        assert sd.wait_log(r"connected to 127\.0\.0\.1"), sd.stderr()
+
     def produce(self, ids):
         publish_all(self.broker.port, [("conf/x", json.dumps({"id": i})) for i in ids], qos=1)
 
@@ -47,6 +51,9 @@ class MqttDriver:
 
 
 class HttpDriver:
+    def ready(self, sd):
+        pass
+
     name = "http"
 
     def __init__(self, tmp_path):
@@ -83,6 +90,9 @@ class HttpDriver:
 
 
 class TailDriver:
+    def ready(self, sd):
+        pass
+
     name = "tail"
 
     def __init__(self, tmp_path):
@@ -138,6 +148,7 @@ def test_backpressure_pauses_the_source_and_loses_nothing(driver, receiver, tmp_
     extra = ("  max_disk: 64KiB\n  segment_size: 16KiB\n  when_full: block\n"
              "pipeline:\n  queue_capacity: 50\n")
     sd = Seedance(config(driver, receiver, tmp_path, extra)).start()
+    driver.ready(sd)
     try:
         producer = threading.Thread(target=driver.produce, args=(range(3000),))
         producer.start()
@@ -157,6 +168,7 @@ def test_a_kill_9_loses_nothing_upstream_was_told_is_safe(driver, receiver, tmp_
     work = str(tmp_path / "run")
     text = config(driver, receiver, tmp_path)
     sd = Seedance(text, workdir=work).start()
+    driver.ready(sd)
     try:
         producer = threading.Thread(target=driver.produce, args=(range(5000),))
         producer.start()
@@ -176,6 +188,7 @@ def test_a_clean_stop_delivers_what_was_taken_and_a_restart_carries_on(driver, r
     work = str(tmp_path / "run")
     text = config(driver, receiver, tmp_path)
     sd = Seedance(text, workdir=work).start()
+    driver.ready(sd)
     try:
         driver.produce(range(1000))
         assert wait_until(lambda: delivered_ids(receiver) == set(range(1000)), 30)
