@@ -33,7 +33,7 @@ Run Measure(const std::string& dir, QueueConfig::Fsync fsync, const std::string&
   QueueConfig config;
   config.data_dir = dir;
   config.max_disk = 8ull << 30;
-  config.fsync = fsync;
+  config.fsync.mode = fsync;
   auto queue = DurableQueue::Open(config, metrics).value();
   auto cursor = queue->OpenCursor("bench", {Output::kMain});
   Event e;

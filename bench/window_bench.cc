@@ -13,10 +13,10 @@
 #include <random>
 
 #include "config/config.h"
-#include "core/component_stats.h"
-#include "core/plugin_context.h"
+#include "observe/component_stats.h"
 #include "observe/metrics.h"
 #include "plugins/builtin_plugins.h"
+#include "seedance/plugin_context.h"
 #include "seedance/plugin_registry.h"
 
 using namespace seedance;

@@ -1,11 +1,12 @@
 // ParamSpec and Params: the typed parameter schema of a plugin, and the checked values.
 //
 // A plugin declares its parameters once (name, type, default, required, one-line doc,
-// validator). The config layer checks every YAML section against that schema in one place
-// (unknown keys with a "did you mean" hint, type and unit conversion, validators), and
-// `seedance describe` prints the same schema. Params is what a plugin's Create() receives:
-// every declared parameter with a default is present; optional ones without a default may
-// be absent. Params is an immutable value after checking; thread-compatible.
+// validator), bound to its settings struct (seedance/options.h). The config layer checks
+// every YAML section against that schema in one place (unknown keys with a "did you mean"
+// hint, type and unit conversion, validators), and `seedance describe` prints the same
+// schema. Params is what a plugin's Create() receives and binds: every declared parameter with
+// a default is present; optional ones without a default may be absent. Params is an
+// immutable value after checking; thread-compatible.
 #pragma once
 
 #include <chrono>
@@ -74,20 +75,11 @@ class Params {
 
   bool Has(const std::string& name) const { return entries_.count(name) != 0; }
 
-  // Typed getters. REQUIRES: the parameter was declared with the matching type and is present
-  // (required or defaulted); otherwise they return the type's zero value.
-  std::string GetString(const std::string& name) const;
-  int64_t GetInt(const std::string& name) const;
-  double GetDouble(const std::string& name) const;
-  bool GetBool(const std::string& name) const;
-  std::chrono::nanoseconds GetDuration(const std::string& name) const;
-  uint64_t GetSize(const std::string& name) const;
-  std::vector<std::string> GetStringList(const std::string& name) const;
-  StringPairs GetStringMap(const std::string& name) const;
-  // True when `name` was given as a section (see ParamSpec::scalar_alternative).
-  bool IsObject(const std::string& name) const;
-  // Returns the nested section, or an empty Params when absent.
-  const Params& GetObject(const std::string& name) const;
+  // The value of `name`, or nullptr when it is absent. Plugins do not read values by name:
+  // they bind them to their settings (seedance/options.h), where each name is written once.
+  const ParamValue* Find(const std::string& name) const;
+  // True when `name` holds its declared default (it was not given).
+  bool IsDefaulted(const std::string& name) const;
 
   // True when both hold the same names and values (locations aside).
   bool SameValues(const Params& other) const;

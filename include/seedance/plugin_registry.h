@@ -18,8 +18,8 @@
 
 namespace seedance {
 
-// Defined by the runtime (src/core/plugin_context.h): the event loop, metrics, clock and
-// the component's name, handed to Create().
+// seedance/plugin_context.h: the event loop, metrics, clock and the component's name, handed
+// to Create().
 struct PluginContext;
 
 enum class PluginKind { kSource, kProcessor, kSink };
@@ -36,6 +36,17 @@ struct SourceFactory {
   PluginInfo info;
   std::function<Result<std::unique_ptr<Source>>(const Params&, PluginContext&)> create;
 };
+// The parameter (a list of strings) by which a processor declares the named outputs it may
+// send events to; sinks consume them with `inputs:`.
+inline constexpr char kNamedOutputsParam[] = "outputs";
+
+// The named outputs a processor's checked parameters declare (none when it has none).
+inline std::vector<std::string> NamedOutputs(const Params& params) {
+  const ParamValue* v = params.Find(kNamedOutputsParam);
+  const auto* names = v == nullptr ? nullptr : std::get_if<std::vector<std::string>>(v);
+  return names == nullptr ? std::vector<std::string>{} : *names;
+}
+
 struct ProcessorFactory {
   PluginInfo info;
   std::function<Result<std::unique_ptr<Processor>>(const Params&, PluginContext&)> create;

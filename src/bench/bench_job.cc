@@ -10,6 +10,14 @@
 namespace seedance::bench {
 namespace {
 
+// A key of the job's YAML as checked (T{} when absent).
+template <typename T>
+T Value(const Params& params, const std::string& key) {
+  const ParamValue* v = params.Find(key);
+  const T* t = v == nullptr ? nullptr : std::get_if<T>(v);
+  return t == nullptr ? T{} : *t;
+}
+
 bool ConsumesMain(const config::ComponentConfig& sink) {
   return std::find(sink.inputs.begin(), sink.inputs.end(), Output::kMain) != sink.inputs.end();
 }
@@ -70,8 +78,9 @@ Result<BenchJob> MakeBenchJob(const config::PipelineConfig& config,
                            [](const auto& s) { return s.type == "mqtt"; });
   if (mqtt != config.sources.end()) {
     job.mqtt = true;
+    // The job's own keys, read as the YAML the bench rewrites (it is not the plugin).
     std::string uri =
-        options.broker_uri.empty() ? mqtt->params.GetString("uri") : options.broker_uri;
+        options.broker_uri.empty() ? Value<std::string>(mqtt->params, "uri") : options.broker_uri;
     SEEDANCE_ASSIGN_OR_RETURN(mqtt::BrokerAddress addr, mqtt::ParseBrokerUri(uri));
     if (addr.tls) {
       return Status(StatusCode::kInvalidArgument,
@@ -79,10 +88,10 @@ Result<BenchJob> MakeBenchJob(const config::PipelineConfig& config,
     }
     job.host = addr.host;
     job.port = addr.port;
-    if (mqtt->params.Has("username")) job.username = mqtt->params.GetString("username");
-    if (mqtt->params.Has("password")) job.password = mqtt->params.GetString("password");
-    job.topic = TopicMatching(mqtt->params.GetStringList("topic").front());
-    job.qos = std::min<int>(1, static_cast<int>(mqtt->params.GetInt("qos")));
+    if (mqtt->params.Has("username")) job.username = Value<std::string>(mqtt->params, "username");
+    if (mqtt->params.Has("password")) job.password = Value<std::string>(mqtt->params, "password");
+    job.topic = TopicMatching(Value<std::vector<std::string>>(mqtt->params, "topic").front());
+    job.qos = std::min<int>(1, static_cast<int>(Value<int64_t>(mqtt->params, "qos")));
     if (!options.broker_uri.empty()) {
       root["sources"][static_cast<size_t>(mqtt - config.sources.begin())]["uri"] =
           options.broker_uri;
@@ -94,7 +103,7 @@ Result<BenchJob> MakeBenchJob(const config::PipelineConfig& config,
     for (size_t i = 0; i < config.sources.size(); ++i) {
       if (config.sources[i].type != "generate") continue;
       ++generators;
-      const std::string own = config.sources[i].params.GetString("payload");
+      const std::string own = Value<std::string>(config.sources[i].params, "payload");
       SEEDANCE_ASSIGN_OR_RETURN(std::string stamped,
                                 StampedTemplate(payload.empty() ? own : payload));
       YAML::Node node = root["sources"][i];
@@ -118,7 +127,8 @@ Result<BenchJob> MakeBenchJob(const config::PipelineConfig& config,
     YAML::Node node = root["sinks"][i];
     if (sink.type == "http") {
       if (ConsumesMain(sink)) {
-        node["endpoint"] = options.receiver_url + UrlPath(sink.params.GetString("endpoint"));
+        node["endpoint"] =
+            options.receiver_url + UrlPath(Value<std::string>(sink.params, "endpoint"));
         node.remove("tls");
         ++job.http_sinks;
       } else {

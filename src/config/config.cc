@@ -26,125 +26,21 @@ namespace {
 const std::vector<std::string> kComponentKeys = {"type", "name"};
 const std::vector<std::string> kSinkKeys = {"type", "name", "inputs", "topics"};
 
-std::vector<ParamSpec> PipelineSpecs() {
-  return {
-      {.name = "queue_capacity",
-       .type = ParamType::kInt,
-       .doc = "events held between stages before sources are paused",
-       .default_value = "10000",
-       .validator = IntInRange(1)},
-      {.name = "shutdown_timeout",
-       .type = ParamType::kDuration,
-       .doc = "how long shutdown waits for in-flight batches; the process exits at most 1s "
-              "after it, abandoning what still runs",
-       .default_value = "5s"},
-  };
-}
-std::vector<ParamSpec> QueueSpecs() {
-  return {
-      {.name = "buffer",
-       .type = ParamType::kString,
-       .doc = "disk: durable queue (survives crashes); memory: bounded in-memory queues",
-       .default_value = "disk",
-       .allowed = {"disk", "memory"}},
-      {.name = "data_dir",
-       .type = ParamType::kString,
-       .doc = "directory of the durable queue and the sinks' positions",
-       .default_value = "seedance-data"},
-      {.name = "segment_size",
-       .type = ParamType::kSize,
-       .doc = "size of one queue file",
-       .default_value = "64MiB"},
-      {.name = "max_disk",
-       .type = ParamType::kSize,
-       .doc = "most disk the queue may use",
-       .default_value = "1GiB"},
-      {.name = "when_full",
-       .type = ParamType::kString,
-       .doc = "at max_disk: block (stop acknowledging sources) or drop_oldest (counted)",
-       .default_value = "block",
-       .allowed = {"block", "drop_oldest"}},
-      {.name = "fsync",
-       .type = ParamType::kString,
-       .doc = "always (before acknowledging), an interval such as 100ms, or never",
-       .default_value = "100ms",
-       .validator =
-           [](const ParamValue& v) {
-             const auto& s = std::get<std::string>(v);
-             if (s == "always" || s == "never") return Status::Ok();
-             auto d = util::ParseDuration(s);
-             if (!d || d->count() <= 0) {
-               return InvalidArgumentError(
-                   "expected always, never or a duration such as 100ms, got \"" + s + "\"");
-             }
-             return Status::Ok();
-           }},
-  };
-}
-
-std::function<Status(const ParamValue&)> Ratio() {
-  return [](const ParamValue& v) {
-    double d = std::get<double>(v);
-    if (d > 0 && d <= 1) return Status::Ok();
-    return InvalidArgumentError(fmt::format("expected a share above 0 and at most 1, got {}", d));
-  };
-}
-
-std::vector<ParamSpec> LimitsSpecs() {
-  const trim::PolicyOptions d;
-  return {
-      {.name = "memory",
-       .type = ParamType::kSize,
-       .doc = "memory budget of queued events and batches, e.g. 16MiB (0 = none); "
-              "needs queue.buffer: disk",
-       .default_value = "0"},
-      {.name = "step",
-       .type = ParamType::kDuration,
-       .doc = "how often the governor samples its triggers",
-       .default_value = "100ms"},
-      {.name = "occupancy",
-       .type = ParamType::kDouble,
-       .doc = "trim when the budget is this full ...",
-       .default_value = fmt::format("{}", d.occupancy_trigger),
-       .validator = Ratio()},
-      {.name = "occupancy_samples",
-       .type = ParamType::kInt,
-       .doc = "... for this many consecutive steps",
-       .default_value = std::to_string(d.occupancy_samples),
-       .validator = IntInRange(1)},
-      {.name = "idle_share",
-       .type = ParamType::kDouble,
-       .doc = "trim when more than this share of the budgeted bytes is idle ...",
-       .default_value = fmt::format("{}", d.idle_share_trigger),
-       .validator = Ratio()},
-      {.name = "idle_steps",
-       .type = ParamType::kInt,
-       .doc = "... for at least this many steps",
-       .default_value = std::to_string(d.idle_steps),
-       .validator = IntInRange(1)},
-      {.name = "low_watermark",
-       .type = ParamType::kDouble,
-       .doc = "a trim frees memory until the budget is under this share",
-       .default_value = fmt::format("{}", d.low_watermark),
-       .validator = Ratio()},
-  };
-}
-
-std::vector<ParamSpec> MetricsSpecs() {
-  return {{.name = "listen",
-           .type = ParamType::kString,
-           .doc = "address:port of the /metrics and /healthz listener, e.g. 127.0.0.1:9464 "
-                  "(\":9464\" listens on every IPv4 address)",
-           .validator = [](const ParamValue& v) {
-             return util::ParseListenAddress(std::get<std::string>(v)).status();
-           }}};
-}
-std::vector<ParamSpec> LogSpecs() {
-  return {{.name = "level",
-           .type = ParamType::kString,
-           .doc = "debug, info, warn, error or off",
-           .default_value = "info",
-           .allowed = {"debug", "info", "warn", "error", "off"}}};
+// The `pipeline:` section, bound straight into the config.
+const Options<PipelineConfig>& PipelineSchema() {
+  using S = PipelineConfig;
+  static const Options<S> o =
+      Options<S>()
+          .Int(&S::queue_capacity, {.name = "queue_capacity",
+                                    .doc = "events held between stages before sources are paused",
+                                    .default_value = "10000",
+                                    .validator = IntInRange(1)})
+          .Add(&S::shutdown_timeout,
+               {.name = "shutdown_timeout",
+                .doc = "how long shutdown waits for in-flight batches; the process exits at most "
+                       "1s after it, abandoning what still runs",
+                .default_value = "5s"});
+  return o;
 }
 
 class Checker {
@@ -482,8 +378,8 @@ class Checker {
         }
       }
       c.params = CheckSection(item, info->params, path, is_sink ? kSinkKeys : kComponentKeys);
-      if (kind == PluginKind::kProcessor && c.params.Has("outputs")) {
-        for (const std::string& name : c.params.GetStringList("outputs")) {
+      if (kind == PluginKind::kProcessor) {
+        for (const std::string& name : NamedOutputs(c.params)) {
           declared_outputs_.insert(name);
         }
       }
@@ -558,32 +454,19 @@ Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
     }
     return checker.CheckSection(node, specs, key, {});
   };
-  Params pipeline = section("pipeline", PipelineSpecs());
-  config.queue_capacity = static_cast<size_t>(pipeline.GetInt("queue_capacity"));
-  config.shutdown_timeout = pipeline.GetDuration("shutdown_timeout");
-  Params queue = section("queue", QueueSpecs());
-  config.queue.durable = queue.GetString("buffer") != "memory";
-  config.queue.data_dir = queue.GetString("data_dir");
-  config.queue.segment_bytes = queue.GetSize("segment_size");
-  config.queue.max_disk = queue.GetSize("max_disk");
-  config.queue.drop_oldest = queue.GetString("when_full") == "drop_oldest";
-  const std::string fsync = queue.GetString("fsync");
-  if (fsync == "always") {
-    config.queue.fsync = QueueSettings::Fsync::kAlways;
-  } else if (fsync == "never") {
-    config.queue.fsync = QueueSettings::Fsync::kNever;
-  } else if (auto d = util::ParseDuration(fsync)) {
-    config.queue.fsync_interval = *d;
-  }
-  Params limits = section("limits", LimitsSpecs());
-  config.limits.memory = limits.GetSize("memory");
-  config.limits.step = limits.GetDuration("step");
-  trim::PolicyOptions& policy = config.limits.policy;
-  policy.occupancy_trigger = limits.GetDouble("occupancy");
-  policy.occupancy_samples = static_cast<int>(limits.GetInt("occupancy_samples"));
-  policy.idle_share_trigger = limits.GetDouble("idle_share");
-  policy.idle_steps = static_cast<uint64_t>(limits.GetInt("idle_steps"));
-  policy.low_watermark = limits.GetDouble("low_watermark");
+  // Each runtime section is declared by its owner and bound into its typed settings.
+  auto bind = [&](const char* key, const auto& schema, auto initial) {
+    Params given = section(key, schema.Specs());
+    auto bound = schema.Bind(given, std::move(initial));
+    if (!bound) {
+      checker.Error(root[key] ? root[key] : root, key, bound.error().message());
+      return decltype(initial){};
+    }
+    return std::move(bound).value();
+  };
+  config = bind("pipeline", PipelineSchema(), std::move(config));
+  config.queue = bind("queue", storage::QueueSchema(), storage::QueueSettings{});
+  config.limits = bind("limits", governor::LimitsSchema(), governor::LimitsSettings{});
   if (config.limits.memory > 0) {
     const YAML::Node memory = root["limits"]["memory"];
     if (!config.queue.durable) {
@@ -598,8 +481,8 @@ Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
       checker.Error(root["limits"]["step"], "limits.step", "must be above 0");
     }
   }
-  config.metrics_listen = section("metrics", MetricsSpecs()).GetString("listen");
-  config.log_level = section("log", LogSpecs()).GetString("level");
+  config.metrics = bind("metrics", observe::MetricsSchema(), observe::MetricsSettings{});
+  config.log = bind("log", util::LogSchema(), util::LogSettings{});
   if (!checker.errors().empty()) {
     std::string all;
     for (const auto& e : checker.errors()) all += (all.empty() ? "" : "\n") + e;

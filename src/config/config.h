@@ -9,11 +9,14 @@
 #include <vector>
 
 #include "config/env_expand.h"
+#include "governor/limits_settings.h"
+#include "observe/metrics_settings.h"
 #include "seedance/event.h"
 #include "seedance/param_spec.h"
 #include "seedance/plugin_registry.h"
 #include "seedance/result.h"
-#include "seedance/trim.h"
+#include "storage/queue_settings.h"
+#include "util/log_settings.h"
 
 namespace seedance::config {
 
@@ -30,26 +33,6 @@ struct ComponentConfig {
   std::string location;  // "file:line:column" of the component's section
 };
 
-// The queue between processors and sinks (the `queue:` section).
-struct QueueSettings {
-  bool durable = true;  // buffer: disk (default) or memory
-  std::string data_dir = "seedance-data";
-  uint64_t segment_bytes = 64ull << 20;
-  uint64_t max_disk = 1ull << 30;
-  bool drop_oldest = false;  // when_full: block (default) or drop_oldest
-  enum class Fsync { kAlways, kInterval, kNever } fsync = Fsync::kInterval;
-  std::chrono::nanoseconds fsync_interval = std::chrono::milliseconds(100);
-};
-
-// The resource governor's memory budget (the `limits:` section). memory == 0: no budget.
-// The triggers are the trimming policy's (one definition, in the trim library's public API);
-// the fragmentation trigger does not apply here: batches are not placed in an arena.
-struct LimitsSettings {
-  uint64_t memory = 0;
-  std::chrono::nanoseconds step = std::chrono::milliseconds(100);
-  trim::PolicyOptions policy = {.min_victim_bytes = 0};
-};
-
 struct PipelineConfig {
   std::string file;
   std::vector<ComponentConfig> sources;
@@ -57,10 +40,11 @@ struct PipelineConfig {
   std::vector<ComponentConfig> sinks;
   size_t queue_capacity = 10000;  // events between stages
   std::chrono::nanoseconds shutdown_timeout = std::chrono::seconds(5);
-  QueueSettings queue;
-  LimitsSettings limits;
-  std::string metrics_listen;  // "" = off
-  std::string log_level = "info";
+  // The runtime sections, each declared next to its owner.
+  storage::QueueSettings queue;
+  governor::LimitsSettings limits;
+  observe::MetricsSettings metrics;
+  util::LogSettings log;
 };
 
 // Loads and checks `path`. kInvalidArgument (all problems, one per line) or kNotFound.

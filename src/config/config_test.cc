@@ -7,6 +7,17 @@
 namespace seedance::config {
 namespace {
 
+// A checked value as the config layer stored it (T{} when absent or of another type).
+template <typename T>
+T Value(const Params& params, const std::string& name) {
+  const ParamValue* v = params.Find(name);
+  const T* t = v == nullptr ? nullptr : std::get_if<T>(v);
+  return t == nullptr ? T{} : *t;
+}
+bool IsSection(const Params& params, const std::string& name) {
+  return Value<std::shared_ptr<const Params>>(params, name) != nullptr;
+}
+
 class ConfigTest : public ::testing::Test {
  protected:
   ConfigTest() { RegisterBuiltinPlugins(registry_); }
@@ -32,14 +43,15 @@ TEST_F(ConfigTest, SeedConfigLoadsWithDefaults) {
   ASSERT_TRUE(c.has_value()) << c.error().message();
   ASSERT_EQ(c->sources.size(), 1u);
   EXPECT_EQ(c->sources[0].name, "mqtt");
-  EXPECT_EQ(c->sources[0].params.GetInt("qos"), 1);
-  EXPECT_EQ(c->sources[0].params.GetStringList("topic"),
+  EXPECT_EQ(Value<int64_t>(c->sources[0].params, "qos"), 1);
+  EXPECT_EQ(Value<std::vector<std::string>>(c->sources[0].params, "topic"),
             std::vector<std::string>{"sensor/+/temperature"});
-  EXPECT_EQ(c->sinks[0].params.GetString("method"), "POST");
-  EXPECT_EQ(c->sinks[0].params.GetDuration("timeout"), std::chrono::seconds(5));
+  EXPECT_EQ(Value<std::string>(c->sinks[0].params, "method"), "POST");
+  EXPECT_EQ(Value<std::chrono::nanoseconds>(c->sinks[0].params, "timeout"),
+            std::chrono::seconds(5));
   EXPECT_EQ(c->sinks[0].inputs, std::vector<Output>{Output::kMain});
   EXPECT_EQ(c->queue_capacity, 10000u);
-  EXPECT_TRUE(c->metrics_listen.empty());
+  EXPECT_TRUE(c->metrics.listen.empty());
 }
 
 TEST_F(ConfigTest, ReportsEveryProblemWithLineColumnAndKey) {
@@ -76,7 +88,7 @@ sinks:
 )",
                 env);
   ASSERT_TRUE(c.has_value()) << c.error().message();
-  EXPECT_EQ(c->sources[0].params.GetString("uri"), "tcp://127.0.0.1:1884");
+  EXPECT_EQ(Value<std::string>(c->sources[0].params, "uri"), "tcp://127.0.0.1:1884");
 }
 
 TEST_F(ConfigTest, NamesDefaultToTypeAndMustBeUnique) {
@@ -145,8 +157,8 @@ TEST_F(ConfigTest, FilterOptionAddsALuaProcessorInFront) {
   ASSERT_TRUE(AddFilterScript(&*c, "/some/filter.lua", registry_).ok());
   ASSERT_EQ(c->processors.size(), 1u);
   EXPECT_EQ(c->processors[0].name, "filter");
-  EXPECT_EQ(c->processors[0].params.GetString("script"), "/some/filter.lua");
-  EXPECT_EQ(c->processors[0].params.GetInt("instruction_limit"), 10000000);
+  EXPECT_EQ(Value<std::string>(c->processors[0].params, "script"), "/some/filter.lua");
+  EXPECT_EQ(Value<int64_t>(c->processors[0].params, "instruction_limit"), 10000000);
 }
 
 TEST_F(ConfigTest, InvalidYamlNamesThePosition) {
@@ -193,16 +205,16 @@ TEST_F(ConfigTest, ASectionMayAlsoBeGivenAsAPlainValue) {
       "sources:\n  - {type: generate}\nsinks:\n  - {type: http, endpoint: 'http://h/', "
       "concurrency: 8}\n");
   ASSERT_TRUE(fixed.has_value()) << fixed.error().message();
-  EXPECT_FALSE(fixed->sinks[0].params.IsObject("concurrency"));
-  EXPECT_EQ(fixed->sinks[0].params.GetInt("concurrency"), 8);
+  EXPECT_FALSE(IsSection(fixed->sinks[0].params, "concurrency"));
+  EXPECT_EQ(Value<int64_t>(fixed->sinks[0].params, "concurrency"), 8);
   auto adaptive = Load(
       "sources:\n  - {type: generate}\nsinks:\n  - type: http\n    endpoint: 'http://h/'\n"
       "    concurrency: {adaptive: true, target_p99: 20ms}\n");
   ASSERT_TRUE(adaptive.has_value()) << adaptive.error().message();
-  ASSERT_TRUE(adaptive->sinks[0].params.IsObject("concurrency"));
-  const Params& c = adaptive->sinks[0].params.GetObject("concurrency");
-  EXPECT_EQ(c.GetDuration("target_p99"), std::chrono::milliseconds(20));
-  EXPECT_EQ(c.GetInt("max"), 64);
+  ASSERT_TRUE(IsSection(adaptive->sinks[0].params, "concurrency"));
+  const Params& c = *Value<std::shared_ptr<const Params>>(adaptive->sinks[0].params, "concurrency");
+  EXPECT_EQ(Value<std::chrono::nanoseconds>(c, "target_p99"), std::chrono::milliseconds(20));
+  EXPECT_EQ(Value<int64_t>(c, "max"), 64);
   auto zero = Load(
       "sources:\n  - {type: generate}\nsinks:\n  - {type: http, endpoint: 'http://h/', "
       "concurrency: 0}\n");

@@ -11,15 +11,15 @@ Checkpointer::Checkpointer(std::unique_ptr<storage::CheckpointLog> log,
                            std::vector<Stateful> processors, RedeliveryGuard& redelivery)
     : log_(std::move(log)), processors_(std::move(processors)), redelivery_(redelivery) {}
 
-Result<std::unique_ptr<Checkpointer>> Checkpointer::Open(const config::QueueSettings& q,
+Result<std::unique_ptr<Checkpointer>> Checkpointer::Open(const storage::QueueSettings& q,
                                                          std::vector<Stateful> processors,
                                                          RedeliveryGuard& redelivery,
                                                          observe::MetricsRegistry& metrics) {
   using Fsync = storage::CheckpointLog::Fsync;
-  const Fsync fsync = q.fsync == config::QueueSettings::Fsync::kAlways  ? Fsync::kAlways
-                      : q.fsync == config::QueueSettings::Fsync::kNever ? Fsync::kNever
-                                                                        : Fsync::kInterval;
-  auto opened = storage::CheckpointLog::Open(q.data_dir + "/checkpoint", fsync, q.fsync_interval);
+  const Fsync fsync = q.fsync.mode == storage::QueueSettings::Fsync::kAlways  ? Fsync::kAlways
+                      : q.fsync.mode == storage::QueueSettings::Fsync::kNever ? Fsync::kNever
+                                                                              : Fsync::kInterval;
+  auto opened = storage::CheckpointLog::Open(q.data_dir + "/checkpoint", fsync, q.fsync.interval);
   if (!opened) return opened.error();
   std::unique_ptr<storage::CheckpointLog> log = std::move(opened).value();
   const auto& entries = log->entries();

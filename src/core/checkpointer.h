@@ -34,7 +34,7 @@ class Checkpointer {
     Processor* processor;
   };
 
-  static Result<std::unique_ptr<Checkpointer>> Open(const config::QueueSettings& queue,
+  static Result<std::unique_ptr<Checkpointer>> Open(const storage::QueueSettings& queue,
                                                     std::vector<Stateful> processors,
                                                     RedeliveryGuard& redelivery,
                                                     observe::MetricsRegistry& metrics);

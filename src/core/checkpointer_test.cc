@@ -49,7 +49,7 @@ class CheckpointerTest : public ::testing::Test {
     return Checkpointer::Open(queue_, {{"window", &p}}, redelivery_, metrics_);
   }
 
-  config::QueueSettings queue_;
+  storage::QueueSettings queue_;
   observe::MetricsRegistry metrics_;
   RedeliveryGuard redelivery_;
 };

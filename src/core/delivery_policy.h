@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "governor/concurrency_controller.h"
-#include "seedance/param_spec.h"
+#include "seedance/options.h"
 #include "seedance/plugin_registry.h"
 #include "seedance/result.h"
 
@@ -27,7 +27,7 @@ struct DeliveryPolicy {
 };
 
 // The delivery parameters a sink with `traits` offers, in the order `describe` shows them.
-std::vector<ParamSpec> DeliveryParamSpecs(const SinkDeliveryTraits& traits);
+Options<DeliveryPolicy> DeliverySchema(const SinkDeliveryTraits& traits);
 
 // The policy from a sink's checked parameters. kInvalidArgument (with the location) when the
 // values contradict each other (concurrency.min above max).

@@ -7,46 +7,13 @@
 
 #include <fmt/format.h>
 
-#include "core/commit_retry.h"
-#include "core/json_check.h"
-#include "core/plugin_context.h"
 #include "governor/heap.h"
-#include "storage/crc32c.h"
+#include "seedance/plugin_context.h"
+#include "util/crc32c.h"
 #include "util/strings.h"
 #include "util/thread_name.h"
 
 namespace seedance {
-namespace {
-
-constexpr size_t kProcessBatch = 256;
-constexpr auto kTickInterval = std::chrono::milliseconds(100);
-
-}  // namespace
-
-// The output a processor writes to: Emit goes to the next stage, EmitSide to the router.
-class Pipeline::StageOutput final : public ProcessorOutput {
- public:
-  StageOutput(Pipeline& p, size_t next_stage) : p_(p), next_(next_stage) {}
-  void Emit(Event&& event) override {
-    p_.processors_[next_ - 1].stats->events_out.Add();
-    p_.RunFrom(next_, std::move(event));
-  }
-  void EmitSide(Output output, Event&& event, std::string_view reason) override {
-    ProcessorSlot& slot = p_.processors_[next_ - 1];
-    slot.stats->Dropped(std::string(OutputName(output)));
-    p_.RouteSide(output, std::move(event), reason, slot.name);
-  }
-  void EmitWatermark(std::string_view scope, int64_t watermark_ns) override {
-    if (next_ >= p_.processors_.size()) return;  // no later stage keeps event time
-    StageOutput out(p_, next_ + 1);
-    p_.processors_[next_].processor->OnWatermark(scope, watermark_ns, out);
-  }
-
- private:
-  Pipeline& p_;
-  size_t next_;
-};
-
 Pipeline::Pipeline(const config::PipelineConfig& config, observe::MetricsRegistry& metrics)
     : config_(config), metrics_(metrics) {
   governor::FixMmapThreshold();
@@ -62,9 +29,6 @@ Pipeline::Pipeline(const config::PipelineConfig& config, observe::MetricsRegistr
   // request bodies the rest.
   ingest_ = std::make_unique<IngestQueue>(config.queue_capacity, loop_, budget_.get(),
                                           budget_ ? budget_->IngestBytes() : 0);
-  if (const char* delay = std::getenv("SEEDANCE_TEST_ACK_DELAY_MS")) {
-    test_ack_delay_ = std::chrono::milliseconds(std::atoi(delay));
-  }
 }
 
 Pipeline::~Pipeline() {
@@ -100,7 +64,7 @@ std::string InstanceName(const std::string& data_dir) {
   const std::string path = ec ? data_dir : dir.string();
   char host[65] = {0};
   gethostname(host, sizeof host - 1);
-  return fmt::format("{}-{:08x}", host, storage::Crc32c(path));
+  return fmt::format("{}-{:08x}", host, util::Crc32c(path));
 }
 
 }  // namespace
@@ -174,8 +138,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
   // events go nowhere); a sink input no processor declares was refused by the config.
   std::set<std::string> named_outputs;
   for (const auto& c : config.processors) {
-    if (!c.params.Has("outputs")) continue;
-    for (const std::string& name : c.params.GetStringList("outputs")) named_outputs.insert(name);
+    for (const std::string& name : NamedOutputs(c.params)) named_outputs.insert(name);
   }
   for (const std::string& name : named_outputs) {
     const bool consumed = std::any_of(config.sinks.begin(), config.sinks.end(), [&](const auto& s) {
@@ -226,7 +189,34 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
       for (auto& s : self->sinks_) s.runner->NotifyAppended();
     });
   }
+  p->processing_loop_ = std::make_unique<ProcessingLoop>(p->ProcessingParts());
   return p;
+}
+
+ProcessingLoop::Parts Pipeline::ProcessingParts() {
+  ProcessingLoop::Parts parts{.ingest = ingest_.get(),
+                              .router = router_.get(),
+                              .queue = queue_.get(),
+                              .checkpoint = checkpoint_.get(),
+                              .reloader = reloader_.get()};
+  for (const auto& slot : processors_) {
+    parts.stages.push_back({slot.name, slot.stats.get(), slot.processor.get()});
+  }
+  parts.on_invalid_json = [this](const std::string& source) {
+    for (auto& src : sources_) {
+      if (src.name == source) {
+        src.stats->errors.Add();
+        src.stats->Dropped("invalid_json");
+      }
+    }
+  };
+  parts.recycle = [this](std::vector<IngestItem>& items) { RecycleEvents(items); };
+  // Fault injection for tests: SEEDANCE_TEST_ACK_DELAY_MS widens the gap between a batch's
+  // commit and its acknowledgements, where a crash makes the broker redeliver.
+  if (const char* delay = std::getenv("SEEDANCE_TEST_ACK_DELAY_MS")) {
+    parts.ack_delay = std::chrono::milliseconds(std::atoi(delay));
+  }
+  return parts;
 }
 
 Status Pipeline::RestoreCheckpoint() {
@@ -239,15 +229,6 @@ Status Pipeline::RestoreCheckpoint() {
   if (!opened) return opened.error();
   checkpoint_ = std::move(opened).value();
   return Status::Ok();
-}
-
-bool Pipeline::SaveCheckpoint() {
-  return checkpoint_->Save([this] { return PastShutdownDeadline(); });
-}
-
-bool Pipeline::PastShutdownDeadline() const {
-  return std::chrono::steady_clock::now().time_since_epoch().count() >=
-         push_deadline_ns_.load(std::memory_order_relaxed);
 }
 
 Status Pipeline::Reconfigure(const config::PipelineConfig& next,
@@ -271,7 +252,7 @@ Status Pipeline::Start() {
   for (auto& s : sinks_) s.runner->NotifyAppended();  // deliver what a previous run left queued
   processing_ = std::thread([this] {
     util::NameThisThread("sd-process");
-    ProcessingLoop();
+    processing_loop_->Run();
   });
   started_ = true;
   Status result;
@@ -359,120 +340,12 @@ void Pipeline::RecycleEvents(std::vector<IngestItem>& items) {
   }
 }
 
-void Pipeline::ProcessingLoop() {
-  std::vector<IngestItem> items;
-  items.reserve(kProcessBatch);
-  auto next_tick = std::chrono::steady_clock::now();
-  while (true) {
-    items.clear();
-    bool more = ingest_->PopBatch(items, kProcessBatch, kTickInterval);
-    reloader_->ApplyPending();
-    for (IngestItem& item : items) {
-      if (checkpoint_ && item.ack.redelivery_id != 0) {
-        checkpoint_->NoteRedelivery(item.event.source,
-                                    static_cast<uint16_t>(item.ack.redelivery_id - 1));
-      }
-      ProcessOne(item);
-    }
-    // Acknowledge upstream only once the batch's events, and the state they changed, are safe.
-    bool safe = !batch_failed_;
-    batch_failed_ = false;
-    if (queue_ && !items.empty()) safe = CommitBatch() && safe;
-    if (safe && checkpoint_ && !items.empty()) safe = SaveCheckpoint();
-    if (test_ack_delay_.count() > 0 && !items.empty()) std::this_thread::sleep_for(test_ack_delay_);
-    if (safe) {
-      for (IngestItem& item : items) item.ack.Ack();
-    } else if (PastShutdownDeadline()) {
-      // Shutting down and nothing more can be made safe: stop here. What is still queued is
-      // not acknowledged either; its sources send it again after the restart.
-      SEEDANCE_LOG_WARN("pipeline",
-                        "shutdown deadline passed with the batch unsafe: {} event(s) left "
-                        "unacknowledged",
-                        items.size() + ingest_->size());
-      break;
-    }
-    if (queue_) RecycleEvents(items);  // memory mode: the events went on to the sinks
-    if (queue_) queue_->Tick();
-    auto now = std::chrono::steady_clock::now();
-    if (now >= next_tick) {
-      int64_t wall = WallNowNs();
-      for (size_t i = 0; i < processors_.size(); ++i) {
-        StageOutput out(*this, i + 1);
-        processors_[i].processor->Tick(wall, out);
-      }
-      if (checkpoint_) {  // ticks may fire windows: their results and state are committed too
-        if (!queue_ || CommitBatch()) SaveCheckpoint();
-        checkpoint_->Tick();
-      }
-      next_tick = now + kTickInterval;
-    }
-    if (!more) break;
-  }
-}
-
-void Pipeline::ProcessOne(IngestItem& item) {
-  Event& event = item.event;
-  if (!item.invalid.empty()) {  // the source could not take it: counted there
-    const std::string source = event.source;
-    RouteSide(Output::kError, std::move(event), item.invalid, source);
-    return;
-  }
-  if (event.format == PayloadFormat::kJson) {
-    Status s = CheckJson(event.payload);
-    if (!s.ok()) {
-      const std::string source = event.source;
-      event.format = PayloadFormat::kRaw;  // not JSON: sinks must quote it
-      for (auto& src : sources_) {
-        if (src.name == event.source) {
-          src.stats->errors.Add();
-          src.stats->Dropped("invalid_json");
-        }
-      }
-      RouteSide(Output::kError, std::move(event), s.message(), source);
-      return;
-    }
-  }
-  RunFrom(0, std::move(event));
-}
-
-bool Pipeline::CommitBatch() {
-  return CommitUntilDeadline([this] { return queue_->Commit(); },
-                             [this] { return PastShutdownDeadline(); }, "queue",
-                             "the durable queue", log_limiter_);
-}
-
-void Pipeline::RunFrom(size_t stage, Event&& event) {
-  if (stage >= processors_.size()) {
-    if (!router_->Route(Output::kMain, std::move(event), /*from_loop=*/false, PushDeadline())) {
-      batch_failed_ = true;  // its batch must not be acknowledged
-    }
-    return;
-  }
-  ProcessorSlot& slot = processors_[stage];
-  slot.stats->events_in.Add();
-  StageOutput out(*this, stage + 1);
-  slot.processor->Process(std::move(event), out);
-}
-
-std::chrono::steady_clock::time_point Pipeline::PushDeadline() const {
-  return std::chrono::steady_clock::time_point(
-      std::chrono::nanoseconds(push_deadline_ns_.load(std::memory_order_relaxed)));
-}
-
-void Pipeline::RouteSide(Output output, Event&& event, std::string_view reason,
-                         const std::string& component) {
-  if (!router_->RouteSide(output, std::move(event), reason, /*from_loop=*/false, component,
-                          PushDeadline())) {
-    batch_failed_ = true;  // its batch must not be acknowledged
-  }
-}
-
 bool Pipeline::Shutdown() {
   if (!started_ || shut_down_) return true;
   shut_down_ = true;
   stopping_ = true;
   auto deadline = std::chrono::steady_clock::now() + config_.shutdown_timeout;
-  push_deadline_ns_.store(deadline.time_since_epoch().count());
+  processing_loop_->SetShutdownDeadline(deadline);
   // A processing thread waiting for room (full sink queue or disk limit) gives up at the
   // deadline, so shutdown cannot hang on a sink that never recovers.
   for (auto& s : sinks_) s.runner->SetShutdownDeadline(deadline);
@@ -521,7 +394,7 @@ bool Pipeline::Shutdown() {
   if (queue_) {
     queue_->Tick();
     Status s = queue_->Commit();
-    if (s.ok() && queue_->config().fsync != QueueConfig::Fsync::kNever) s = queue_->Sync();
+    if (s.ok() && queue_->config().fsync.mode != QueueConfig::Fsync::kNever) s = queue_->Sync();
     if (!s.ok()) SEEDANCE_LOG_ERROR("queue", "final sync failed: {}", s.message());
     queue_->SaveCursors();
   }

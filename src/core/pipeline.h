@@ -3,11 +3,12 @@
 //   sources (event loop) ─► IngestQueue ─► processing thread: JSON check, processors in
 //   order ─► Router ─► SinkRunner per sink (event loop) ─► sinks
 //
-// Its named parts, each in its own file with its own tests: Router (core/router.h),
-// SinkRunner (core/sink_runner.h, the delivery policy), Checkpointer (core/checkpointer.h,
-// state of stateful processors), Reloader (core/reloader.h, SIGHUP). What stays here: building
-// the components, the processing loop (batches from the ingest queue, commit, checkpoint,
-// acknowledgement) and shutdown.
+// Its named parts, each in its own file with its own tests: ProcessingLoop
+// (core/processing_loop.h: batches from the ingest queue through the processors, commit,
+// checkpoint, acknowledgement), Router (core/router.h), SinkRunner (core/sink_runner.h, the
+// delivery policy), Checkpointer (core/checkpointer.h, state of stateful processors), Reloader
+// (core/reloader.h, SIGHUP). What stays here: building and wiring the components, start and
+// shutdown.
 //
 // With `queue.buffer: disk` (the default) the Router appends to the DurableQueue and each
 // SinkRunner reads from it; with `memory` the Router pushes into the runners' bounded queues.
@@ -31,13 +32,14 @@
 
 #include "config/config.h"
 #include "core/checkpointer.h"
-#include "core/component_stats.h"
 #include "core/ingest_queue.h"
+#include "core/processing_loop.h"
 #include "core/redelivery_guard.h"
 #include "core/reloader.h"
 #include "core/router.h"
 #include "core/sink_runner.h"
 #include "governor/memory_budget.h"
+#include "observe/component_stats.h"
 #include "observe/metrics.h"
 #include "seedance/plugin_registry.h"
 #include "storage/checkpoint_log.h"
@@ -88,8 +90,6 @@ class Pipeline : private SourceOutput {
     std::unique_ptr<SinkRunner> runner;
     std::vector<Output> inputs;
   };
-  class StageOutput;
-
   Pipeline(const config::PipelineConfig& config, observe::MetricsRegistry& metrics);
 
   // SourceOutput
@@ -103,24 +103,10 @@ class Pipeline : private SourceOutput {
   // goes back to the pool sources take events from.
   void RecycleEvents(std::vector<IngestItem>& items);
 
-  void ProcessingLoop();
-  void ProcessOne(IngestItem& item);
-  // Durable mode: makes the batch's records visible and durable, retrying on I/O errors and
-  // a full disk until the shutdown deadline. False when it gave up (nothing may be acked).
-  bool CommitBatch();
   // Stateful processors: the Checkpointer, which restores their state.
   Status RestoreCheckpoint();
-  // Commits the state changed by the batch (and its redelivery ids) before it is acknowledged,
-  // retrying until the shutdown deadline. False when it gave up.
-  bool SaveCheckpoint();
-  // True once the shutdown deadline has passed (retry loops give up then).
-  bool PastShutdownDeadline() const;
-  void RunFrom(size_t stage, Event&& event);
-  // Processing thread: a side output through the router; a failed append fails the batch.
-  void RouteSide(Output output, Event&& event, std::string_view reason,
-                 const std::string& component);
-  // Until when a push from the processing thread may wait for room (shutdown sets it).
-  std::chrono::steady_clock::time_point PushDeadline() const;
+  // What the processing loop works with (after every component is built).
+  ProcessingLoop::Parts ProcessingParts();
 
   // limits.memory: one step of the governor every limits.step, on the event loop.
   void GovernorStep();
@@ -143,17 +129,10 @@ class Pipeline : private SourceOutput {
   std::mutex event_pool_mu_;
   std::vector<Event> event_pool_;
   std::atomic<bool> stopping_{false};
-  // Steady-clock ns after which sink pushes stop waiting for room (set by Shutdown).
-  std::atomic<int64_t> push_deadline_ns_{INT64_MAX};
-  // Processing thread: an event of the current batch could not be appended (shutdown).
-  bool batch_failed_ = false;
-  util::LogLimiter log_limiter_;
-  // Fault injection for tests: SEEDANCE_TEST_ACK_DELAY_MS widens the gap between a batch's
-  // commit and its acknowledgements, where a crash makes the broker redeliver.
-  std::chrono::milliseconds test_ack_delay_{0};
   std::unique_ptr<Checkpointer> checkpoint_;  // null without stateful processors
   RedeliveryGuard redelivery_;
   std::unique_ptr<Reloader> reloader_;
+  std::unique_ptr<ProcessingLoop> processing_loop_;
   bool started_ = false;
   bool shut_down_ = false;
 };

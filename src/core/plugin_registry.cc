@@ -17,7 +17,8 @@ std::string_view PluginKindName(PluginKind kind) {
 }
 
 void PluginRegistry::Add(SinkFactory f) {
-  for (ParamSpec& spec : DeliveryParamSpecs(f.delivery)) f.info.params.push_back(std::move(spec));
+  const Options<DeliveryPolicy> delivery = DeliverySchema(f.delivery);
+  for (const ParamSpec& spec : delivery.Specs()) f.info.params.push_back(spec);
   sinks_[f.info.type] = std::move(f);
 }
 

@@ -24,11 +24,12 @@
 #include <string_view>
 #include <vector>
 
+#include "seedance/plugin_context.h"
 #include "storage/checkpoint_log.h"
 
 namespace seedance {
 
-class RedeliveryGuard {
+class RedeliveryGuard final : public RedeliveryFilter {
  public:
   static constexpr const char* kComponent = "redelivery";
   static constexpr int64_t kKeepNs = 10'000'000'000;
@@ -39,7 +40,7 @@ class RedeliveryGuard {
   void Commit(const std::map<std::string, std::vector<uint16_t>>& ids_by_source, int64_t now_ns,
               storage::CheckpointLog& log);
   // True when the message was committed before a restart: acknowledge it, do not process it.
-  bool Skip(const std::string& source, uint16_t packet_id, bool dup);
+  bool Skip(const std::string& source, uint16_t packet_id, bool dup) override;
 
   size_t suppressed() const;
 

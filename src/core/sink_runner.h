@@ -44,10 +44,10 @@
 #include <random>
 #include <string>
 
-#include "core/component_stats.h"
 #include "core/delivery_policy.h"
 #include "governor/concurrency_controller.h"
 #include "governor/memory_budget.h"
+#include "observe/component_stats.h"
 #include "seedance/sink.h"
 #include "storage/durable_queue.h"
 #include "util/event_loop.h"

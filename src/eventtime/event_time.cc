@@ -26,15 +26,10 @@ Status BadTime(std::string_view text, std::string_view why) {
 
 }  // namespace
 
-Result<TimeFormat> ParseTimeFormat(std::string_view text) {
-  if (text == "auto") return TimeFormat::kAuto;
-  if (text == "s") return TimeFormat::kSeconds;
-  if (text == "ms") return TimeFormat::kMillis;
-  if (text == "us") return TimeFormat::kMicros;
-  if (text == "ns") return TimeFormat::kNanos;
-  if (text == "rfc3339") return TimeFormat::kRfc3339;
-  return Status(StatusCode::kInvalidArgument,
-                fmt::format("time format \"{}\": expected auto, s, ms, us, ns or rfc3339", text));
+std::vector<std::pair<std::string, TimeFormat>> TimeFormatChoices() {
+  return {{"auto", TimeFormat::kAuto}, {"s", TimeFormat::kSeconds},
+          {"ms", TimeFormat::kMillis}, {"us", TimeFormat::kMicros},
+          {"ns", TimeFormat::kNanos},  {"rfc3339", TimeFormat::kRfc3339}};
 }
 
 Result<int64_t> ParseRfc3339(std::string_view s) {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <rapidjson/document.h>
 
@@ -22,7 +24,8 @@ enum class TimeFormat {
 };
 
 // "auto", "s", "ms", "us", "ns", "rfc3339". kInvalidArgument otherwise.
-Result<TimeFormat> ParseTimeFormat(std::string_view text);
+// The config words of each format (Options::Enum choices): auto, s, ms, us, ns, rfc3339.
+std::vector<std::pair<std::string, TimeFormat>> TimeFormatChoices();
 
 // The event time (Unix ns) in `value`. kInvalidArgument says why it is not one.
 Result<int64_t> EventTimeFromJson(const rapidjson::Value& value, TimeFormat format);

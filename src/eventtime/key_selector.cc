@@ -38,22 +38,17 @@ std::string KeySelector::Describe() const {
   return "none";
 }
 
-std::vector<ParamSpec> KeySelectorParams() {
-  return {
-      {.name = "key_field",
-       .type = ParamType::kString,
-       .doc = "key from this payload field (dotted path, e.g. device or meta.id)"},
-      {.name = "key_topic_level",
-       .type = ParamType::kInt,
-       .doc = "key from this topic level, 0-based (-1 = none)",
-       .default_value = "-1",
-       .validator = IntInRange(-1, 64)},
-  };
-}
-
-KeySelector KeySelectorFromParams(const Params& params) {
-  return KeySelector{params.GetString("key_field"),
-                     static_cast<int>(params.GetInt("key_topic_level"))};
+const Options<KeySelector>& KeySelectorSchema() {
+  static const Options<KeySelector> o =
+      Options<KeySelector>()
+          .Add(&KeySelector::field,
+               {.name = "key_field",
+                .doc = "key from this payload field (dotted path, e.g. device or meta.id)"})
+          .Int(&KeySelector::topic_level, {.name = "key_topic_level",
+                                           .doc = "key from this topic level, 0-based (-1 = none)",
+                                           .default_value = "-1",
+                                           .validator = IntInRange(-1, 64)});
+  return o;
 }
 
 }  // namespace seedance::eventtime

@@ -9,7 +9,7 @@
 #include <rapidjson/document.h>
 
 #include "seedance/event.h"
-#include "seedance/param_spec.h"
+#include "seedance/options.h"
 
 namespace seedance::eventtime {
 
@@ -25,7 +25,6 @@ struct KeySelector {
 };
 
 // The key_field and key_topic_level parameters, shared by the processors that key events.
-std::vector<ParamSpec> KeySelectorParams();
-KeySelector KeySelectorFromParams(const Params& params);
+const Options<KeySelector>& KeySelectorSchema();
 
 }  // namespace seedance::eventtime

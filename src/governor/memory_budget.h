@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "observe/metrics.h"
+#include "seedance/plugin_context.h"
 #include "trim/trim_policy.h"
 
 namespace seedance::governor {
@@ -66,7 +67,7 @@ struct MemoryBudgetOptions {
   TrimPolicyOptions policy = {.min_victim_bytes = 0};
 };
 
-class MemoryBudget {
+class MemoryBudget final : public MemoryAccount {
  public:
   // The budget's shares, in one place. Of queued_capacity():
   //  - the ingest queue may hold a quarter (IngestBytes());
@@ -77,7 +78,6 @@ class MemoryBudget {
   //  - buffers a component keeps in a pool for reuse (a request body) are kept only up to
   //    kPooledBufferBytes each: pooled memory is not counted, so it must stay small.
   // The rest of `capacity` (reserve_share) is for what nobody counts (see above).
-  static constexpr uint64_t kPooledBufferBytes = 16 * 1024;
   uint64_t IngestBytes() const { return queued_capacity_ / 4; }
   static uint64_t BatchChargeBytes(uint64_t event_bytes) { return 2 * event_bytes; }
   static uint64_t BatchAdmissionBytes(size_t events, uint64_t bytes_per_event) {
@@ -86,8 +86,8 @@ class MemoryBudget {
 
   MemoryBudget(MemoryBudgetOptions options, observe::MetricsRegistry& metrics);
 
-  void Charge(uint64_t bytes) { used_.fetch_add(bytes, std::memory_order_relaxed); }
-  void Credit(uint64_t bytes) { used_.fetch_sub(bytes, std::memory_order_relaxed); }
+  void Charge(uint64_t bytes) override { used_.fetch_add(bytes, std::memory_order_relaxed); }
+  void Credit(uint64_t bytes) override { used_.fetch_sub(bytes, std::memory_order_relaxed); }
   // True when `bytes` more still fit under the capacity.
   bool HasRoom(uint64_t bytes) const { return used() + bytes <= queued_capacity_; }
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }

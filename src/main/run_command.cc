@@ -91,7 +91,7 @@ int Run(const RunOptions& options) {
     return kExitConfig;
   }
   util::LogLevel level = util::LogLevel::kInfo;
-  const std::string& level_text = options.log_level.empty() ? config->log_level : options.log_level;
+  const std::string& level_text = options.log_level.empty() ? config->log.level : options.log_level;
   if (!util::ParseLogLevel(level_text, &level)) {
     std::cerr << "--log-level: expected debug, info, warn, error or off, got \"" << level_text
               << "\"\n";
@@ -114,15 +114,15 @@ int Run(const RunOptions& options) {
                : kExitRuntime;
   }
   std::unique_ptr<observe::HttpListener> listener;
-  if (!config->metrics_listen.empty()) {
+  if (!config->metrics.listen.empty()) {
     listener =
         std::make_unique<observe::HttpListener>((*pipeline)->loop(), metrics, [] { return true; });
-    auto port = listener->Start(config->metrics_listen);
+    auto port = listener->Start(config->metrics.listen);
     if (!port) {
       std::cerr << port.error().message() << "\n";
       return kExitConfig;
     }
-    SEEDANCE_LOG_INFO("seedance", "metrics on http://{}/metrics", config->metrics_listen);
+    SEEDANCE_LOG_INFO("seedance", "metrics on http://{}/metrics", config->metrics.listen);
   }
   Status s = (*pipeline)->Start();
   if (!s.ok()) {

@@ -11,6 +11,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "util/http_close.h"
 #include "util/listen_address.h"
 #include "util/log.h"
 
@@ -69,6 +70,7 @@ struct HttpListener::State : std::enable_shared_from_this<HttpListener::State> {
 
   awaitable<void> Serve([[maybe_unused]] std::shared_ptr<State> self, beast::tcp_stream stream) {
     beast::flat_buffer buffer(kMaxListenerHeaderBytes);
+    bool unread_input = false;  // answered before the request was read whole
     while (!stopped) {
       http::request_parser<http::string_body> parser;
       parser.header_limit(kMaxListenerHeaderBytes);
@@ -96,6 +98,7 @@ struct HttpListener::State : std::enable_shared_from_this<HttpListener::State> {
         res.body() = "request too large\n";
         res.prepare_payload();
         co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
+        unread_input = !ec;
         break;
       }
       if (ec) break;
@@ -131,9 +134,7 @@ struct HttpListener::State : std::enable_shared_from_this<HttpListener::State> {
       }
       if (ec || !req.keep_alive()) break;
     }
-    error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream.socket().close(ignored);
+    co_await util::CloseAfterAnswer(stream, unread_input);
     --open;
     slot_freed.cancel_one();
   }

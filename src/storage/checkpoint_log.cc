@@ -10,9 +10,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "storage/crc32c.h"
 #include "storage/log_format.h"
 #include "storage/record_scanner.h"
+#include "util/crc32c.h"
 #include "util/little_endian.h"
 
 namespace seedance::storage {
@@ -151,10 +151,10 @@ Status CheckpointLog::ReplayLegacy(std::string_view data) {
   size_t pos = 0;
   while (pos + kHeader <= data.size()) {
     const uint32_t length = util::GetFixed32(data.data() + pos);
-    const uint32_t crc = UnmaskCrc(util::GetFixed32(data.data() + pos + 4));
+    const uint32_t crc = util::UnmaskCrc(util::GetFixed32(data.data() + pos + 4));
     if (length < 7 || length > kMaxPayload || length > data.size() - pos - kHeader) break;
     const std::string_view body = data.substr(pos + kHeader, length);
-    if (Crc32c(body) != crc || !Apply(static_cast<uint8_t>(body[0]), body.substr(1))) break;
+    if (util::Crc32c(body) != crc || !Apply(static_cast<uint8_t>(body[0]), body.substr(1))) break;
     ++recovered_records_;
     pos += kHeader + length;
   }

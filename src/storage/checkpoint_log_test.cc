@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "storage/crc32c.h"
 #include "storage/log_format.h"
+#include "util/crc32c.h"
 #include "util/little_endian.h"
 
 namespace seedance::storage {
@@ -163,7 +163,7 @@ TEST_F(CheckpointLogTest, TheFramingUsedBefore03IsReadAndRewritten) {
     body.append(key);
     body.append(value);
     util::PutFixed32(file, static_cast<uint32_t>(body.size()));
-    util::PutFixed32(file, MaskCrc(Crc32c(body)));
+    util::PutFixed32(file, util::MaskCrc(util::Crc32c(body)));
     file.append(body);
   };
   legacy("window", "k:a", "1");

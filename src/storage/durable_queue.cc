@@ -389,7 +389,7 @@ Status DurableQueue::AppendNoWait(Output output, const Event& event) {
 
 Status DurableQueue::Commit() {
   Status s;
-  if (config_.fsync == QueueConfig::Fsync::kAlways) {
+  if (config_.fsync.mode == QueueConfig::Fsync::kAlways) {
     auto t0 = std::chrono::steady_clock::now();
     s = log_->Sync();
     fsync_latency_.Observe(
@@ -399,7 +399,7 @@ Status DurableQueue::Commit() {
     if (s.ok()) dirty_ = true;
   }
   auto write = [&] {
-    return config_.fsync == QueueConfig::Fsync::kAlways ? log_->Sync() : log_->Flush();
+    return config_.fsync.mode == QueueConfig::Fsync::kAlways ? log_->Sync() : log_->Flush();
   };
   if (!s.ok() && s.code() == StatusCode::kResourceExhausted) {
     NoteNoSpace(s);
@@ -432,8 +432,8 @@ void DurableQueue::Tick() {
     }
     SaveHead();
   }
-  if (config_.fsync != QueueConfig::Fsync::kInterval || !dirty_) return;
-  if (now - last_sync_ < config_.fsync_interval) return;
+  if (config_.fsync.mode != QueueConfig::Fsync::kInterval || !dirty_) return;
+  if (now - last_sync_ < config_.fsync.interval) return;
   Status s = log_->Sync();
   fsync_latency_.Observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - now).count());

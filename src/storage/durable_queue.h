@@ -38,13 +38,13 @@
 #include <string>
 #include <vector>
 
-#include "config/config.h"
 #include "observe/metrics.h"
 #include "seedance/event.h"
 #include "seedance/result.h"
 #include "storage/file_system.h"
 #include "storage/queue_log.h"
 #include "storage/queue_reader.h"
+#include "storage/queue_settings.h"
 #include "storage/sink_cursor.h"
 
 namespace seedance {

@@ -37,7 +37,7 @@ class DurableQueueTest : public ::testing::Test {
     QueueConfig c;
     c.data_dir = dir_;
     c.segment_bytes = 64 * 1024;
-    c.fsync = QueueConfig::Fsync::kNever;
+    c.fsync.mode = QueueConfig::Fsync::kNever;
     return c;
   }
   std::unique_ptr<DurableQueue> Open(const QueueConfig& c,

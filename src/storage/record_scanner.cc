@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "storage/crc32c.h"
 #include "storage/log_format.h"
+#include "util/crc32c.h"
 #include "util/little_endian.h"
 
 namespace seedance::storage {
@@ -15,14 +15,15 @@ using util::GetFixed64;
 // The header CRC of the record whose header starts at `p`: bytes 0–15, and 24–27 (tag and
 // flags) when the flags byte says so; records written before 0.3 have 0 there (bytes 0–15).
 uint32_t HeaderCrc(const char* p) {
-  return p[25] == kHeaderCoversTag ? Crc32c16And4(p, p + 24) : Crc32c(std::string_view(p, 16));
+  return p[25] == kHeaderCoversTag ? util::Crc32c16And4(p, p + 24)
+                                   : util::Crc32c(std::string_view(p, 16));
 }
 
 // True when a sound header starts at `p` (magic, flags, header CRC, sane length).
 bool SoundHeader(const char* p) {
   if (GetFixed32(p) != kRecordMagic) return false;
   if (p[25] != 0 && p[25] != kHeaderCoversTag) return false;
-  if (UnmaskCrc(GetFixed32(p + 16)) != HeaderCrc(p)) return false;
+  if (util::UnmaskCrc(GetFixed32(p + 16)) != HeaderCrc(p)) return false;
   return GetFixed32(p + 4) <= kMaxPayload;
 }
 
@@ -66,11 +67,11 @@ void FinishRecord(uint64_t sequence, uint8_t tag, size_t start, std::string& out
   put32(h + 4, static_cast<uint32_t>(payload.size()));
   std::memcpy(h + 8, &sequence, 8);
   put32(h + 16, 0);  // header CRC, below: it covers the tag too
-  put32(h + 20, MaskCrc(Crc32c(payload)));
+  put32(h + 20, util::MaskCrc(util::Crc32c(payload)));
   h[24] = static_cast<char>(tag);
   h[25] = static_cast<char>(kHeaderCoversTag);
   h[26] = h[27] = 0;
-  put32(h + 16, MaskCrc(HeaderCrc(h)));
+  put32(h + 16, util::MaskCrc(HeaderCrc(h)));
 }
 
 ScanResult ScanRecord(std::string_view buffer, size_t* pos, ScannedRecord* record,
@@ -98,7 +99,7 @@ ScanResult ScanRecord(std::string_view buffer, size_t* pos, ScannedRecord* recor
   uint32_t length = GetFixed32(h + 4);
   if (buffer.size() - p < kHeaderSize + length) return ScanResult::kNeedMore;
   std::string_view payload(h + kHeaderSize, length);
-  if (UnmaskCrc(GetFixed32(h + 20)) != Crc32c(payload)) {
+  if (util::UnmaskCrc(GetFixed32(h + 20)) != util::Crc32c(payload)) {
     *pos = p + kHeaderSize + length;
     *corrupt_bytes = kHeaderSize + length;
     return ScanResult::kCorruption;

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "storage/crc32c.h"
+#include "util/crc32c.h"
 
 #include <string>
 
@@ -21,12 +21,13 @@ std::string Hex(const std::string& s) {
 }
 
 TEST(Crc32cTest, HardwareAndSoftwarePathsAgree) {
-  if (!internal::HaveHardware()) GTEST_SKIP() << "no SSE4.2 crc32 on this CPU";
+  if (!util::internal::HaveHardware()) GTEST_SKIP() << "no SSE4.2 crc32 on this CPU";
   std::string data;
   for (int i = 0; i < 1000; ++i) {
     data.push_back(static_cast<char>(i * 37 + 11));
     std::string_view v(data);
-    ASSERT_EQ(internal::ExtendHardware(0xFFFFFFFFu, v), internal::ExtendSoftware(0xFFFFFFFFu, v))
+    ASSERT_EQ(util::internal::ExtendHardware(0xFFFFFFFFu, v),
+              util::internal::ExtendSoftware(0xFFFFFFFFu, v))
         << i;
   }
 }
@@ -34,14 +35,15 @@ TEST(Crc32cTest, HardwareAndSoftwarePathsAgree) {
 TEST(Crc32cTest, TheHeaderFormIsTheCrcOfBothParts) {
   std::string bytes;
   for (int i = 0; i < 20; ++i) bytes.push_back(static_cast<char>(i * 29 + 3));
-  EXPECT_EQ(Crc32c16And4(bytes.data(), bytes.data() + 16),
-            Crc32c(std::string_view(bytes).substr(0, 16), std::string_view(bytes).substr(16)));
-  EXPECT_EQ(Crc32c16And4(bytes.data(), bytes.data() + 16), Crc32c(bytes));
+  EXPECT_EQ(
+      util::Crc32c16And4(bytes.data(), bytes.data() + 16),
+      util::Crc32c(std::string_view(bytes).substr(0, 16), std::string_view(bytes).substr(16)));
+  EXPECT_EQ(util::Crc32c16And4(bytes.data(), bytes.data() + 16), util::Crc32c(bytes));
 }
 
 TEST(Crc32cTest, MatchesTheStandardCheckValue) {
-  EXPECT_EQ(Crc32c("123456789"), 0xE3069283u);
-  EXPECT_EQ(UnmaskCrc(MaskCrc(0x12345678u)), 0x12345678u);
+  EXPECT_EQ(util::Crc32c("123456789"), 0xE3069283u);
+  EXPECT_EQ(util::UnmaskCrc(util::MaskCrc(0x12345678u)), 0x12345678u);
 }
 
 // The worked example of docs/formats/queue-log.md.

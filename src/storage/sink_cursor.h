@@ -11,13 +11,13 @@
 #include <utility>
 #include <vector>
 
-#include "config/config.h"
 #include "seedance/event.h"
 #include "storage/queue_reader.h"
+#include "storage/queue_settings.h"
 
 namespace seedance {
 
-using QueueConfig = config::QueueSettings;
+using QueueConfig = storage::QueueSettings;
 
 class DurableQueue;
 

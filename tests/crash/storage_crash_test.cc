@@ -43,8 +43,8 @@ QueueConfig Config(const std::string& dir, QueueConfig::Fsync fsync) {
   QueueConfig c;
   c.data_dir = dir;
   c.segment_bytes = 2048;  // rotations and deletions happen within the workload
-  c.fsync = fsync;
-  c.fsync_interval = std::chrono::nanoseconds(0);  // every Tick syncs (interval policy)
+  c.fsync.mode = fsync;
+  c.fsync.interval = std::chrono::nanoseconds(0);  // every Tick syncs (interval policy)
   return c;
 }
 

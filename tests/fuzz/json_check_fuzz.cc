@@ -1,4 +1,4 @@
-// Fuzz target for the payload JSON check (core/json_check.h): any bytes. CheckJson and
+// Fuzz target for the payload JSON check (util/json_check.h): any bytes. CheckJson and
 // ParseJson must agree, never recurse past kMaxJsonDepth, and whatever they accept must
 // serialise back to JSON that they accept again. (It found two gaps: unpaired surrogate
 // escapes and numbers RapidJSON rounds to infinity were accepted.)
@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "core/json_check.h"
 #include "fuzz/fuzz_target.h"
+#include "util/json_check.h"
 
 namespace {
 

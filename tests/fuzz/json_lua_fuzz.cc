@@ -5,10 +5,10 @@
 #include <memory>
 #include <string>
 
-#include "core/json_check.h"
 #include "fuzz/fuzz_target.h"
 #include "processors/lua/lua_processor.h"
 #include "testing/plugin_harness.h"
+#include "util/json_check.h"
 
 namespace {
 

@@ -4,6 +4,7 @@ Retry-After and nothing taken when the pipeline is full; auth, size and path ref
 body answered 400 and kept in the error output."""
 import json
 import os
+import socket
 import threading
 import time
 import urllib.error
@@ -97,6 +98,51 @@ def test_refusals_say_why_and_a_bad_body_is_kept_in_the_error_output(receiver, t
         assert post(port, "/x", b'{"n": 9}')[0] == 200  # the connection and source carry on
         assert receiver.wait_for_events(1, timeout=10)
         assert len(receiver.accepted_events()) == 1
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-2000:]
+
+
+def test_a_413_reaches_a_client_still_sending_and_the_close_is_bounded(receiver, tmp_path):
+    """The answer to a body over max_body goes out before the body is read: the server half-
+    closes and discards what the client still sends (lingering close), so the client reads its
+    413 instead of a reset; and it closes within kLingerTime (2 s) however long the client goes
+    on sending."""
+    port = free_port()
+    sd = Seedance(config(port, receiver.url, tmp_path, source_extra="    max_body: 1KiB\n")).start()
+    try:
+        head = (f"POST /x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: 50000000\r\n\r\n").encode()
+        chunk = b"x" * 65536
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(head)
+                try:
+                    for _ in range(4):  # 256 KiB the server has not read when it answers
+                        s.sendall(chunk)
+                except OSError:
+                    pass
+                answer = b""
+                while b"\r\n\r\n" not in answer:
+                    data = s.recv(4096)
+                    if not data:
+                        break
+                    answer += data
+                assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+                assert b"body larger than max_body" in answer or b"\r\n\r\n" in answer
+        # A client that never stops sending is cut off after the linger time.
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(head)
+            started = time.monotonic()
+            cut_off = False
+            while time.monotonic() - started < 8:
+                try:
+                    s.sendall(chunk)
+                except OSError:
+                    cut_off = True
+                    break
+                time.sleep(0.01)
+            assert cut_off, "the server kept reading a refused body for 8 s"
+            assert time.monotonic() - started < 4.5
     finally:
         assert sd.stop() == 0, sd.stderr()[-2000:]
 
@@ -237,7 +283,7 @@ def test_validate_names_a_bad_listen_address_with_its_line(tmp_path):
     path.write_text("sources:\n  - type: http\n    listen: \"abc\"\nsinks:\n  - type: stdout\n")
     r = subprocess.run([BIN, "validate", "--config", str(path)], capture_output=True, text=True)
     assert r.returncode == 2
-    assert f"{path}:3:13: listen: expected host:port" in r.stderr, r.stderr
+    assert f"{path}:3:13: sources[0].listen: expected host:port" in r.stderr, r.stderr
 
 
 def test_gzip_and_zstd_bodies_are_inflated_within_max_body(receiver, tmp_path):

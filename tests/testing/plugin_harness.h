@@ -7,9 +7,12 @@
 #include <vector>
 
 #include "config/config.h"
-#include "core/plugin_context.h"
+#include "observe/component_stats.h"
+#include "observe/metrics.h"
 #include "plugins/builtin_plugins.h"
+#include "seedance/plugin_context.h"
 #include "seedance/processor.h"
+#include "util/event_loop.h"
 
 namespace seedance::testing {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/json_check.h"
+#include "util/json_check.h"
 #include "util/strings.h"
 
 extern "C" {

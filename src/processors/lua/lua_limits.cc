@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "governor/memory_budget.h"
-
 extern "C" {
 #include <lauxlib.h>
 #include <lua.h>
@@ -36,7 +34,7 @@ const char* LuaLimitName(LuaLimit limit) {
   return "?";
 }
 
-LuaLimits::LuaLimits(LuaLimitOptions options, governor::MemoryBudget* budget)
+LuaLimits::LuaLimits(LuaLimitOptions options, MemoryAccount* budget)
     : options_(options), budget_(budget) {}
 
 LuaLimits::~LuaLimits() {

@@ -21,12 +21,10 @@
 #include <cstdint>
 #include <string>
 
+#include "seedance/plugin_context.h"
+
 struct lua_State;
 struct lua_Debug;
-
-namespace seedance::governor {
-class MemoryBudget;
-}
 
 namespace seedance::processors {
 
@@ -46,7 +44,7 @@ class LuaLimits {
   static constexpr int kHookEvery = 1000;           // instructions between checks
   static constexpr size_t kChargeStep = 256 << 10;  // budget charged in steps of this size
 
-  LuaLimits(LuaLimitOptions options, governor::MemoryBudget* budget);
+  LuaLimits(LuaLimitOptions options, MemoryAccount* budget);
   ~LuaLimits();  // credits the budget; REQUIRES: the state is closed
   LuaLimits(const LuaLimits&) = delete;
   LuaLimits& operator=(const LuaLimits&) = delete;
@@ -80,7 +78,7 @@ class LuaLimits {
   void SettleCharge();
 
   LuaLimitOptions options_;
-  governor::MemoryBudget* budget_;
+  MemoryAccount* budget_;
   void* (*inner_alloc_)(void*, void*, size_t, size_t) = nullptr;
   void* inner_ud_ = nullptr;
   size_t used_ = 0;

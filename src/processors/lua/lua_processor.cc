@@ -7,11 +7,14 @@
 #include <cstring>
 #include <optional>
 
-#include "core/json_check.h"
-#include "core/plugin_context.h"
+#include "observe/component_stats.h"
+#include "observe/metrics.h"
 #include "processors/lua/lua_json.h"
 #include "processors/lua/lua_reloader.h"
 #include "processors/lua/lua_script.h"
+#include "seedance/options.h"
+#include "seedance/plugin_context.h"
+#include "util/json_check.h"
 #include "util/log.h"
 #include "util/scratch_buffer.h"
 
@@ -324,7 +327,7 @@ void LuaProcessor::Process(Event&& event, ProcessorOutput& out) {
   std::optional<LargeJsonDocument> large_doc;
   JsonPayload json;
   if (event.format == PayloadFormat::kJson) {
-    // Iterative, depth-limited (core/json_check.h): PushEvent's recursion stays bounded.
+    // Iterative, depth-limited (util/json_check.h): PushEvent's recursion stays bounded.
     Status parsed_ok;
     if (event.payload.size() <= kPooledParseBytes) {
       parsed_ok = ParseJson(event.payload, doc);
@@ -455,12 +458,90 @@ Status ValidateOutputNames(const ParamValue& v) {
   return Status::Ok();
 }
 
-Status ValidateScriptSource(const Params& p) {
-  if (p.Has("script") == p.Has("code")) {
-    return InvalidArgumentError(
-        p.Location("script") + ": set exactly one of \"script\" (a file) or \"code\" (inline Lua)");
-  }
-  return Status::Ok();
+struct LuaSettings {
+  std::optional<std::string> script;
+  std::optional<std::string> code;
+  std::string function;
+  int64_t instruction_limit = 0;
+  std::chrono::nanoseconds max_time{0};
+  uint64_t max_memory = 0;
+  int64_t max_events_per_call = 0;
+  std::vector<std::string> outputs;
+  bool jit = false;
+  std::chrono::nanoseconds reload_check{0};
+  std::vector<std::string> allow;
+};
+
+const Options<LuaSettings>& LuaSchema() {
+  using S = LuaSettings;
+  static const Options<S> o =
+      Options<S>()
+          .Add(&S::script, {.name = "script", .doc = "path of the Lua file"})
+          .Add(&S::code, {.name = "code", .doc = "inline Lua source, instead of script"})
+          .Add(&S::function,
+               {.name = "function", .doc = "entry function", .default_value = "process"})
+          .Int(&S::instruction_limit,
+               {.name = "instruction_limit",
+                .doc = "Lua VM instructions (and pattern-matching steps) allowed per call (0 = "
+                       "unlimited)",
+                .default_value = "10000000",
+                .validator = IntInRange(0)})
+          .Add(&S::max_time, {.name = "max_time",
+                              .doc = "wall-clock time allowed per call (0 = unlimited)",
+                              .default_value = "1s"})
+          .Size(&S::max_memory,
+                {.name = "max_memory",
+                 .doc = "heap of the script's Lua state, and bytes one call may return; counted "
+                        "in limits.memory (0 = unlimited)",
+                 .default_value = "64MiB",
+                 .validator =
+                     [](const ParamValue& v) {
+                       const uint64_t bytes = std::get<uint64_t>(v);
+                       if (bytes != 0 && bytes < (uint64_t{1} << 20))
+                         return InvalidArgumentError("must be at least 1MiB (or 0 for unlimited)");
+                       return Status::Ok();
+                     }})
+          .Int(&S::max_events_per_call,
+               {.name = "max_events_per_call",
+                .doc = "events one call may return in a list (0 = unlimited)",
+                .default_value = "10000",
+                .validator = IntInRange(0)})
+          .Add(&S::outputs,
+               {.name = kNamedOutputsParam,
+                .doc = "named outputs the function may send an event to (return event, "
+                       "\"name\"); sinks take them with inputs: [name]",
+                .validator = ValidateOutputNames})
+          .Add(&S::jit, {.name = "jit",
+                         .doc = "enable the JIT compiler (faster, but JIT-compiled loops escape "
+                                "instruction_limit)",
+                         .default_value = "false"})
+          .Add(&S::reload_check,
+               {.name = "reload_check",
+                .doc = "how often the script file is checked for changes (0 = never)",
+                .default_value = "250ms"})
+          .Add(&S::allow, {.name = "allow",
+                           .doc = "sandbox grants: io, os, require, load, ffi, debug",
+                           .validator =
+                               [](const ParamValue& v) {
+                                 for (const auto& g : std::get<std::vector<std::string>>(v)) {
+                                   if (g != "io" && g != "os" && g != "require" && g != "load" &&
+                                       g != "ffi" && g != "debug") {
+                                     return InvalidArgumentError(
+                                         "unknown grant \"" + g +
+                                         "\"; use io, os, require, load, ffi or debug");
+                                   }
+                                 }
+                                 return Status::Ok();
+                               }})
+          .Check([](const S& s, const Params& p) {
+            if (s.script.has_value() == s.code.has_value()) {
+              return InvalidArgumentError(
+                  p.Location("script") +
+                  ": set exactly one of \"script\" (a file) or \"code\" (inline Lua)");
+            }
+            return Status::Ok();
+          });
+  return o;
 }
 
 }  // namespace
@@ -471,82 +552,22 @@ ProcessorFactory LuaProcessorFactory() {
   f.info.kind = PluginKind::kProcessor;
   f.info.summary =
       "Runs each event through a Lua function (LuaJIT), reloaded when the file changes.";
-  f.info.params = {
-      {.name = "script", .type = ParamType::kString, .doc = "path of the Lua file"},
-      {.name = "code", .type = ParamType::kString, .doc = "inline Lua source, instead of script"},
-      {.name = "function",
-       .type = ParamType::kString,
-       .doc = "entry function",
-       .default_value = "process"},
-      {.name = "instruction_limit",
-       .type = ParamType::kInt,
-       .doc = "Lua VM instructions (and pattern-matching steps) allowed per call (0 = unlimited)",
-       .default_value = "10000000",
-       .validator = IntInRange(0)},
-      {.name = "max_time",
-       .type = ParamType::kDuration,
-       .doc = "wall-clock time allowed per call (0 = unlimited)",
-       .default_value = "1s"},
-      {.name = "max_memory",
-       .type = ParamType::kSize,
-       .doc = "heap of the script's Lua state, and bytes one call may return; counted in "
-              "limits.memory (0 = unlimited)",
-       .default_value = "64MiB",
-       .validator =
-           [](const ParamValue& v) {
-             const uint64_t bytes = std::get<uint64_t>(v);
-             if (bytes != 0 && bytes < (uint64_t{1} << 20))
-               return InvalidArgumentError("must be at least 1MiB (or 0 for unlimited)");
-             return Status::Ok();
-           }},
-      {.name = "max_events_per_call",
-       .type = ParamType::kInt,
-       .doc = "events one call may return in a list (0 = unlimited)",
-       .default_value = "10000",
-       .validator = IntInRange(0)},
-      {.name = "outputs",
-       .type = ParamType::kStringList,
-       .doc = "named outputs the function may send an event to (return event, \"name\"); "
-              "sinks take them with inputs: [name]",
-       .validator = ValidateOutputNames},
-      {.name = "jit",
-       .type = ParamType::kBool,
-       .doc = "enable the JIT compiler (faster, but JIT-compiled loops escape instruction_limit)",
-       .default_value = "false"},
-      {.name = "reload_check",
-       .type = ParamType::kDuration,
-       .doc = "how often the script file is checked for changes (0 = never)",
-       .default_value = "250ms"},
-      {.name = "allow",
-       .type = ParamType::kStringList,
-       .doc = "sandbox grants: io, os, require, load, ffi, debug",
-       .validator =
-           [](const ParamValue& v) {
-             for (const auto& g : std::get<std::vector<std::string>>(v)) {
-               if (g != "io" && g != "os" && g != "require" && g != "load" && g != "ffi" &&
-                   g != "debug") {
-                 return InvalidArgumentError("unknown grant \"" + g +
-                                             "\"; use io, os, require, load, ffi or debug");
-               }
-             }
-             return Status::Ok();
-           }},
-  };
+  f.info.params = LuaSchema().Specs();
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Processor>> {
-    SEEDANCE_RETURN_IF_ERROR(ValidateScriptSource(p));
+    SEEDANCE_ASSIGN_OR_RETURN(LuaSettings s, LuaSchema().Bind(p));
     LuaProcessorOptions o;
-    o.script.function = p.GetString("function");
-    o.script.limits.instructions = p.GetInt("instruction_limit");
-    o.script.limits.time = p.GetDuration("max_time");
-    o.script.limits.memory = p.GetSize("max_memory");
-    o.script.jit = p.GetBool("jit");
-    o.script.sandbox.allow = p.GetStringList("allow");
+    o.script.function = s.function;
+    o.script.limits.instructions = s.instruction_limit;
+    o.script.limits.time = s.max_time;
+    o.script.limits.memory = s.max_memory;
+    o.script.jit = s.jit;
+    o.script.sandbox.allow = s.allow;
     o.script.sandbox.log_name = ctx.name;
     o.script.budget = ctx.memory;
-    o.max_events_per_call = p.GetInt("max_events_per_call");
-    o.outputs = p.GetStringList("outputs");
-    std::string path = p.GetString("script");
-    std::string code = p.GetString("code");
+    o.max_events_per_call = s.max_events_per_call;
+    o.outputs = s.outputs;
+    const std::string path = s.script.value_or("");
+    std::string code = s.code.value_or("");
     FileSignature sig;
     if (!path.empty()) {
       if (!StatFile(path, &sig))
@@ -558,9 +579,8 @@ ProcessorFactory LuaProcessorFactory() {
     if (!script) return script.error();
     auto processor =
         std::make_unique<LuaProcessor>(std::move(script).value(), std::move(code), o, ctx);
-    const auto every = p.GetDuration("reload_check");
-    if (!path.empty() && every.count() > 0 && !ctx.validate_only)
-      processor->WatchFile(path, sig, every);
+    if (!path.empty() && s.reload_check.count() > 0 && !ctx.validate_only)
+      processor->WatchFile(path, sig, s.reload_check);
     return std::unique_ptr<Processor>(std::move(processor));
   };
   return f;

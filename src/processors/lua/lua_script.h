@@ -25,7 +25,7 @@ struct LuaScriptOptions {
   LuaLimitOptions limits;
   bool jit = false;
   LuaSandboxOptions sandbox;
-  governor::MemoryBudget* budget = nullptr;  // limits.memory: the heap is charged here
+  MemoryAccount* budget = nullptr;  // limits.memory: the heap is charged here
 };
 
 class LuaScript {

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 #include <rapidjson/document.h>
 
-#include "core/plugin_context.h"
 #include "eventtime/event_time.h"
 #include "eventtime/key_selector.h"
 #include "eventtime/watermark_tracker.h"
+#include "observe/metrics.h"
+#include "seedance/options.h"
+#include "seedance/plugin_context.h"
 
 namespace seedance::processors {
 namespace {
@@ -17,23 +19,21 @@ struct WatermarkSettings {
   std::string time_field;
   eventtime::TimeFormat time_format = eventtime::TimeFormat::kAuto;
   bool require_time = false;
-  WatermarkOptions options;
+  WatermarkOptions options;  // from the four below
+  WatermarkOptions::Scope per = WatermarkOptions::Scope::kStream;
+  std::chrono::nanoseconds max_out_of_order{0};
+  std::chrono::nanoseconds allowed_lateness{0};
+  std::chrono::nanoseconds idle_timeout{0};
   eventtime::KeySelector key;
 
+  static const Options<WatermarkSettings>& Schema();
+
   static Result<WatermarkSettings> From(const Params& p) {
-    WatermarkSettings s;
-    s.time_field = p.GetString("time_field");
-    SEEDANCE_ASSIGN_OR_RETURN(s.time_format,
-                              eventtime::ParseTimeFormat(p.GetString("time_format")));
-    s.require_time = p.GetBool("require_time");
-    const std::string per = p.GetString("per");
-    s.options.scope = per == "source" ? WatermarkOptions::Scope::kSource
-                      : per == "key"  ? WatermarkOptions::Scope::kKey
-                                      : WatermarkOptions::Scope::kStream;
-    s.options.max_out_of_order_ns = p.GetDuration("max_out_of_order").count();
-    s.options.allowed_lateness_ns = p.GetDuration("allowed_lateness").count();
-    s.options.idle_timeout_ns = p.GetDuration("idle_timeout").count();
-    s.key = eventtime::KeySelectorFromParams(p);
+    SEEDANCE_ASSIGN_OR_RETURN(WatermarkSettings s, Schema().Bind(p));
+    s.options.scope = s.per;
+    s.options.max_out_of_order_ns = s.max_out_of_order.count();
+    s.options.allowed_lateness_ns = s.allowed_lateness.count();
+    s.options.idle_timeout_ns = s.idle_timeout.count();
     if (s.options.scope == WatermarkOptions::Scope::kKey && s.key.none()) {
       return Status(StatusCode::kInvalidArgument,
                     "per: key needs key_field or key_topic_level (" + p.Location("per") + ")");
@@ -156,44 +156,48 @@ class WatermarkProcessor final : public Processor {
 
 }  // namespace
 
+const Options<WatermarkSettings>& WatermarkSettings::Schema() {
+  using S = WatermarkSettings;
+  using Scope = WatermarkOptions::Scope;
+  static const Options<S> o =
+      Options<S>()
+          .Add(&S::time_field,
+               {.name = "time_field",
+                .doc = "payload field holding the event time (dotted path); empty = ingest time"})
+          .Enum(&S::time_format,
+                {.name = "time_format",
+                 .doc = "auto (numbers by magnitude, strings RFC 3339), s, ms, us, ns or rfc3339",
+                 .default_value = "auto"},
+                eventtime::TimeFormatChoices())
+          .Add(&S::require_time,
+               {.name = "require_time",
+                .doc = "a missing or bad time sends the event to `error` (else: ingest time)",
+                .default_value = "false"})
+          .Enum(&S::per,
+                {.name = "per",
+                 .doc = "one watermark for the stream, per source, or per key",
+                 .default_value = "stream"},
+                {{"stream", Scope::kStream}, {"source", Scope::kSource}, {"key", Scope::kKey}})
+          .Add(&S::max_out_of_order, {.name = "max_out_of_order",
+                                      .doc = "watermark = max event time seen − this",
+                                      .default_value = "5s"})
+          .Add(&S::allowed_lateness, {.name = "allowed_lateness",
+                                      .doc = "events older than watermark − this are stale",
+                                      .default_value = "5m"})
+          .Add(&S::idle_timeout, {.name = "idle_timeout",
+                                  .doc = "a scope silent this long advances with the wall clock",
+                                  .default_value = "30s"})
+          .Include(&S::key, eventtime::KeySelectorSchema());
+  return o;
+}
+
 ProcessorFactory WatermarkProcessorFactory() {
   ProcessorFactory f;
   f.info.type = "watermark";
   f.info.kind = PluginKind::kProcessor;
   f.info.summary =
       "Event time and watermarks; events later than the allowed lateness go to `stale`.";
-  f.info.params = {
-      {.name = "time_field",
-       .type = ParamType::kString,
-       .doc = "payload field holding the event time (dotted path); empty = ingest time"},
-      {.name = "time_format",
-       .type = ParamType::kString,
-       .doc = "auto (numbers by magnitude, strings RFC 3339), s, ms, us, ns or rfc3339",
-       .default_value = "auto",
-       .allowed = {"auto", "s", "ms", "us", "ns", "rfc3339"}},
-      {.name = "require_time",
-       .type = ParamType::kBool,
-       .doc = "a missing or bad time sends the event to `error` (else: ingest time)",
-       .default_value = "false"},
-      {.name = "per",
-       .type = ParamType::kString,
-       .doc = "one watermark for the stream, per source, or per key",
-       .default_value = "stream",
-       .allowed = {"stream", "source", "key"}},
-      {.name = "max_out_of_order",
-       .type = ParamType::kDuration,
-       .doc = "watermark = max event time seen − this",
-       .default_value = "5s"},
-      {.name = "allowed_lateness",
-       .type = ParamType::kDuration,
-       .doc = "events older than watermark − this are stale",
-       .default_value = "5m"},
-      {.name = "idle_timeout",
-       .type = ParamType::kDuration,
-       .doc = "a scope silent this long advances with the wall clock",
-       .default_value = "30s"},
-  };
-  for (auto& p : eventtime::KeySelectorParams()) f.info.params.push_back(std::move(p));
+  f.info.params = WatermarkSettings::Schema().Specs();
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Processor>> {
     SEEDANCE_ASSIGN_OR_RETURN(WatermarkSettings s, WatermarkSettings::From(p));
     return std::unique_ptr<Processor>(new WatermarkProcessor(std::move(s), ctx));

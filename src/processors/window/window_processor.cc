@@ -5,10 +5,12 @@
 
 #include <cmath>
 
-#include "core/plugin_context.h"
 #include "eventtime/event_time.h"
 #include "eventtime/key_selector.h"
 #include "eventtime/window_store.h"
+#include "observe/metrics.h"
+#include "seedance/options.h"
+#include "seedance/plugin_context.h"
 #include "util/strings.h"
 
 namespace seedance::processors {
@@ -33,16 +35,27 @@ struct WindowSettings {
     return false;
   }
 
+  // The parameters as given (defaults applied).
+  struct Given {
+    std::chrono::nanoseconds size{0};
+    std::chrono::nanoseconds slide{0};  // 0: tumbling
+    std::string field;
+    std::vector<std::string> aggregates;
+    std::chrono::nanoseconds allowed_lateness{0};
+    std::chrono::nanoseconds state_ttl{0};
+    eventtime::KeySelector key;
+  };
+  static const Options<Given>& Schema();
+
   static Result<WindowSettings> From(const Params& p) {
+    SEEDANCE_ASSIGN_OR_RETURN(Given g, Schema().Bind(p));
     WindowSettings s;
-    s.key = eventtime::KeySelectorFromParams(p);
-    s.field = p.GetString("field");
-    s.spec.size_ns = p.GetDuration("size").count();
-    s.spec.slide_ns = p.Has("slide") && p.GetDuration("slide").count() > 0
-                          ? p.GetDuration("slide").count()
-                          : s.spec.size_ns;
-    s.spec.allowed_lateness_ns = p.GetDuration("allowed_lateness").count();
-    s.state_ttl_ns = p.GetDuration("state_ttl").count();
+    s.key = g.key;
+    s.field = g.field;
+    s.spec.size_ns = g.size.count();
+    s.spec.slide_ns = g.slide.count() > 0 ? g.slide.count() : s.spec.size_ns;
+    s.spec.allowed_lateness_ns = g.allowed_lateness.count();
+    s.state_ttl_ns = g.state_ttl.count();
     if (s.spec.size_ns <= 0) {
       return Status(StatusCode::kInvalidArgument,
                     "size must be above 0 (" + p.Location("size") + ")");
@@ -56,8 +69,8 @@ struct WindowSettings {
                     "size / slide above 1000 windows per event (" + p.Location("slide") + ")");
     }
     // Without a field, the default aggregates come down to the count.
-    const bool defaulted = p.entries().at("aggregates").location.empty();
-    std::vector<std::string> names = p.GetStringList("aggregates");
+    const bool defaulted = p.IsDefaulted("aggregates");
+    std::vector<std::string> names = g.aggregates;
     if (defaulted && s.field.empty()) names = {"count"};
     for (const auto& name : names) {
       Aggregate a{name};
@@ -255,35 +268,39 @@ class WindowProcessor final : public Processor {
 
 }  // namespace
 
+const Options<WindowSettings::Given>& WindowSettings::Schema() {
+  using S = WindowSettings::Given;
+  static const Options<S> o =
+      Options<S>()
+          .Add(&S::size, {.name = "size", .doc = "window length", .required = true})
+          .Add(&S::slide,
+               {.name = "slide", .doc = "sliding step (must divide size); absent = tumbling"})
+          .Add(&S::field,
+               {.name = "field", .doc = "numeric payload field to aggregate (dotted path)"})
+          .Add(&S::aggregates,
+               {.name = "aggregates",
+                .doc = "count, sum, min, max, avg, pNN (quantiles, DDSketch, 1% relative error); "
+                       "without field: count",
+                .default_value = "[count, sum, min, max, avg]"})
+          .Add(&S::allowed_lateness,
+               {.name = "allowed_lateness",
+                .doc = "a fired window still takes late events this long (match the watermark's)",
+                .default_value = "5m"})
+          .Add(&S::state_ttl,
+               {.name = "state_ttl",
+                .doc = "keys with no event this long (wall clock) are flushed and forgotten",
+                .default_value = "1h"})
+          .Include(&S::key, eventtime::KeySelectorSchema());
+  return o;
+}
+
 ProcessorFactory WindowProcessorFactory() {
   ProcessorFactory f;
   f.info.type = "window";
   f.info.kind = PluginKind::kProcessor;
   f.info.summary =
       "Keyed tumbling/sliding event-time windows: count, sum, min, max, avg, quantiles.";
-  f.info.params = {
-      {.name = "size", .type = ParamType::kDuration, .doc = "window length", .required = true},
-      {.name = "slide",
-       .type = ParamType::kDuration,
-       .doc = "sliding step (must divide size); absent = tumbling"},
-      {.name = "field",
-       .type = ParamType::kString,
-       .doc = "numeric payload field to aggregate (dotted path)"},
-      {.name = "aggregates",
-       .type = ParamType::kStringList,
-       .doc = "count, sum, min, max, avg, pNN (quantiles, DDSketch, 1% relative error); "
-              "without field: count",
-       .default_value = "[count, sum, min, max, avg]"},
-      {.name = "allowed_lateness",
-       .type = ParamType::kDuration,
-       .doc = "a fired window still takes late events this long (match the watermark's)",
-       .default_value = "5m"},
-      {.name = "state_ttl",
-       .type = ParamType::kDuration,
-       .doc = "keys with no event this long (wall clock) are flushed and forgotten",
-       .default_value = "1h"},
-  };
-  for (auto& p : eventtime::KeySelectorParams()) f.info.params.push_back(std::move(p));
+  f.info.params = WindowSettings::Schema().Specs();
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Processor>> {
     SEEDANCE_ASSIGN_OR_RETURN(WindowSettings s, WindowSettings::From(p));
     return std::unique_ptr<Processor>(new WindowProcessor(std::move(s), ctx));

@@ -8,14 +8,14 @@
 
 namespace seedance::sinks {
 
-EventEncoding ParseEventEncoding(std::string_view s) {
-  return s == "envelope" ? EventEncoding::kEnvelope : EventEncoding::kPayload;
+std::vector<std::pair<std::string, EventEncoding>> EventEncodingChoices() {
+  return {{"payload", EventEncoding::kPayload}, {"envelope", EventEncoding::kEnvelope}};
 }
 
-BatchFormat ParseBatchFormat(std::string_view s) {
-  if (s == "ndjson") return BatchFormat::kNdjson;
-  if (s == "single") return BatchFormat::kSingle;
-  return BatchFormat::kJsonArray;
+std::vector<std::pair<std::string, BatchFormat>> BatchFormatChoices() {
+  return {{"json_array", BatchFormat::kJsonArray},
+          {"ndjson", BatchFormat::kNdjson},
+          {"single", BatchFormat::kSingle}};
 }
 
 namespace {

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "seedance/event.h"
@@ -22,9 +23,10 @@ enum class BatchFormat {
   kSingle,     // one event per request, body = the event
 };
 
-// Parses the config words "payload"/"envelope" and "json_array"/"ndjson"/"single".
-EventEncoding ParseEventEncoding(std::string_view s);
-BatchFormat ParseBatchFormat(std::string_view s);
+// The config words for each (Options::Enum choices): "payload"/"envelope" and
+// "json_array"/"ndjson"/"single".
+std::vector<std::pair<std::string, EventEncoding>> EventEncodingChoices();
+std::vector<std::pair<std::string, BatchFormat>> BatchFormatChoices();
 
 // Appends one event. With `as_json_value`, the result is always valid JSON: a raw payload is
 // a JSON string, or, when it is not valid UTF-8, {"payload_base64":"..."} (in an envelope the

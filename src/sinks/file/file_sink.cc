@@ -8,7 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/plugin_context.h"
+#include "seedance/options.h"
+#include "seedance/plugin_context.h"
 #include "sinks/common/event_encoding.h"
 #include "util/fd_io.h"
 #include "util/log.h"
@@ -114,36 +115,49 @@ class FileSink final : public Sink {
 
 }  // namespace
 
+namespace {
+
+struct FileSinkSettings {
+  std::string path;
+  EventEncoding encoding = EventEncoding::kEnvelope;
+  uint64_t max_size = 0;
+  int max_files = 5;
+  bool fsync = false;
+};
+
+const Options<FileSinkSettings>& FileSinkSchema() {
+  using S = FileSinkSettings;
+  static const Options<S> o =
+      Options<S>()
+          .Add(&S::path, {.name = "path", .doc = "file to append to", .required = true})
+          .Enum(&S::encoding,
+                {.name = "encoding",
+                 .doc = "payload alone, or an envelope with id, topic, time, payload and headers",
+                 .default_value = "envelope"},
+                EventEncodingChoices())
+          .Size(&S::max_size, {.name = "max_size",
+                               .doc = "rotate beyond this size (0 = never)",
+                               .default_value = "0"})
+          .Int(&S::max_files,
+               {.name = "max_files", .doc = "rotated files kept", .default_value = "5"})
+          .Add(&S::fsync,
+               {.name = "fsync", .doc = "fsync after each batch", .default_value = "false"});
+  return o;
+}
+
+}  // namespace
+
 SinkFactory FileSinkFactory() {
   SinkFactory f;
   f.info.type = "file";
   f.info.kind = PluginKind::kSink;
   f.info.summary = "Appends events to a file as NDJSON, rotating by size.";
   f.delivery = {};  // one write at a time; batch_size and retries
-  f.info.params = {
-      {.name = "path", .type = ParamType::kString, .doc = "file to append to", .required = true},
-      {.name = "encoding",
-       .type = ParamType::kString,
-       .doc = "payload alone, or an envelope with id, topic, time, payload and headers",
-       .default_value = "envelope",
-       .allowed = {"payload", "envelope"}},
-      {.name = "max_size",
-       .type = ParamType::kSize,
-       .doc = "rotate beyond this size (0 = never)",
-       .default_value = "0"},
-      {.name = "max_files",
-       .type = ParamType::kInt,
-       .doc = "rotated files kept",
-       .default_value = "5"},
-      {.name = "fsync",
-       .type = ParamType::kBool,
-       .doc = "fsync after each batch",
-       .default_value = "false"},
-  };
+  f.info.params = FileSinkSchema().Specs();
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Sink>> {
-    return std::unique_ptr<Sink>(new FileSink(
-        p.GetString("path"), ParseEventEncoding(p.GetString("encoding")), p.GetSize("max_size"),
-        static_cast<int>(p.GetInt("max_files")), p.GetBool("fsync"), ctx.name));
+    SEEDANCE_ASSIGN_OR_RETURN(FileSinkSettings s, FileSinkSchema().Bind(p));
+    return std::unique_ptr<Sink>(
+        new FileSink(s.path, s.encoding, s.max_size, s.max_files, s.fsync, ctx.name));
   };
   return f;
 }

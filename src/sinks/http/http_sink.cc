@@ -17,10 +17,12 @@
 #include <memory_resource>
 #include <optional>
 
-#include "core/plugin_context.h"
-#include "governor/memory_budget.h"
+#include "observe/metrics.h"
+#include "seedance/options.h"
+#include "seedance/plugin_context.h"
 #include "sinks/common/event_encoding.h"
 #include "sinks/http/response_policy.h"
+#include "util/event_loop.h"
 #include "util/handler_slot.h"
 #include "util/http_url.h"
 #include "util/log.h"
@@ -36,15 +38,17 @@ namespace http = beast::http;
 using boost::system::error_code;
 
 struct HttpSinkOptions {
-  util::HttpUrl url;
+  util::HttpUrl url;  // of url_text
   std::string url_text;
   http::verb method = http::verb::post;
   StringPairs headers;
   std::vector<std::string> event_headers;  // names, or prefixes ending in '*' (format: single)
   EventEncoding encoding = EventEncoding::kPayload;
   BatchFormat format = BatchFormat::kJsonArray;
-  std::string ca_file;
-  bool tls_verify = true;
+  struct Tls {
+    std::string ca_file;
+    bool verify = true;
+  } tls;
 };
 
 // The most bytes of event headers one request carries (event_headers).
@@ -152,8 +156,8 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   Status Init() {
     if (!o_.url.tls) return Status::Ok();
     ssl_ = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
-    SEEDANCE_RETURN_IF_ERROR(util::LoadCaFile(*ssl_, o_.ca_file));
-    ssl_->set_verify_mode(o_.tls_verify ? asio::ssl::verify_peer : asio::ssl::verify_none);
+    SEEDANCE_RETURN_IF_ERROR(util::LoadCaFile(*ssl_, o_.tls.ca_file));
+    ssl_->set_verify_mode(o_.tls.verify ? asio::ssl::verify_peer : asio::ssl::verify_none);
     return Status::Ok();
   }
 
@@ -295,7 +299,7 @@ void HttpClient::AddEventHeaders(const Event& e, Request& req) const {
 void HttpClient::Finish(Delivery* d, AttemptOutcome outcome) {
   d->conn.reset();
   // Pooled deliveries keep small bodies' storage only: memory nobody counts stays small.
-  if (d->req && d->req->body().capacity() > governor::MemoryBudget::kPooledBufferBytes) {
+  if (d->req && d->req->body().capacity() > MemoryAccount::kPooledBufferBytes) {
     d->req->body() = std::string();
   }
   AttemptCallback done = std::move(d->done);
@@ -388,7 +392,7 @@ void HttpClient::Connect(Delivery* d) {
               if (!d->conn->tls) return self->Send(d);
               auto& tls = *d->conn->tls;
               SSL_set_tlsext_host_name(tls.native_handle(), self->o_.url.host.c_str());
-              if (self->o_.tls_verify) {
+              if (self->o_.tls.verify) {
                 tls.set_verify_callback(asio::ssl::host_name_verification(self->o_.url.host));
               }
               tls.async_handshake(asio::ssl::stream_base::client, [self, d](error_code ec) {
@@ -514,77 +518,74 @@ class HttpSink final : public Sink {
 
 }  // namespace
 
+namespace {
+
+const Options<HttpSinkOptions>& HttpSinkSchema() {
+  using S = HttpSinkOptions;
+  using Tls = HttpSinkOptions::Tls;
+  static const Options<S> o =
+      Options<S>()
+          .Add(&S::url_text, {.name = "endpoint",
+                              .doc = "URL to send events to, e.g. http://127.0.0.1:8080/v1/metrics",
+                              .required = true,
+                              .validator =
+                                  [](const ParamValue& v) {
+                                    return util::ParseHttpUrl(std::get<std::string>(v)).status();
+                                  }})
+          .Enum(&S::method, {.name = "method", .doc = "HTTP method", .default_value = "POST"},
+                {{"POST", http::verb::post}, {"PUT", http::verb::put}})
+          .Add(&S::headers,
+               {.name = "headers",
+                .doc = "extra request headers, e.g. Authorization: \"Bearer ${TOKEN}\"",
+                .validator = CheckHeaderFields})
+          .Add(&S::event_headers,
+               {.name = "event_headers",
+                .doc = "event headers sent as request header fields, by name or prefix (mqtt_*); "
+                       "needs format: single"})
+          .Enum(&S::format,
+                {.name = "format",
+                 .doc = "body: json_array (a batch as a JSON array), ndjson, or single (one event "
+                        "per request)",
+                 .default_value = "json_array"},
+                BatchFormatChoices())
+          .Enum(&S::encoding,
+                {.name = "encoding",
+                 .doc = "each event as its payload, or as an envelope with id, topic, time and "
+                        "payload",
+                 .default_value = "payload"},
+                EventEncodingChoices())
+          .Section(&S::tls, {.name = "tls", .doc = "TLS settings for https endpoints"},
+                   Options<Tls>()
+                       .Add(&Tls::ca_file, {.name = "ca_file",
+                                            .doc = "PEM CAs; system CAs when unset",
+                                            .validator = util::CheckReadableFile})
+                       .Add(&Tls::verify, {.name = "verify",
+                                           .doc = "verify the server certificate",
+                                           .default_value = "true"}))
+          .Check([](const S& s, const Params& p) {
+            if (!s.event_headers.empty() && s.format != BatchFormat::kSingle) {
+              return InvalidArgumentError(
+                  p.Location("event_headers") +
+                  ": event_headers needs format: single (one event per request: a batch has no "
+                  "one set of headers)");
+            }
+            return Status::Ok();
+          });
+  return o;
+}
+
+}  // namespace
+
 SinkFactory HttpSinkFactory() {
   SinkFactory f;
   f.info.type = "http";
   f.info.kind = PluginKind::kSink;
   f.info.summary = "Sends batches of events to an HTTP(S) endpoint, with retries.";
   f.delivery = {.concurrent = true, .timeout = true};
-  f.info.params = {
-      {.name = "endpoint",
-       .type = ParamType::kString,
-       .doc = "URL to send events to, e.g. http://127.0.0.1:8080/v1/metrics",
-       .required = true,
-       .validator =
-           [](const ParamValue& v) {
-             return util::ParseHttpUrl(std::get<std::string>(v)).status();
-           }},
-      {.name = "method",
-       .type = ParamType::kString,
-       .doc = "HTTP method",
-       .default_value = "POST",
-       .allowed = {"POST", "PUT"}},
-      {.name = "headers",
-       .type = ParamType::kStringMap,
-       .doc = "extra request headers, e.g. Authorization: \"Bearer ${TOKEN}\"",
-       .validator = CheckHeaderFields},
-      {.name = "event_headers",
-       .type = ParamType::kStringList,
-       .doc = "event headers sent as request header fields, by name or prefix (mqtt_*); needs "
-              "format: single"},
-      {.name = "format",
-       .type = ParamType::kString,
-       .doc =
-           "body: json_array (a batch as a JSON array), ndjson, or single (one event per request)",
-       .default_value = "json_array",
-       .allowed = {"json_array", "ndjson", "single"}},
-      {.name = "encoding",
-       .type = ParamType::kString,
-       .doc = "each event as its payload, or as an envelope with id, topic, time and payload",
-       .default_value = "payload",
-       .allowed = {"payload", "envelope"}},
-      {.name = "tls",
-       .type = ParamType::kObject,
-       .doc = "TLS settings for https endpoints",
-       .fields =
-           {
-               {.name = "ca_file",
-                .type = ParamType::kString,
-                .doc = "PEM CAs; system CAs when unset",
-                .validator = util::CheckReadableFile},
-               {.name = "verify",
-                .type = ParamType::kBool,
-                .doc = "verify the server certificate",
-                .default_value = "true"},
-           }},
-  };
+  f.info.params = HttpSinkSchema().Specs();
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Sink>> {
-    HttpSinkOptions o;
-    o.url_text = p.GetString("endpoint");
+    SEEDANCE_ASSIGN_OR_RETURN(HttpSinkOptions o, HttpSinkSchema().Bind(p));
     SEEDANCE_ASSIGN_OR_RETURN(o.url, util::ParseHttpUrl(o.url_text));
-    o.method = p.GetString("method") == "PUT" ? http::verb::put : http::verb::post;
-    o.headers = p.GetStringMap("headers");
-    o.format = ParseBatchFormat(p.GetString("format"));
-    o.event_headers = p.GetStringList("event_headers");
-    if (!o.event_headers.empty() && o.format != BatchFormat::kSingle) {
-      return InvalidArgumentError(p.Location("event_headers") +
-                                  ": event_headers needs format: single (one event per request: "
-                                  "a batch has no one set of headers)");
-    }
-    o.encoding = ParseEventEncoding(p.GetString("encoding"));
-    const Params& tls = p.GetObject("tls");
-    o.ca_file = tls.GetString("ca_file");
-    o.tls_verify = tls.Has("verify") ? tls.GetBool("verify") : true;
     auto client = std::make_shared<HttpClient>(std::move(o), ctx);
     // Here, not at Start: `validate` builds the sink too, so it reports a bad CA file.
     SEEDANCE_RETURN_IF_ERROR(client->Init());

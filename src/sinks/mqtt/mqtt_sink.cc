@@ -5,13 +5,17 @@
 #include <memory>
 #include <unordered_map>
 
-#include "core/plugin_context.h"
 #include "mqtt/client.h"
 #include "mqtt/connection_params.h"
 #include "mqtt/connection_status.h"
 #include "mqtt/metadata_headers.h"
+#include "observe/component_stats.h"
+#include "observe/metrics.h"
+#include "seedance/options.h"
+#include "seedance/plugin_context.h"
 #include "seedance/sink.h"
 #include "sinks/mqtt/topic_template.h"
+#include "util/event_loop.h"
 
 namespace seedance::sinks {
 namespace {
@@ -170,6 +174,65 @@ Status ValidateTopicTemplate(const ParamValue& v) {
   return TopicTemplate::Parse(std::get<std::string>(v)).status();
 }
 
+struct MqttSinkSettings {
+  mqtt::ConnectionSettings connection;
+  std::string topic;
+  uint8_t qos = 1;
+  uint32_t max_in_flight = 20;
+  bool retain = false;
+  std::string content_type;
+  std::optional<std::chrono::seconds> message_expiry;
+  std::vector<std::string> user_properties;
+  bool relay_metadata = true;
+};
+
+const Options<MqttSinkSettings>& MqttSinkSchema() {
+  using S = MqttSinkSettings;
+  static const Options<S> o =
+      Options<S>()
+          .Include(&S::connection,
+                   mqtt::ConnectionSchema(
+                       "client identifier; default seedance-<hostname>-<hash of "
+                       "queue.data_dir>-<component name>-out: stable across restarts, unique "
+                       "per host and data directory"))
+          .Add(&S::topic, {.name = "topic",
+                           .doc = "topic name, with placeholders {topic}, {topic.N} (level N "
+                                  "from 1), {payload.FIELD.SUBFIELD}, {header.NAME}",
+                           .required = true,
+                           .validator = ValidateTopicTemplate})
+          .Int(&S::qos, {.name = "qos",
+                         .doc = "QoS of the messages: 0, 1 or 2; delivered means PUBACK (1) or "
+                                "PUBCOMP (2)",
+                         .default_value = "1",
+                         .validator = IntInRange(0, 2, "must be 0, 1 or 2")})
+          .Int(&S::max_in_flight,
+               {.name = "max_in_flight",
+                .doc = "QoS 1/2 messages sent and not yet acknowledged, at most; an MQTT 5 "
+                       "broker's Receive Maximum lowers it (MQTT 3.1.1 cannot say: mosquitto "
+                       "takes 20)",
+                .default_value = "20",
+                .validator = IntInRange(1, 65535)})
+          .Add(&S::retain,
+               {.name = "retain", .doc = "publish with the retain flag", .default_value = "false"})
+          .Add(&S::content_type,
+               {.name = "content_type",
+                .doc = "MQTT 5 content type of every message, e.g. application/json"})
+          .Add(&S::message_expiry,
+               {.name = "message_expiry",
+                .doc = "MQTT 5 message expiry interval (whole seconds); none when unset"})
+          .Add(&S::user_properties,
+               {.name = "user_properties",
+                .doc = "MQTT 5: event headers sent as user properties, by name; \"*\" for every "
+                       "header but the mqtt_* ones"})
+          .Add(&S::relay_metadata,
+               {.name = "relay_metadata",
+                .doc = "MQTT 5: send the metadata an event came in with (its mqtt_* headers: "
+                       "user properties, content type, expiry, response topic, correlation "
+                       "data)",
+                .default_value = "true"});
+  return o;
+}
+
 }  // namespace
 
 SinkFactory MqttSinkFactory() {
@@ -179,66 +242,23 @@ SinkFactory MqttSinkFactory() {
   f.info.summary =
       "Publishes each event to an MQTT broker (3.1.1 or 5, QoS 0/1/2, TLS) on a templated topic.";
   f.delivery = {.concurrent = true, .timeout = true, .default_timeout = "10s"};
-  f.info.params = mqtt::ConnectionParamSpecs(
-      "client identifier; default seedance-<hostname>-<hash of queue.data_dir>-<component "
-      "name>-out: stable across restarts, unique per host and data directory");
-  std::vector<ParamSpec> own = {
-      {.name = "topic",
-       .type = ParamType::kString,
-       .doc = "topic name, with placeholders {topic}, {topic.N} (level N from 1), "
-              "{payload.FIELD.SUBFIELD}, {header.NAME}",
-       .required = true,
-       .validator = ValidateTopicTemplate},
-      {.name = "qos",
-       .type = ParamType::kInt,
-       .doc = "QoS of the messages: 0, 1 or 2; delivered means PUBACK (1) or PUBCOMP (2)",
-       .default_value = "1",
-       .validator = IntInRange(0, 2, "must be 0, 1 or 2")},
-      {.name = "max_in_flight",
-       .type = ParamType::kInt,
-       .doc = "QoS 1/2 messages sent and not yet acknowledged, at most; an MQTT 5 broker's "
-              "Receive Maximum lowers it (MQTT 3.1.1 cannot say: mosquitto takes 20)",
-       .default_value = "20",
-       .validator = IntInRange(1, 65535)},
-      {.name = "retain",
-       .type = ParamType::kBool,
-       .doc = "publish with the retain flag",
-       .default_value = "false"},
-      {.name = "content_type",
-       .type = ParamType::kString,
-       .doc = "MQTT 5 content type of every message, e.g. application/json"},
-      {.name = "message_expiry",
-       .type = ParamType::kDuration,
-       .doc = "MQTT 5 message expiry interval (whole seconds); none when unset"},
-      {.name = "user_properties",
-       .type = ParamType::kStringList,
-       .doc = "MQTT 5: event headers sent as user properties, by name; \"*\" for every header "
-              "but the mqtt_* ones"},
-      {.name = "relay_metadata",
-       .type = ParamType::kBool,
-       .doc = "MQTT 5: send the metadata an event came in with (its mqtt_* headers: user "
-              "properties, content type, expiry, response topic, correlation data)",
-       .default_value = "true"},
-  };
-  f.info.params.insert(f.info.params.begin() + 1, own.begin(), own.end());
+  f.info.params = MqttSinkSchema().Specs();
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Sink>> {
+    SEEDANCE_ASSIGN_OR_RETURN(MqttSinkSettings s, MqttSinkSchema().Bind(p));
     MqttSinkOptions o;
-    o.qos = static_cast<uint8_t>(p.GetInt("qos"));
+    o.qos = s.qos;
     SEEDANCE_ASSIGN_OR_RETURN(
         o.client,
-        mqtt::ReadConnectionParams(p, "seedance-" + ctx.instance + "-" + ctx.name + "-out", o.qos));
+        mqtt::ToClientOptions(s.connection, p, "seedance-" + ctx.instance + "-" + ctx.name + "-out",
+                              o.qos));
     o.client.log_name = ctx.name;
-    o.client.max_publish_in_flight = static_cast<uint32_t>(p.GetInt("max_in_flight"));
-    SEEDANCE_ASSIGN_OR_RETURN(o.topic, TopicTemplate::Parse(p.GetString("topic")));
-    o.retain = p.GetBool("retain");
-    o.content_type = p.GetString("content_type");
-    if (p.Has("message_expiry")) {
-      o.message_expiry_s = static_cast<uint32_t>(
-          std::chrono::duration_cast<std::chrono::seconds>(p.GetDuration("message_expiry"))
-              .count());
-    }
-    o.user_property_headers = p.GetStringList("user_properties");
-    o.relay_metadata = p.GetBool("relay_metadata");
+    o.client.max_publish_in_flight = s.max_in_flight;
+    SEEDANCE_ASSIGN_OR_RETURN(o.topic, TopicTemplate::Parse(s.topic));
+    o.retain = s.retain;
+    o.content_type = s.content_type;
+    if (s.message_expiry) o.message_expiry_s = static_cast<uint32_t>(s.message_expiry->count());
+    o.user_property_headers = s.user_properties;
+    o.relay_metadata = s.relay_metadata;
     return std::unique_ptr<Sink>(new MqttSink(std::move(o), ctx));
   };
   return f;

@@ -5,8 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/plugin_context.h"
-#include "governor/memory_budget.h"
+#include "seedance/options.h"
+#include "seedance/plugin_context.h"
 #include "sinks/common/event_encoding.h"
 #include "util/fd_io.h"
 
@@ -24,7 +24,7 @@ class StdoutSink final : public Sink {
     if (int err = util::WriteAll(fd_, out_); err != 0) {
       return done(AttemptOutcome::Retry(std::string("writing to stdout: ") + std::strerror(err)));
     }
-    if (out_.capacity() > governor::MemoryBudget::kPooledBufferBytes) out_ = std::string();
+    if (out_.capacity() > MemoryAccount::kPooledBufferBytes) out_ = std::string();
     done(AttemptOutcome::Delivered());
   }
 
@@ -36,20 +36,33 @@ class StdoutSink final : public Sink {
 
 }  // namespace
 
+namespace {
+
+struct StdoutSinkSettings {
+  EventEncoding encoding = EventEncoding::kEnvelope;
+};
+
+const Options<StdoutSinkSettings>& StdoutSinkSchema() {
+  static const Options<StdoutSinkSettings> o = Options<StdoutSinkSettings>().Enum(
+      &StdoutSinkSettings::encoding,
+      {.name = "encoding",
+       .doc = "payload alone, or an envelope with id, topic, time, payload and headers",
+       .default_value = "envelope"},
+      EventEncodingChoices());
+  return o;
+}
+
+}  // namespace
+
 SinkFactory StdoutSinkFactory() {
   SinkFactory f;
   f.info.type = "stdout";
   f.info.kind = PluginKind::kSink;
   f.info.summary = "Writes events to standard output, one JSON line each.";
-  f.info.params = {
-      {.name = "encoding",
-       .type = ParamType::kString,
-       .doc = "payload alone, or an envelope with id, topic, time, payload and headers",
-       .default_value = "envelope",
-       .allowed = {"payload", "envelope"}},
-  };
+  f.info.params = StdoutSinkSchema().Specs();
   f.create = [](const Params& p, PluginContext&) -> Result<std::unique_ptr<Sink>> {
-    return std::unique_ptr<Sink>(new StdoutSink(ParseEventEncoding(p.GetString("encoding"))));
+    SEEDANCE_ASSIGN_OR_RETURN(StdoutSinkSettings s, StdoutSinkSchema().Bind(p));
+    return std::unique_ptr<Sink>(new StdoutSink(s.encoding));
   };
   return f;
 }

@@ -2,7 +2,10 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include "core/plugin_context.h"
+#include "observe/component_stats.h"
+#include "seedance/options.h"
+#include "seedance/plugin_context.h"
+#include "util/event_loop.h"
 
 namespace seedance::sources {
 namespace {
@@ -96,44 +99,52 @@ class GenerateSource final : public Source {
 
 }  // namespace
 
+namespace {
+
+struct GenerateSettings {
+  std::string payload;
+  std::string topic;
+  int64_t count = 0;
+  double rate = 1;
+  std::chrono::nanoseconds delay{0};
+  PayloadFormat format = PayloadFormat::kJson;
+};
+
+const Options<GenerateSettings>& GenerateSchema() {
+  using S = GenerateSettings;
+  static const Options<S> o =
+      Options<S>()
+          .Add(&S::payload, {.name = "payload",
+                             .doc = "payload of each event; {n} becomes the sequence number, "
+                                    "{now_ns} the Unix time in ns",
+                             .default_value = "{\"seq\":{n},\"temperature\":21.5}"})
+          .Add(&S::topic,
+               {.name = "topic", .doc = "topic of each event", .default_value = "generated"})
+          .Int(&S::count,
+               {.name = "count", .doc = "events to emit (0 = no end)", .default_value = "0"})
+          .Add(&S::rate, {.name = "rate",
+                          .doc = "events per second (0 = as fast as possible)",
+                          .default_value = "1"})
+          .Add(&S::delay, {.name = "delay",
+                           .doc = "wait this long after start before the first event",
+                           .default_value = "0s"})
+          .Enum(&S::format, {.name = "format", .doc = "json or raw", .default_value = "json"},
+                {{"json", PayloadFormat::kJson}, {"raw", PayloadFormat::kRaw}});
+  return o;
+}
+
+}  // namespace
+
 SourceFactory GenerateSourceFactory() {
   SourceFactory f;
   f.info.type = "generate";
   f.info.kind = PluginKind::kSource;
   f.info.summary = "Emits a fixed payload at a given rate (demos, benchmarks).";
-  f.info.params = {
-      {.name = "payload",
-       .type = ParamType::kString,
-       .doc =
-           "payload of each event; {n} becomes the sequence number, {now_ns} the Unix time in ns",
-       .default_value = "{\"seq\":{n},\"temperature\":21.5}"},
-      {.name = "topic",
-       .type = ParamType::kString,
-       .doc = "topic of each event",
-       .default_value = "generated"},
-      {.name = "count",
-       .type = ParamType::kInt,
-       .doc = "events to emit (0 = no end)",
-       .default_value = "0"},
-      {.name = "rate",
-       .type = ParamType::kDouble,
-       .doc = "events per second (0 = as fast as possible)",
-       .default_value = "1"},
-      {.name = "delay",
-       .type = ParamType::kDuration,
-       .doc = "wait this long after start before the first event",
-       .default_value = "0s"},
-      {.name = "format",
-       .type = ParamType::kString,
-       .doc = "json or raw",
-       .default_value = "json",
-       .allowed = {"json", "raw"}},
-  };
+  f.info.params = GenerateSchema().Specs();
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Source>> {
-    return std::unique_ptr<Source>(new GenerateSource(
-        p.GetString("payload"), p.GetString("topic"), p.GetInt("count"), p.GetDouble("rate"),
-        p.GetDuration("delay"),
-        p.GetString("format") == "raw" ? PayloadFormat::kRaw : PayloadFormat::kJson, ctx));
+    SEEDANCE_ASSIGN_OR_RETURN(GenerateSettings s, GenerateSchema().Bind(p));
+    return std::unique_ptr<Source>(
+        new GenerateSource(s.payload, s.topic, s.count, s.rate, s.delay, s.format, ctx));
   };
   return f;
 }

@@ -16,9 +16,14 @@
 #include <memory>
 #include <mutex>
 
-#include "core/plugin_context.h"
+#include "observe/component_stats.h"
+#include "observe/metrics.h"
+#include "seedance/options.h"
+#include "seedance/plugin_context.h"
 #include "sources/http/request_body.h"
+#include "util/event_loop.h"
 #include "util/gzip.h"
+#include "util/http_close.h"
 #include "util/listen_address.h"
 #include "util/log.h"
 #include "util/strings.h"
@@ -44,8 +49,12 @@ struct HttpSourceOptions {
   StringPairs paths;  // path -> topic; empty: any path, its topic is the path
   BodyFormat format = BodyFormat::kAuto;
   std::string bearer_token;
-  std::string basic_user, basic_password;
-  std::string cert_file, key_file, client_ca_file;  // TLS when cert_file is set
+  struct BasicAuth {
+    std::string user, password;
+  } basic_auth;  // on when user is set
+  struct Tls {
+    std::string cert_file, key_file, client_ca_file;
+  } tls;  // on when cert_file is set
   uint64_t max_body = 0;
   int64_t max_events = 0;
   int64_t max_connections = 0;
@@ -79,15 +88,16 @@ class HttpSource final : public Source, public Acknowledger {
 
   // Loads the certificate, key and client CAs: at create, so `validate` reports a bad file.
   Status InitTls() {
-    if (options_.cert_file.empty()) return Status::Ok();
+    if (options_.tls.cert_file.empty()) return Status::Ok();
     tls_ = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
     tls_->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
                       asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
                       asio::ssl::context::no_tlsv1_1);
-    SEEDANCE_RETURN_IF_ERROR(util::LoadCertificate(*tls_, options_.cert_file, options_.key_file));
-    if (!options_.client_ca_file.empty()) {
+    SEEDANCE_RETURN_IF_ERROR(
+        util::LoadCertificate(*tls_, options_.tls.cert_file, options_.tls.key_file));
+    if (!options_.tls.client_ca_file.empty()) {
       SEEDANCE_RETURN_IF_ERROR(
-          util::LoadCaFile(*tls_, options_.client_ca_file, "tls.client_ca_file"));
+          util::LoadCaFile(*tls_, options_.tls.client_ca_file, "tls.client_ca_file"));
       tls_->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
     }
     return Status::Ok();
@@ -197,6 +207,7 @@ class HttpSource final : public Source, public Acknowledger {
   template <typename Stream>
   awaitable<void> Serve(Stream stream) {
     beast::flat_buffer buffer(kMaxHeaderBytes);
+    bool unread_input = false;  // answered before the request was read whole (413)
     while (!stopped_) {
       http::request_parser<http::string_body> parser;
       parser.header_limit(kMaxHeaderBytes);
@@ -249,16 +260,15 @@ class HttpSource final : public Source, public Acknowledger {
       res.prepare_payload();
       beast::get_lowest_layer(stream).expires_after(options_.idle_timeout);
       co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
+      unread_input = !ec && answer.status == http::status::payload_too_large;
       if (ec || !res.keep_alive()) break;
     }
-    error_code ignored;
-    beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_both, ignored);
-    beast::get_lowest_layer(stream).socket().close(ignored);
+    co_await util::CloseAfterAnswer(beast::get_lowest_layer(stream), unread_input);
     Closed();
   }
 
   bool Authorized(const http::request<http::string_body>& req) const {
-    if (options_.bearer_token.empty() && options_.basic_user.empty()) return true;
+    if (options_.bearer_token.empty() && options_.basic_auth.user.empty()) return true;
     const auto auth = req[http::field::authorization];
     const std::string_view given(auth.data(), auth.size());
     if (!options_.bearer_token.empty()) {
@@ -266,7 +276,7 @@ class HttpSource final : public Source, public Acknowledger {
     }
     if (given.substr(0, 6) != "Basic ") return false;
     std::string expected;
-    util::AppendBase64(expected, options_.basic_user + ":" + options_.basic_password);
+    util::AppendBase64(expected, options_.basic_auth.user + ":" + options_.basic_auth.password);
     return SameSecret(given.substr(6), expected);
   }
 
@@ -443,6 +453,88 @@ class HttpSource final : public Source, public Acknowledger {
   util::LogLimiter limiter_;
 };
 
+const Options<HttpSourceOptions>& HttpSourceSchema() {
+  using S = HttpSourceOptions;
+  using Basic = HttpSourceOptions::BasicAuth;
+  using Tls = HttpSourceOptions::Tls;
+  static const Options<S> o =
+      Options<S>()
+          .Add(&S::listen,
+               {.name = "listen",
+                .doc = "address and port to listen on, e.g. 127.0.0.1:8088 (:8088 = every address)",
+                .required = true,
+                .validator =
+                    [](const ParamValue& v) {
+                      return util::ParseListenAddress(std::get<std::string>(v)).status();
+                    }})
+          .Add(&S::paths, {.name = "paths",
+                           .doc = "accepted paths and the topic each gives its events; unset: any "
+                                  "path, whose text (without the leading /) is the topic"})
+          .Enum(&S::format,
+                {.name = "format",
+                 .doc = "auto (NDJSON for an NDJSON Content-Type, else JSON), json or ndjson",
+                 .default_value = "auto"},
+                {{"auto", BodyFormat::kAuto},
+                 {"json", BodyFormat::kJson},
+                 {"ndjson", BodyFormat::kNdjson}})
+          .Add(
+              &S::bearer_token,
+              {.name = "bearer_token",
+               .doc = "when set, requests must carry 'Authorization: Bearer <token>' (use ${VAR})"})
+          .Section(
+              &S::basic_auth,
+              {.name = "basic_auth",
+               .doc = "when set, requests must carry HTTP basic credentials (use it with tls)"},
+              Options<Basic>()
+                  .Add(&Basic::user, {.name = "user", .doc = "user name", .required = true})
+                  .Add(&Basic::password,
+                       {.name = "password", .doc = "password (use ${VAR})", .required = true}))
+          .Section(&S::tls, {.name = "tls", .doc = "serve HTTPS"},
+                   Options<Tls>()
+                       .Add(&Tls::cert_file, {.name = "cert_file",
+                                              .doc = "PEM certificate chain of this server",
+                                              .required = true,
+                                              .validator = util::CheckReadableFile})
+                       .Add(&Tls::key_file, {.name = "key_file",
+                                             .doc = "PEM private key of cert_file",
+                                             .required = true,
+                                             .validator = util::CheckReadableFile})
+                       .Add(&Tls::client_ca_file,
+                            {.name = "client_ca_file",
+                             .doc = "when set, clients must present a certificate signed by these "
+                                    "PEM CAs",
+                             .validator = util::CheckReadableFile}))
+          .Size(&S::max_body, {.name = "max_body",
+                               .doc = "largest request body; larger ones get 413",
+                               .default_value = "4MiB"})
+          .Int(&S::max_events,
+               {.name = "max_events",
+                .doc = "most events in one request (at most pipeline.queue_capacity); more get 413",
+                .default_value = "1000",
+                .validator = IntInRange(1, 1000000)})
+          .Int(&S::max_connections,
+               {.name = "max_connections",
+                .doc = "connections served at once; more wait in the kernel's backlog",
+                .default_value = "64",
+                .validator = IntInRange(1, 100000)})
+          .Add(&S::idle_timeout,
+               {.name = "idle_timeout",
+                .doc = "a connection that sends no complete request for this long is closed",
+                .default_value = "30s"})
+          .Add(&S::ack_timeout,
+               {.name = "ack_timeout",
+                .doc = "longest wait for a request's events to be stored before answering 503",
+                .default_value = "30s"})
+          .Check([](const S& s, const Params& p) {
+            if (!s.basic_auth.user.empty() && !s.bearer_token.empty()) {
+              return InvalidArgumentError(p.Location("basic_auth") +
+                                          ": set bearer_token or basic_auth, not both");
+            }
+            return Status::Ok();
+          });
+  return o;
+}
+
 }  // namespace
 
 SourceFactory HttpSourceFactory() {
@@ -452,107 +544,9 @@ SourceFactory HttpSourceFactory() {
   f.info.summary =
       "Takes JSON pushed with HTTP POST (an object, an array or NDJSON); answers 200 once every "
       "event is stored.";
-  f.info.params = {
-      {.name = "listen",
-       .type = ParamType::kString,
-       .doc = "address and port to listen on, e.g. 127.0.0.1:8088 (:8088 = every address)",
-       .required = true},
-      {.name = "paths",
-       .type = ParamType::kStringMap,
-       .doc = "accepted paths and the topic each gives its events; unset: any path, whose "
-              "text (without the leading /) is the topic"},
-      {.name = "format",
-       .type = ParamType::kString,
-       .doc = "auto (NDJSON for an NDJSON Content-Type, else JSON), json or ndjson",
-       .default_value = "auto",
-       .allowed = {"auto", "json", "ndjson"}},
-      {.name = "bearer_token",
-       .type = ParamType::kString,
-       .doc = "when set, requests must carry 'Authorization: Bearer <token>' (use ${VAR})"},
-      {.name = "basic_auth",
-       .type = ParamType::kObject,
-       .doc = "when set, requests must carry HTTP basic credentials (use it with tls)",
-       .fields =
-           {{.name = "user", .type = ParamType::kString, .doc = "user name", .required = true},
-            {.name = "password",
-             .type = ParamType::kString,
-             .doc = "password (use ${VAR})",
-             .required = true}}},
-      {.name = "tls",
-       .type = ParamType::kObject,
-       .doc = "serve HTTPS",
-       .fields =
-           {
-               {.name = "cert_file",
-                .type = ParamType::kString,
-                .doc = "PEM certificate chain of this server",
-                .required = true,
-                .validator = util::CheckReadableFile},
-               {.name = "key_file",
-                .type = ParamType::kString,
-                .doc = "PEM private key of cert_file",
-                .required = true,
-                .validator = util::CheckReadableFile},
-               {.name = "client_ca_file",
-                .type = ParamType::kString,
-                .doc = "when set, clients must present a certificate signed by these PEM CAs",
-                .validator = util::CheckReadableFile},
-           }},
-      {.name = "max_body",
-       .type = ParamType::kSize,
-       .doc = "largest request body; larger ones get 413",
-       .default_value = "4MiB"},
-      {.name = "max_events",
-       .type = ParamType::kInt,
-       .doc = "most events in one request (at most pipeline.queue_capacity); more get 413",
-       .default_value = "1000",
-       .validator = IntInRange(1, 1000000)},
-      {.name = "max_connections",
-       .type = ParamType::kInt,
-       .doc = "connections served at once; more wait in the kernel's backlog",
-       .default_value = "64",
-       .validator = IntInRange(1, 100000)},
-      {.name = "idle_timeout",
-       .type = ParamType::kDuration,
-       .doc = "a connection that sends no complete request for this long is closed",
-       .default_value = "30s"},
-      {.name = "ack_timeout",
-       .type = ParamType::kDuration,
-       .doc = "longest wait for a request's events to be stored before answering 503",
-       .default_value = "30s"},
-  };
+  f.info.params = HttpSourceSchema().Specs();
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Source>> {
-    HttpSourceOptions o;
-    o.listen = p.GetString("listen");
-    if (auto ep = util::ParseListenAddress(o.listen); !ep) {
-      return InvalidArgumentError(p.Location("listen") + ": listen: " + ep.error().message());
-    }
-    o.paths = p.GetStringMap("paths");
-    const std::string format = p.GetString("format");
-    o.format = format == "json"     ? BodyFormat::kJson
-               : format == "ndjson" ? BodyFormat::kNdjson
-                                    : BodyFormat::kAuto;
-    o.bearer_token = p.GetString("bearer_token");
-    if (p.Has("basic_auth")) {
-      if (!o.bearer_token.empty()) {
-        return InvalidArgumentError(p.Location("basic_auth") +
-                                    ": set bearer_token or basic_auth, not both");
-      }
-      const Params& basic = p.GetObject("basic_auth");
-      o.basic_user = basic.GetString("user");
-      o.basic_password = basic.GetString("password");
-    }
-    if (p.Has("tls")) {
-      const Params& tls = p.GetObject("tls");
-      o.cert_file = tls.GetString("cert_file");
-      o.key_file = tls.GetString("key_file");
-      o.client_ca_file = tls.GetString("client_ca_file");
-    }
-    o.max_body = p.GetSize("max_body");
-    o.max_events = p.GetInt("max_events");
-    o.max_connections = p.GetInt("max_connections");
-    o.idle_timeout = p.GetDuration("idle_timeout");
-    o.ack_timeout = p.GetDuration("ack_timeout");
+    SEEDANCE_ASSIGN_OR_RETURN(HttpSourceOptions o, HttpSourceSchema().Bind(p));
     auto source = std::make_unique<HttpSource>(std::move(o), ctx);
     SEEDANCE_RETURN_IF_ERROR(source->InitTls());  // here: `validate` reports a bad file
     return std::unique_ptr<Source>(std::move(source));

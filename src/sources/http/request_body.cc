@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "core/json_check.h"
+#include "util/json_check.h"
 
 namespace seedance::sources {
 namespace {

@@ -2,7 +2,7 @@
 //
 // A JSON object (or any single JSON value) is one event, kept byte for byte; a JSON array is
 // one event per element (each written back compactly); NDJSON is one event per non-empty
-// line, kept byte for byte. Every payload is checked like an MQTT payload (core/json_check.h:
+// line, kept byte for byte. Every payload is checked like an MQTT payload (util/json_check.h:
 // depth-limited, valid UTF-8, no numbers past ±1.8e308).
 #pragma once
 

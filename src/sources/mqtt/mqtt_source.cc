@@ -4,12 +4,15 @@
 #include <memory>
 #include <variant>
 
-#include "core/plugin_context.h"
-#include "core/redelivery_guard.h"
 #include "mqtt/client.h"
 #include "mqtt/connection_params.h"
 #include "mqtt/connection_status.h"
 #include "mqtt/metadata_headers.h"
+#include "observe/component_stats.h"
+#include "observe/metrics.h"
+#include "seedance/options.h"
+#include "seedance/plugin_context.h"
+#include "util/event_loop.h"
 #include "util/log.h"
 #include "util/scratch_buffer.h"
 #include "util/strings.h"
@@ -140,6 +143,46 @@ Status ValidateFilters(const ParamValue& v) {
   return Status::Ok();
 }
 
+struct MqttSourceSettings {
+  mqtt::ConnectionSettings connection;
+  std::vector<std::string> topic;
+  int qos = 1;
+  uint16_t receive_maximum = 1024;
+  PayloadFormat format = PayloadFormat::kJson;
+};
+
+const Options<MqttSourceSettings>& MqttSourceSchema() {
+  using S = MqttSourceSettings;
+  static const Options<S> o =
+      Options<S>()
+          .Include(&S::connection,
+                   mqtt::ConnectionSchema(
+                       "client identifier; default seedance-<hostname>-<hash of "
+                       "queue.data_dir>-<component name>: stable across restarts, unique per "
+                       "host and data directory"))
+          .Add(&S::topic,
+               {.name = "topic",
+                .doc = "topic filter or list of filters; + and # wildcards, $share/group/ allowed",
+                .required = true,
+                .validator = ValidateFilters})
+          .Int(&S::qos, {.name = "qos",
+                         .doc = "subscription QoS: 0, 1 or 2",
+                         .default_value = "1",
+                         .validator = IntInRange(0, 2, "must be 0, 1 or 2")})
+          .Int(&S::receive_maximum,
+               {.name = "receive_maximum",
+                .doc = "MQTT 5: unacknowledged QoS 1/2 messages the broker may send",
+                .default_value = "1024",
+                .validator = IntInRange(1, 65535)})
+          .Enum(
+              &S::format,
+              {.name = "format",
+               .doc = "payload format: json (checked; invalid ones go to the error output) or raw",
+               .default_value = "json"},
+              {{"json", PayloadFormat::kJson}, {"raw", PayloadFormat::kRaw}});
+  return o;
+}
+
 }  // namespace
 
 SourceFactory MqttSourceFactory() {
@@ -147,45 +190,17 @@ SourceFactory MqttSourceFactory() {
   f.info.type = "mqtt";
   f.info.kind = PluginKind::kSource;
   f.info.summary = "Subscribes to MQTT topics (3.1.1 or 5, QoS 0/1/2, TLS) on a broker.";
-  f.info.params = mqtt::ConnectionParamSpecs(
-      "client identifier; default seedance-<hostname>-<hash of queue.data_dir>-<component "
-      "name>: stable across restarts, unique per host and data directory");
-  std::vector<ParamSpec> own = {
-      {.name = "topic",
-       .type = ParamType::kStringList,
-       .doc = "topic filter or list of filters; + and # wildcards, $share/group/ allowed",
-       .required = true,
-       .validator = ValidateFilters},
-      {.name = "qos",
-       .type = ParamType::kInt,
-       .doc = "subscription QoS: 0, 1 or 2",
-       .default_value = "1",
-       .validator = IntInRange(0, 2, "must be 0, 1 or 2")},
-      {.name = "receive_maximum",
-       .type = ParamType::kInt,
-       .doc = "MQTT 5: unacknowledged QoS 1/2 messages the broker may send",
-       .default_value = "1024",
-       .validator = IntInRange(1, 65535)},
-      {.name = "format",
-       .type = ParamType::kString,
-       .doc = "payload format: json (checked; invalid ones go to the error output) or raw",
-       .default_value = "json",
-       .allowed = {"json", "raw"}},
-  };
-  f.info.params.insert(f.info.params.begin() + 1, own.begin(), own.end());
+  f.info.params = MqttSourceSchema().Specs();
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Source>> {
-    const int qos = static_cast<int>(p.GetInt("qos"));
+    SEEDANCE_ASSIGN_OR_RETURN(MqttSourceSettings s, MqttSourceSchema().Bind(p));
     SEEDANCE_ASSIGN_OR_RETURN(
         mqtt::ClientOptions o,
-        mqtt::ReadConnectionParams(p, "seedance-" + ctx.instance + "-" + ctx.name, qos));
-    o.receive_maximum = static_cast<uint16_t>(p.GetInt("receive_maximum"));
-    for (const auto& filter : p.GetStringList("topic")) {
-      o.subscriptions.push_back({filter, static_cast<uint8_t>(qos)});
-    }
+        mqtt::ToClientOptions(s.connection, p, "seedance-" + ctx.instance + "-" + ctx.name, s.qos));
+    o.receive_maximum = s.receive_maximum;
+    for (const auto& filter : s.topic)
+      o.subscriptions.push_back({filter, static_cast<uint8_t>(s.qos)});
     o.log_name = ctx.name;
-    PayloadFormat format =
-        p.GetString("format") == "raw" ? PayloadFormat::kRaw : PayloadFormat::kJson;
-    return std::unique_ptr<Source>(new MqttSource(std::move(o), format, ctx));
+    return std::unique_ptr<Source>(new MqttSource(std::move(o), s.format, ctx));
   };
   return f;
 }

@@ -19,10 +19,13 @@
 #include <mutex>
 #include <set>
 
-#include "core/json_check.h"
-#include "core/plugin_context.h"
+#include "observe/component_stats.h"
+#include "seedance/options.h"
+#include "seedance/plugin_context.h"
 #include "sources/tail/positions.h"
-#include "storage/crc32c.h"
+#include "util/crc32c.h"
+#include "util/event_loop.h"
+#include "util/json_check.h"
 #include "util/log.h"
 #include "util/strings.h"
 
@@ -258,7 +261,7 @@ class TailSource final : public Source, public Acknowledger {
     const size_t want = std::min<size_t>(known.head_bytes, sizeof head);
     const ssize_t n = ::pread(fd, head, want, 0);
     return n == static_cast<ssize_t>(want) &&
-           storage::Crc32c(std::string_view(head, want)) == known.fingerprint;
+           util::Crc32c(std::string_view(head, want)) == known.fingerprint;
   }
 
   void LoadHead(Tracked& t) {
@@ -481,7 +484,7 @@ class TailSource final : public Source, public Acknowledger {
       // name bytes a restart would not find stored.
       const size_t head = static_cast<size_t>(std::min<uint64_t>(t->head.size(), t->stored));
       now.push_back(FilePosition{t->device, t->inode, t->stored,
-                                 storage::Crc32c(std::string_view(t->head).substr(0, head)),
+                                 util::Crc32c(std::string_view(t->head).substr(0, head)),
                                  static_cast<uint32_t>(head), t->current_path});
     }
     if (now == saved_) return;
@@ -519,6 +522,57 @@ class TailSource final : public Source, public Acknowledger {
 
 }  // namespace
 
+namespace {
+
+const Options<TailOptions>& TailSchema() {
+  using S = TailOptions;
+  static const Options<S> o =
+      Options<S>()
+          .Add(&S::globs,
+               {.name = "path",
+                .doc = "a glob or a list of globs; files that appear later are picked up",
+                .required = true,
+                .validator =
+                    [](const ParamValue& v) {
+                      for (const std::string& g : std::get<std::vector<std::string>>(v)) {
+                        if (g.empty()) return InvalidArgumentError("an empty path");
+                      }
+                      return Status::Ok();
+                    }})
+          .Enum(&S::format,
+                {.name = "format",
+                 .doc = "json (each line is a JSON value; others go to error) or raw",
+                 .default_value = "json"},
+                {{"json", PayloadFormat::kJson}, {"raw", PayloadFormat::kRaw}})
+          .Add(&S::topic, {.name = "topic", .doc = "topic of the events; unset: the file's path"})
+          .Size(&S::max_line,
+                {.name = "max_line",
+                 .doc = "longest line taken; longer ones go to error (their first KiB)",
+                 .default_value = "64KiB"})
+          .Enum(&S::from_end,
+                {.name = "read_from",
+                 .doc = "for files already there at the first start: beginning or end (later "
+                        "files: from their beginning; after a restart: from the stored position)",
+                 .default_value = "end"},
+                {{"beginning", false}, {"end", true}})
+          .Add(&S::poll_interval,
+               {.name = "poll_interval",
+                .doc = "how often files are checked (inotify wakes the source sooner where it "
+                       "works)",
+                .default_value = "1s",
+                .validator =
+                    [](const ParamValue& v) {
+                      if (std::get<std::chrono::nanoseconds>(v).count() > 0) return Status::Ok();
+                      return InvalidArgumentError("must be more than 0");
+                    }})
+          .Add(&S::inotify, {.name = "inotify",
+                             .doc = "use inotify to notice changes at once (false: polling only)",
+                             .default_value = "true"});
+  return o;
+}
+
+}  // namespace
+
 SourceFactory TailSourceFactory() {
   SourceFactory f;
   f.info.type = "tail";
@@ -526,53 +580,9 @@ SourceFactory TailSourceFactory() {
   f.info.summary =
       "Follows lines appended to files (NDJSON or raw) across rotation; positions kept once "
       "stored.";
-  f.info.params = {
-      {.name = "path",
-       .type = ParamType::kStringList,
-       .doc = "a glob or a list of globs; files that appear later are picked up",
-       .required = true},
-      {.name = "format",
-       .type = ParamType::kString,
-       .doc = "json (each line is a JSON value; others go to error) or raw",
-       .default_value = "json",
-       .allowed = {"json", "raw"}},
-      {.name = "topic",
-       .type = ParamType::kString,
-       .doc = "topic of the events; unset: the file's path"},
-      {.name = "max_line",
-       .type = ParamType::kSize,
-       .doc = "longest line taken; longer ones go to error (their first KiB)",
-       .default_value = "64KiB"},
-      {.name = "read_from",
-       .type = ParamType::kString,
-       .doc = "for files already there at the first start: beginning or end (later files: "
-              "from their beginning; after a restart: from the stored position)",
-       .default_value = "end",
-       .allowed = {"beginning", "end"}},
-      {.name = "poll_interval",
-       .type = ParamType::kDuration,
-       .doc = "how often files are checked (inotify wakes the source sooner where it works)",
-       .default_value = "1s"},
-      {.name = "inotify",
-       .type = ParamType::kBool,
-       .doc = "use inotify to notice changes at once (false: polling only)",
-       .default_value = "true"},
-  };
+  f.info.params = TailSchema().Specs();
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Source>> {
-    TailOptions o;
-    o.globs = p.GetStringList("path");
-    o.topic = p.GetString("topic");
-    o.format = p.GetString("format") == "raw" ? PayloadFormat::kRaw : PayloadFormat::kJson;
-    o.max_line = static_cast<size_t>(p.GetSize("max_line"));
-    o.from_end = p.GetString("read_from") == "end";
-    o.poll_interval = p.GetDuration("poll_interval");
-    o.inotify = p.GetBool("inotify");
-    for (const std::string& g : o.globs) {
-      if (g.empty()) return InvalidArgumentError(p.Location("path") + ": an empty path");
-    }
-    if (o.poll_interval <= std::chrono::nanoseconds(0)) {
-      return InvalidArgumentError(p.Location("poll_interval") + ": must be more than 0");
-    }
+    SEEDANCE_ASSIGN_OR_RETURN(TailOptions o, TailSchema().Bind(p));
     return std::unique_ptr<Source>(new TailSource(std::move(o), ctx));
   };
   return f;

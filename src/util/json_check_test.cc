@@ -1,4 +1,4 @@
-#include "core/json_check.h"
+#include "util/json_check.h"
 
 #include <gtest/gtest.h>
 

@@ -1,18 +1,6 @@
 #include "seedance/param_spec.h"
 
 namespace seedance {
-namespace {
-
-template <typename T>
-T GetAs(const std::map<std::string, Params::Entry>& entries, const std::string& name) {
-  auto it = entries.find(name);
-  if (it == entries.end()) return T{};
-  if (const T* v = std::get_if<T>(&it->second.value)) return *v;
-  return T{};
-}
-
-}  // namespace
-
 std::function<Status(const ParamValue&)> IntInRange(int64_t lo, int64_t hi, std::string message) {
   if (message.empty()) {
     message = hi == INT64_MAX ? "must be at least " + std::to_string(lo)
@@ -50,33 +38,14 @@ std::string_view ParamTypeName(ParamType type) {
   return "?";
 }
 
-std::string Params::GetString(const std::string& n) const {
-  return GetAs<std::string>(entries_, n);
-}
-int64_t Params::GetInt(const std::string& n) const { return GetAs<int64_t>(entries_, n); }
-double Params::GetDouble(const std::string& n) const { return GetAs<double>(entries_, n); }
-bool Params::GetBool(const std::string& n) const { return GetAs<bool>(entries_, n); }
-std::chrono::nanoseconds Params::GetDuration(const std::string& n) const {
-  return GetAs<std::chrono::nanoseconds>(entries_, n);
-}
-uint64_t Params::GetSize(const std::string& n) const { return GetAs<uint64_t>(entries_, n); }
-std::vector<std::string> Params::GetStringList(const std::string& n) const {
-  return GetAs<std::vector<std::string>>(entries_, n);
-}
-StringPairs Params::GetStringMap(const std::string& n) const {
-  return GetAs<StringPairs>(entries_, n);
-}
-
-bool Params::IsObject(const std::string& name) const {
+const ParamValue* Params::Find(const std::string& name) const {
   auto it = entries_.find(name);
-  return it != entries_.end() &&
-         std::holds_alternative<std::shared_ptr<const Params>>(it->second.value);
+  return it == entries_.end() ? nullptr : &it->second.value;
 }
 
-const Params& Params::GetObject(const std::string& name) const {
-  static const Params kEmpty;
-  auto p = GetAs<std::shared_ptr<const Params>>(entries_, name);
-  return p ? *p : kEmpty;
+bool Params::IsDefaulted(const std::string& name) const {
+  auto it = entries_.find(name);
+  return it != entries_.end() && it->second.location.empty();
 }
 
 bool Params::SameValues(const Params& other) const {

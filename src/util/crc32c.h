@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace seedance::storage {
+namespace seedance::util {
 
 uint32_t Crc32c(std::string_view data);
 // CRC of `a` followed by `b`.
@@ -30,4 +30,4 @@ inline uint32_t UnmaskCrc(uint32_t masked) {
   return (rot >> 17) | (rot << 15);
 }
 
-}  // namespace seedance::storage
+}  // namespace seedance::util

@@ -1,4 +1,4 @@
-#include "storage/crc32c.h"
+#include "util/crc32c.h"
 
 #include <array>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <nmmintrin.h>
 #endif
 
-namespace seedance::storage {
+namespace seedance::util {
 namespace internal {
 
 namespace {
@@ -98,4 +98,4 @@ uint32_t Crc32c16And4(const char* a, const char* b) {
   return Crc32c(std::string_view(a, 16), std::string_view(b, 4));
 }
 
-}  // namespace seedance::storage
+}  // namespace seedance::util

@@ -1,0 +1,71 @@
+// PluginContext: what the runtime hands a plugin's Create(): its name, the event loop,
+// metrics, the clock, and two small interfaces to the runtime (RedeliveryFilter,
+// MemoryAccount). Plugins take time and metrics from here, never from globals, and reach the
+// runtime's core only through this header: the build gives them no other way in.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace seedance {
+
+class EventLoop;        // util/event_loop.h
+struct ComponentStats;  // observe/component_stats.h
+namespace observe {
+class MetricsRegistry;  // observe/metrics.h
+}
+
+// Sources whose upstream redelivers after a restart (MQTT QoS 1/2) ask it whether a message
+// was already committed before the crash (pipelines with stateful processors: counting it
+// again would change their state). Thread-safe.
+class RedeliveryFilter {
+ public:
+  virtual ~RedeliveryFilter() = default;
+  // True when message `packet_id` from source `source`, sent again (`dup`), was committed
+  // already and must be acknowledged without being emitted.
+  virtual bool Skip(const std::string& source, uint16_t packet_id, bool dup) = 0;
+};
+
+// The pipeline's memory budget (`limits.memory`): what a plugin holds for events beyond
+// small pooled buffers is charged here and credited back when freed. Thread-safe.
+class MemoryAccount {
+ public:
+  // Buffers kept for reuse stay under this size: pooled memory is not counted, so a buffer
+  // a large event grew is given back once the event moved on.
+  static constexpr uint64_t kPooledBufferBytes = 16 * 1024;
+
+  virtual ~MemoryAccount() = default;
+  virtual void Charge(uint64_t bytes) = 0;
+  virtual void Credit(uint64_t bytes) = 0;
+};
+
+struct PluginContext {
+  std::string name;           // the component's name from the config
+  EventLoop* loop = nullptr;  // where sources and sinks run
+  observe::MetricsRegistry* metrics = nullptr;
+  ComponentStats* stats = nullptr;  // the component's standard counters
+  // This job on this host: "<hostname>-<8 hex digits: CRC-32C of the absolute
+  // queue.data_dir>". The same across restarts, different for two jobs on one host (one
+  // process per data directory): for names a remote side must tell apart (MQTT client ids).
+  std::string instance;
+  // queue.data_dir: where a source keeps its own state (the tail source's file positions).
+  std::string data_dir;
+  // The wall clock, Unix ns (tests replace it).
+  std::function<int64_t()> now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  // True for `seedance validate`: check everything that needs no network, start nothing.
+  bool validate_only = false;
+  // Set for pipelines with stateful processors: sources with redeliveries consult it.
+  RedeliveryFilter* redelivery = nullptr;
+  // Set with `limits.memory`: processors charge what they hold for events here (sinks need
+  // not: the sink runner charges a batch with the request built from it).
+  MemoryAccount* memory = nullptr;
+};
+
+}  // namespace seedance
