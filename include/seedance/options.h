@@ -12,7 +12,8 @@
 //   const Options<TailSettings>& TailOptions() {
 //     static const Options<TailSettings> o = Options<TailSettings>()
 //         .Add(&TailSettings::paths, {.name = "path", .doc = "...", .required = true})
-//         .Size(&TailSettings::max_line, {.name = "max_line", .doc = "...", .default_value = "1MiB"});
+//         .Size(&TailSettings::max_line, {.name = "max_line", .doc = "...", .default_value =
+//         "1MiB"});
 //     return o;
 //   }
 //   Result<TailSettings> s = TailOptions().Bind(params);
@@ -181,7 +182,9 @@ class Options {
       const std::string* s = std::get_if<std::string>(v);
       if (s == nullptr) return options_internal::WrongType(p, name);
       Result<M> value = parse(*s);
-      if (!value) return InvalidArgumentError(p.Location(name) + ": " + name + ": " + value.error().message());
+      if (!value)
+        return InvalidArgumentError(p.Location(name) + ": " + name + ": " +
+                                    value.error().message());
       out.*member = std::move(*value);
       return Status::Ok();
     });
@@ -235,7 +238,8 @@ class Options {
   // A check of the bound values together (e.g. min ≤ max), run after binding; its error
   // should name the location (Params::Location of the parameter it is about).
   Options& Check(std::function<Status(const T&, const Params&)> check) {
-    applies_.push_back([check = std::move(check)](const Params& p, T& out) { return check(out, p); });
+    applies_.push_back(
+        [check = std::move(check)](const Params& p, T& out) { return check(out, p); });
     return *this;
   }
 

@@ -85,9 +85,9 @@ Result<Settings> Load(const std::string& body) {
   sink.info.type = "nothing";
   sink.info.kind = PluginKind::kSink;
   registry.Add(std::move(sink));
-  auto config = config::LoadConfigText(
-      "sources:\n  - type: test\n" + body + "sinks:\n  - type: nothing\n", "o.yaml", registry,
-      [](const std::string&) { return std::nullopt; });
+  auto config =
+      config::LoadConfigText("sources:\n  - type: test\n" + body + "sinks:\n  - type: nothing\n",
+                             "o.yaml", registry, [](const std::string&) { return std::nullopt; });
   if (!config) return config.error();
   return Schema().Bind(config->sources.at(0).params);
 }

@@ -3,8 +3,8 @@
 #include <thread>
 
 #include "core/commit_retry.h"
-#include "util/json_check.h"
 #include "util/clock.h"
+#include "util/json_check.h"
 
 namespace seedance {
 

@@ -21,10 +21,10 @@
 #include <vector>
 
 #include "core/checkpointer.h"
-#include "observe/component_stats.h"
 #include "core/ingest_queue.h"
 #include "core/reloader.h"
 #include "core/router.h"
+#include "observe/component_stats.h"
 #include "seedance/processor.h"
 #include "storage/durable_queue.h"
 #include "util/log.h"
@@ -45,9 +45,9 @@ class ProcessingLoop {
     IngestQueue* ingest = nullptr;
     Router* router = nullptr;
     std::vector<Stage> stages;
-    DurableQueue* queue = nullptr;           // null with buffer: memory
-    Checkpointer* checkpoint = nullptr;      // null without stateful processors
-    Reloader* reloader = nullptr;            // null: no reloads
+    DurableQueue* queue = nullptr;       // null with buffer: memory
+    Checkpointer* checkpoint = nullptr;  // null without stateful processors
+    Reloader* reloader = nullptr;        // null: no reloads
     // A payload from source `source` was not valid JSON (the source counts it).
     std::function<void(const std::string& source)> on_invalid_json;
     // Durable mode: the batch's events are done with; their storage may be reused.

@@ -85,9 +85,9 @@ class ProcessingLoopTest : public ::testing::Test {
     router_ = std::make_unique<Router>(queue_.get(), metrics_);
     // A consumer of every output (its loop never runs: it only makes the router keep them).
     sink_stats_ = std::make_unique<ComponentStats>(metrics_, "sink", "consumer");
-    consumer_ = std::make_unique<SinkRunner>("consumer", std::make_unique<NullSink>(),
-                                             DeliveryPolicy{}, 100, loop_, *sink_stats_,
-                                             [](Event&&, const std::string&) {});
+    consumer_ =
+        std::make_unique<SinkRunner>("consumer", std::make_unique<NullSink>(), DeliveryPolicy{},
+                                     100, loop_, *sink_stats_, [](Event&&, const std::string&) {});
     router_->AddSink(consumer_.get(), {Output::kMain, Output::kError, Output::kStale});
   }
 

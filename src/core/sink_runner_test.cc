@@ -34,8 +34,12 @@ class HoldingSink : public Sink {
     for (const Event& e : batch.events) h.payloads.push_back(e.payload);
     held.push_back(std::move(h));
     ++attempts;
+    started_at.push_back(std::chrono::steady_clock::now());
   }
-  void Abort(uint64_t id) override { aborted.push_back(id); }
+  void Abort(uint64_t id) override {
+    aborted.push_back(id);
+    aborted_at.push_back(std::chrono::steady_clock::now());
+  }
   // Answers the oldest held attempt; returns its payloads.
   std::vector<std::string> AnswerOldest(AttemptOutcome outcome) {
     Held h = std::move(held.front());
@@ -47,6 +51,8 @@ class HoldingSink : public Sink {
   std::vector<Held> held;
   std::vector<uint64_t> aborted;
   int attempts = 0;
+  std::vector<std::chrono::steady_clock::time_point> started_at;  // of each attempt
+  std::vector<std::chrono::steady_clock::time_point> aborted_at;
 };
 
 class SinkRunnerTest : public ::testing::Test {
@@ -260,6 +266,26 @@ TEST_F(SinkRunnerTest, AnAttemptPastTheTimeoutIsAbortedAndItsFailureRetried) {
   });
   ASSERT_TRUE(WaitFor([&] { return runner_->Pending() == 0; }));
   EXPECT_EQ(stats_.events_out.Value(), 1u);
+}
+
+// docs/http-sink.md: "an attempt times out at most 10% late" (the watchdog looks every tenth of
+// the timeout). Never early; late by at most a tenth, plus 50 ms for this machine's scheduling.
+TEST_F(SinkRunnerTest, AnAttemptIsAbortedAtItsTimeoutAtMostATenthLate) {
+  DeliveryPolicy policy = Policy(1);
+  policy.timeout = milliseconds(400);
+  policy.retry_initial = milliseconds(1);
+  Start(policy);
+  Append(1);
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(WaitFor([&] { return static_cast<int>(sink_->aborted.size()) == round + 1; }));
+    const auto late = OnLoop([&] { return sink_->aborted_at.back() - sink_->started_at.back(); });
+    EXPECT_GE(late, milliseconds(400)) << "round " << round;
+    EXPECT_LE(late, milliseconds(400 + 40 + 50)) << "round " << round;
+    OnLoop([&] {
+      sink_->AnswerOldest(AttemptOutcome::Retry("aborted"));  // what Abort() causes
+      return 0;
+    });
+  }
 }
 
 // Standard error into a file for the test's duration (the log writes there).

@@ -39,11 +39,10 @@ const Options<LimitsSettings>& LimitsSchema() {
                               .doc = "... for at least this many steps",
                               .default_value = std::to_string(d.idle_steps),
                               .validator = IntInRange(1)})
-        .Add(&P::low_watermark,
-             {.name = "low_watermark",
-              .doc = "a trim frees memory until the budget is under this share",
-              .default_value = fmt::format("{}", d.low_watermark),
-              .validator = Ratio()});
+        .Add(&P::low_watermark, {.name = "low_watermark",
+                                 .doc = "a trim frees memory until the budget is under this share",
+                                 .default_value = fmt::format("{}", d.low_watermark),
+                                 .validator = Ratio()});
     return Options<S>()
         .Size(&S::memory, {.name = "memory",
                            .doc = "memory budget of queued events and batches, e.g. 16MiB (0 = "

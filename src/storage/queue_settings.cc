@@ -44,9 +44,10 @@ const Options<QueueSettings>& QueueSchema() {
                  {.name = "fsync",
                   .doc = "always (before acknowledging), an interval such as 100ms, or never",
                   .default_value = "100ms",
-                  .validator = [](const ParamValue& v) {
-                    return ParseFsync(std::get<std::string>(v)).status();
-                  }},
+                  .validator =
+                      [](const ParamValue& v) {
+                        return ParseFsync(std::get<std::string>(v)).status();
+                      }},
                  std::function<Result<S::FsyncPolicy>(const std::string&)>(ParseFsync));
   return o;
 }
