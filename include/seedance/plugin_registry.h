@@ -56,6 +56,8 @@ struct ProcessorFactory {
 // src/core/delivery_policy.cc, and appended to the sink's parameters by the registry.
 struct SinkDeliveryTraits {
   std::string batch_size = "500";
+  // How long a batch smaller than batch_size waits for more (`batch_linger`).
+  std::string batch_linger = "0s";
   // Offers `concurrency` (fixed, or adaptive to latency); otherwise one attempt at a time.
   bool concurrent = false;
   std::string concurrency = "4";

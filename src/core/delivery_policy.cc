@@ -54,6 +54,17 @@ Options<DeliveryPolicy> DeliverySchema(const SinkDeliveryTraits& traits) {
                            .doc = "most events per attempt",
                            .default_value = traits.batch_size,
                            .validator = IntInRange(1)});
+  o.Add(&D::linger,
+        {.name = "batch_linger",
+         .doc = "a batch smaller than batch_size leaves once its oldest event has waited this "
+                "long (0 = at once)",
+         .default_value = traits.batch_linger,
+         .validator = [](const ParamValue& v) {
+           const auto d = std::get<std::chrono::nanoseconds>(v);
+           if (d >= std::chrono::nanoseconds(0) && d <= std::chrono::seconds(10))
+             return Status::Ok();
+           return InvalidArgumentError("must be 0 to 10s");
+         }});
   if (traits.concurrent) {
     o.Section(&D::concurrency,
               {.name = "concurrency",

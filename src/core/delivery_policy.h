@@ -18,6 +18,9 @@ namespace seedance {
 
 struct DeliveryPolicy {
   size_t batch_events = 500;
+  // A batch smaller than batch_events waits until its oldest event has waited this long for
+  // more (one request carries what arrives meanwhile); 0: it leaves at once.
+  std::chrono::microseconds linger{0};
   // One attempt at a time unless the sink offers `concurrency`.
   governor::ConcurrencyOptions concurrency{.adaptive = false, .initial = 1, .min = 1, .max = 1};
   std::chrono::milliseconds timeout{0};  // of one attempt; 0 = none

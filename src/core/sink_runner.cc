@@ -49,7 +49,8 @@ SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, DeliveryPol
           "seedance_sink_latency_p99_seconds",
           "P99 attempt latency over the controller's window (adaptive concurrency).",
           {{"component", name_}})),
-      watchdog_(loop_.io()) {
+      watchdog_(loop_.io()),
+      linger_timer_(loop_.io()) {
   limit_gauge_.Set(controller_.limit());
 }
 
@@ -178,6 +179,7 @@ void SinkRunner::Kick() {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopped_ || static_cast<int>(jobs_.size()) >= Limit() || !BudgetAllowsMore()) return;
       if (!cursor_ && queue_.empty()) return;
+      if (Lingering(max_events)) return;
       std::shared_ptr<Batch> batch = TakeBatch();
       uint64_t first = 0, last = 0, bytes = 0;
       if (cursor_) {
@@ -472,6 +474,35 @@ void SinkRunner::FinishJob(Job* job, bool evicted) {
   }
 }
 
+bool SinkRunner::Lingering(size_t max_events) {
+  if (policy_.linger.count() == 0) return false;
+  const size_t waiting = cursor_ ? cursor_->Backlog() : queue_.size();
+  // Full batches, ranges read again and shutdown do not wait.
+  if (waiting == 0 || waiting >= max_events || (cursor_ && cursor_->returned() > 0) ||
+      shutdown_deadline_ != steady_clock::time_point::max()) {
+    waiting_since_.reset();
+    return false;
+  }
+  const auto now = steady_clock::now();
+  if (!waiting_since_) waiting_since_ = now;
+  const auto leave_at = *waiting_since_ + policy_.linger;
+  if (now >= leave_at) {
+    waiting_since_.reset();
+    return false;
+  }
+  if (!linger_armed_) {
+    linger_armed_ = true;
+    linger_timer_.expires_at(leave_at);
+    auto on_time = [this](error_code ec) {
+      linger_armed_ = false;
+      if (!ec && !stopped_) Kick();
+    };
+    linger_timer_.async_wait(
+        util::SlotHandler<decltype(on_time)>{linger_slot_, std::move(on_time)});
+  }
+  return true;
+}
+
 void SinkRunner::ArmWatchdog() {
   if (watchdog_armed_ || stopped_ || sending_parts_.empty()) return;
   watchdog_armed_ = true;
@@ -569,6 +600,7 @@ void SinkRunner::Stop() {
   space_cv_.notify_all();
   idle_cv_.notify_all();
   watchdog_.cancel();
+  linger_timer_.cancel();
   // Waiting retries end now; attempts in progress end when the stopped sink completes them.
   std::vector<Part*> waiting;
   for (const auto& p : parts_) {

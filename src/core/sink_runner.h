@@ -41,6 +41,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -167,6 +168,9 @@ class SinkRunner final : public governor::BatchHolder {
   void FinishJob(Job* job, bool evicted);
   void ArmWatchdog();
   void Watchdog();
+  // batch_linger: true when a batch smaller than batch_size should wait for more (a timer
+  // kicks the runner again when its oldest event has waited the linger). REQUIRES: mu_ held.
+  bool Lingering(size_t max_events);
   const Batch& EventsOf(const Part* p) const { return p->slice ? *p->slice : *p->job->batch; }
 
   // A batch from the pool (one nobody else holds any more), or a new one. REQUIRES: mu_ held.
@@ -223,6 +227,11 @@ class SinkRunner final : public governor::BatchHolder {
   boost::asio::steady_timer watchdog_;
   bool watchdog_armed_ = false;
   util::SharedSlot watchdog_slot_ = util::MakeSlot();
+  // batch_linger: since when events wait that did not fill a batch (none: nothing waits).
+  std::optional<std::chrono::steady_clock::time_point> waiting_since_;
+  boost::asio::steady_timer linger_timer_;
+  bool linger_armed_ = false;
+  util::SharedSlot linger_slot_ = util::MakeSlot();
   bool failing_ = false;
   util::LogLimiter limiter_;
   std::mt19937 rng_{std::random_device{}()};

@@ -288,6 +288,37 @@ TEST_F(SinkRunnerTest, AnAttemptIsAbortedAtItsTimeoutAtMostATenthLate) {
   }
 }
 
+// batch_linger: a batch smaller than batch_size waits for more until its oldest event has
+// waited the linger; a full batch and anything after the shutdown deadline leave at once.
+TEST_F(SinkRunnerTest, ASmallBatchLingersForMoreAndAFullOneLeavesAtOnce) {
+  DeliveryPolicy policy = Policy(1, /*batch=*/10);
+  policy.linger = milliseconds(300);
+  Start(policy);
+  const auto t0 = std::chrono::steady_clock::now();
+  Append(3);
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_EQ(OnLoop([&] { return sink_->attempts; }), 0);  // still lingering
+  Append(2);                                              // joins the waiting batch
+  ASSERT_TRUE(WaitFor([&] { return sink_->attempts == 1; }));
+  const auto waited = OnLoop([&] { return sink_->started_at.back(); }) - t0;
+  EXPECT_GE(waited, milliseconds(290));
+  EXPECT_LE(waited, milliseconds(300 + 150));
+  EXPECT_EQ(OnLoop([&] { return sink_->AnswerOldest(AttemptOutcome::Delivered()).size(); }), 5u);
+
+  const auto t1 = std::chrono::steady_clock::now();
+  Append(10);  // a full batch: no waiting
+  ASSERT_TRUE(WaitFor([&] { return sink_->attempts == 2; }));
+  EXPECT_LT(OnLoop([&] { return sink_->started_at.back(); }) - t1, milliseconds(150));
+  EXPECT_EQ(OnLoop([&] { return sink_->AnswerOldest(AttemptOutcome::Delivered()).size(); }), 10u);
+
+  runner_->SetShutdownDeadline(std::chrono::steady_clock::now() + std::chrono::seconds(5));
+  const auto t2 = std::chrono::steady_clock::now();
+  Append(1);  // shutting down: what is left leaves at once
+  ASSERT_TRUE(WaitFor([&] { return sink_->attempts == 3; }));
+  EXPECT_LT(OnLoop([&] { return sink_->started_at.back(); }) - t2, milliseconds(150));
+  OnLoop([&] { return sink_->AnswerOldest(AttemptOutcome::Delivered()).size(); });
+}
+
 // Standard error into a file for the test's duration (the log writes there).
 class StderrCapture {
  public:

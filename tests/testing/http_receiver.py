@@ -36,6 +36,7 @@ class Receiver:
         self.count_only = False
         self.collect_latency = False
         self.counted = 0
+        self.posts = 0  # requests answered 200 in count_only mode
         self.last_at = 0.0
         self.e2e_ns = []
         receiver = self
@@ -66,6 +67,7 @@ class Receiver:
                     now_ns = time.time_ns()
                     with receiver.lock:
                         receiver.counted += body.count(b'"sent_ns"')
+                        receiver.posts += 1
                         receiver.last_at = time.perf_counter()
                         if receiver.collect_latency:
                             receiver.e2e_ns.extend(now_ns - e["sent_ns"] for e in decode_events(body))
