@@ -112,6 +112,37 @@ def test_rotation_by_rename_and_by_copy_truncate_loses_nothing(receiver, tmp_pat
         assert sd.stop() == 0, sd.stderr()[-2000:]
 
 
+def open_paths(pid):
+    out = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            out.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            pass
+    return out
+
+
+def test_a_file_renamed_away_is_read_while_it_grows_then_let_go(receiver, tmp_path):
+    """A writer appends to the renamed file through its open descriptor (logrotate without
+    copytruncate, until the application reopens): those lines arrive, however the scans fall;
+    the file is let go once it has not grown for rotate_wait."""
+    log = tmp_path / "app.log"
+    rotated = tmp_path / "app.log.1"
+    append(log, [{"n": i} for i in range(10)])
+    sd = Seedance(config(receiver.url, tmp_path, str(log), extra="    rotate_wait: 1s\n")).start()
+    try:
+        assert receiver.wait_for_events(10, timeout=10)
+        os.rename(log, rotated)
+        time.sleep(0.6)  # scans (every 200 ms) have seen it gone and read it to its end
+        append(rotated, [{"n": i} for i in range(10, 20)])
+        assert receiver.wait_for_events(20, timeout=10), len(receiver.accepted_events())
+        assert str(rotated) in open_paths(sd.proc.pid)
+        assert wait_until(lambda: str(rotated) not in open_paths(sd.proc.pid), 5, 0.1)
+        assert sorted(n for _, n in delivered(receiver)) == list(range(20))
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-2000:]
+
+
 def test_a_kill_9_during_rotation_loses_no_line(receiver, tmp_path):
     """A writer appends 20,000 lines and rotates by rename every 2,000, with a glob that
     still matches rotated files; Seedance is killed with SIGKILL in the middle and started

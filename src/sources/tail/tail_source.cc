@@ -44,6 +44,9 @@ struct TailOptions {
   bool from_end = true;  // for files already there at the first start
   std::chrono::nanoseconds poll_interval{0};
   bool inotify = true;
+  // A file deleted or renamed out of the globs' reach is still read for this long after its
+  // last growth (a writer may append through its open descriptor until it reopens the path).
+  std::chrono::nanoseconds rotate_wait{0};
 };
 
 // One file being read.
@@ -60,8 +63,11 @@ struct Tracked {
   uint64_t line_no = 0;
   std::string head;         // the file's first bytes, up to kFingerprintBytes
   bool moved_away = false;  // the path names another file now, or none: read to the end
-  uint64_t stored = 0;      // offset past the last line stored (acknowledged)
-  uint64_t epoch = 0;       // +1 at each truncation: acks of lines from before it are stale
+  // Moved away: when it last grew (or was first seen moved); let go rotate_wait after it.
+  std::chrono::steady_clock::time_point quiet_since;
+  uint64_t size_seen = 0;
+  uint64_t stored = 0;  // offset past the last line stored (acknowledged)
+  uint64_t epoch = 0;   // +1 at each truncation: acks of lines from before it are stale
 };
 
 class TailSource final : public Source, public Acknowledger {
@@ -191,10 +197,18 @@ class TailSource final : public Source, public Acknowledger {
     }
     // A file no longer matched (renamed out of the globs' reach, or deleted) is read to its
     // end and let go once its lines are stored.
+    const auto now = std::chrono::steady_clock::now();
     for (auto& [id, t] : files_) {
       auto it = seen.find({t->device, t->inode});
+      const bool was_moved = t->moved_away;
       t->moved_away = it == seen.end();
       if (!t->moved_away) t->current_path = it->second;
+      if (t->moved_away) {
+        struct stat st {};
+        const uint64_t size = ::fstat(t->fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+        if (!was_moved || size != t->size_seen) t->quiet_since = now;
+        t->size_seen = size;
+      }
     }
     for (const auto& [key, path] : seen) {
       if (by_inode_.count(key) != 0) continue;
@@ -205,7 +219,8 @@ class TailSource final : public Source, public Acknowledger {
     if (!paused_) ReadAll();
     for (auto it = files_.begin(); it != files_.end();) {
       Tracked& t = *it->second;
-      if (t.moved_away && t.buffer.empty() && AtEnd(t) && t.stored >= t.offset) {
+      if (t.moved_away && now - t.quiet_since >= options_.rotate_wait && t.buffer.empty() &&
+          AtEnd(t) && t.stored >= t.offset) {
         by_inode_.erase({t.device, t.inode});
         ::close(t.fd);
         it = files_.erase(it);
@@ -565,6 +580,11 @@ const Options<TailOptions>& TailSchema() {
                       if (std::get<std::chrono::nanoseconds>(v).count() > 0) return Status::Ok();
                       return InvalidArgumentError("must be more than 0");
                     }})
+          .Add(&S::rotate_wait,
+               {.name = "rotate_wait",
+                .doc = "a file deleted or renamed out of the globs is still read until it has not "
+                       "grown for this long (writers append to the old file until they reopen)",
+                .default_value = "5s"})
           .Add(&S::inotify, {.name = "inotify",
                              .doc = "use inotify to notice changes at once (false: polling only)",
                              .default_value = "true"});
