@@ -29,7 +29,9 @@ inline boost::asio::awaitable<void> CloseAfterAnswer(boost::beast::tcp_stream& s
   if (unread_input) {
     stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
     stream.expires_after(kLingerTime);
-    std::array<char, 4096> discard;
+    // What is read is thrown away: one buffer per thread serves every connection (not one in
+    // each coroutine frame), and large reads keep the operations few.
+    static thread_local std::array<char, 64 * 1024> discard;
     size_t total = 0;
     while (!ec && total < kLingerBytes) {
       total += co_await stream.async_read_some(asio::buffer(discard),
