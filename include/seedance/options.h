@@ -132,18 +132,12 @@ class Options {
   // An integer member (or std::optional of one) read from an integer parameter.
   template <typename M>
   Options& Int(M T::*member, ParamSpec spec) {
-    using V = typename options_internal::Unwrap<M>::type;
-    static_assert(std::is_integral_v<V> && !std::is_same_v<V, bool>, "Int() takes integers");
-    spec.type = ParamType::kInt;
-    return BindMember<M, V>(member, std::move(spec));
+    return Integer(member, std::move(spec), ParamType::kInt);
   }
   // An integer member read from a size parameter ("64MiB", 4096).
   template <typename M>
   Options& Size(M T::*member, ParamSpec spec) {
-    using V = typename options_internal::Unwrap<M>::type;
-    static_assert(std::is_integral_v<V> && !std::is_same_v<V, bool>, "Size() takes integers");
-    spec.type = ParamType::kSize;
-    return BindMember<M, V>(member, std::move(spec));
+    return Integer(member, std::move(spec), ParamType::kSize);
   }
   // A member of any type chosen by a string parameter from `choices` (which become the
   // allowed values, in this order).
@@ -256,6 +250,14 @@ class Options {
   }
 
  private:
+  template <typename M>
+  Options& Integer(M T::*member, ParamSpec spec, ParamType type) {
+    using V = typename options_internal::Unwrap<M>::type;
+    static_assert(std::is_integral_v<V> && !std::is_same_v<V, bool>,
+                  "Int() and Size() take integers");
+    spec.type = type;
+    return BindMember<M, V>(member, std::move(spec));
+  }
   template <typename M, typename V>
   Options& BindMember(M T::*member, ParamSpec spec) {
     const std::string name = spec.name;
