@@ -2,10 +2,11 @@
 // unacknowledged messages allows, or at a fixed rate. For the Python benchmarks; the
 // publisher itself is the one `seedance bench` uses (src/bench/mqtt_publisher.h).
 //
-//   mqtt_load HOST PORT COUNT RATE(0 = as fast as possible) [WINDOW] [PAD]
+//   mqtt_load HOST PORT COUNT RATE(0 = as fast as possible) [WINDOW] [PAD] [QOS]
 //
 // Each payload: {"id":N,"device":"dN","temperature":T,"sent_ns":UNIX_NS}, plus
-// ,"pad":"xxx…" of PAD bytes when PAD > 0 (for volume tests). Prints one JSON line.
+// ,"pad":"xxx…" of PAD bytes when PAD > 0 (for volume tests). QOS: 1 (default) or 0. Prints one
+// JSON line.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -17,7 +18,7 @@
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: mqtt_load HOST PORT COUNT RATE [WINDOW] [PAD]\n");
+    std::fprintf(stderr, "usage: mqtt_load HOST PORT COUNT RATE [WINDOW] [PAD] [QOS]\n");
     return 2;
   }
   seedance::bench::PublisherOptions o;
@@ -27,7 +28,7 @@ int main(int argc, char** argv) {
   o.rate = std::atof(argv[4]);
   o.window = argc > 5 ? static_cast<uint32_t>(std::atol(argv[5])) : 1000;
   const size_t pad = argc > 6 ? std::strtoull(argv[6], nullptr, 10) : 0;
-  o.qos = 1;
+  o.qos = argc > 7 ? std::atoi(argv[7]) : 1;
   // The topic changes per message here, so make_payload only builds the body; the
   // sensor/dN/temperature topics all match the reference job's sensor/+/temperature.
   o.topic = "sensor/d0/temperature";

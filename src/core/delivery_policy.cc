@@ -57,7 +57,7 @@ Options<DeliveryPolicy> DeliverySchema(const SinkDeliveryTraits& traits) {
   o.Add(&D::linger,
         {.name = "batch_linger",
          .doc = "a batch smaller than batch_size leaves once its oldest event has waited this "
-                "long (0 = at once)",
+                "long since it was taken in (0 = at once)",
          .default_value = traits.batch_linger,
          .validator = [](const ParamValue& v) {
            const auto d = std::get<std::chrono::nanoseconds>(v);

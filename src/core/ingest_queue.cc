@@ -12,7 +12,7 @@ bool IngestQueue::TryPush(Event& event, AckHandle ack, std::string_view invalid)
     bytes_ += bytes;
     if (budget_) budget_->Charge(bytes);
   }
-  cv_.notify_one();
+  wake_.Notify();
   return true;
 }
 
@@ -34,7 +34,7 @@ bool IngestQueue::TryPushAll(std::vector<Event>& events, Acknowledger* owner,
     bytes_ += total;
     if (budget_) budget_->Charge(total);
   }
-  cv_.notify_one();
+  wake_.Notify();
   return true;
 }
 

@@ -1,7 +1,10 @@
 // IngestQueue: the bounded queue from sources (event loop) to the processing thread.
 //
 // Sources never block: TryPush fails when full and the source waits for WhenWritable, which
-// fires once the processing thread has drained the queue below half its capacity. With a
+// fires once the processing thread has drained the queue below half its capacity. Pushes
+// wake the processing thread once per turn of the event loop, after the handler that pushed
+// (e.g. one socket read's worth of messages) has finished: one wake-up per batch, not one
+// per event. With a
 // memory budget the queue also holds at most `max_bytes` of events (charged to the budget
 // from push to pop).
 // Thread-safe.
@@ -17,6 +20,7 @@
 #include "seedance/event.h"
 #include "seedance/source.h"
 #include "util/event_loop.h"
+#include "util/loop_signal.h"
 #include "util/ring_queue.h"
 
 namespace seedance {
@@ -32,7 +36,11 @@ class IngestQueue {
  public:
   IngestQueue(size_t capacity, EventLoop& loop, governor::MemoryBudget* budget = nullptr,
               uint64_t max_bytes = 0)
-      : capacity_(capacity), loop_(loop), budget_(budget), max_bytes_(max_bytes) {}
+      : capacity_(capacity),
+        loop_(loop),
+        budget_(budget),
+        max_bytes_(max_bytes),
+        wake_(loop.io(), [this] { cv_.notify_one(); }) {}
 
   // Moves `event` in and returns true, or returns false (event untouched) when full or closed.
   bool TryPush(Event& event, AckHandle ack, std::string_view invalid = {});
@@ -60,6 +68,8 @@ class IngestQueue {
   util::RingQueue<IngestItem> items_;
   std::vector<std::function<void()>> waiters_;
   bool closed_ = false;
+  // Wakes the processing thread after the current event-loop handler (coalesced).
+  util::LoopSignal wake_;
 };
 
 }  // namespace seedance

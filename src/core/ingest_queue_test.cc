@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <thread>
 
 namespace seedance {
 namespace {
@@ -42,6 +43,29 @@ TEST(IngestQueueTest, TryPushAllTakesEverythingOrNothing) {
   for (const IngestItem& item : items) item.ack.Ack();
   EXPECT_EQ(owner.tokens, (std::vector<uint64_t>{100, 101, 102, 300, 301}));
   EXPECT_EQ(items[4].event.payload, "{\"i\":1}");
+}
+
+// Pushes made by one event-loop handler wake the processing thread once, after the handler:
+// the consumer gets them as one batch even though the handler paused between pushes.
+TEST(IngestQueueTest, OneWakeUpPerEventLoopTurn) {
+  EventLoop loop;
+  IngestQueue queue(100, loop);
+  std::vector<IngestItem> first;
+  std::thread consumer([&] { queue.PopBatch(first, 100, std::chrono::seconds(10)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the consumer is waiting
+  loop.Post([&] {
+    for (int i = 0; i < 10; ++i) {
+      Event e;
+      ASSERT_TRUE(queue.TryPush(e, AckHandle{}));
+      // A consumer woken per push would take the first event alone during this pause.
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  std::thread io([&] { loop.io().run_for(std::chrono::seconds(2)); });
+  consumer.join();
+  loop.io().stop();
+  io.join();
+  EXPECT_EQ(first.size(), 10u);
 }
 
 }  // namespace

@@ -198,7 +198,8 @@ ProcessingLoop::Parts Pipeline::ProcessingParts() {
                               .router = router_.get(),
                               .queue = queue_.get(),
                               .checkpoint = checkpoint_.get(),
-                              .reloader = reloader_.get()};
+                              .reloader = reloader_.get(),
+                              .wakes = &wakes_};
   for (const auto& slot : processors_) {
     parts.stages.push_back({slot.name, slot.stats.get(), slot.processor.get()});
   }

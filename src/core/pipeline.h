@@ -46,6 +46,7 @@
 #include "storage/durable_queue.h"
 #include "util/event_loop.h"
 #include "util/log.h"
+#include "util/loop_signal.h"
 
 namespace seedance {
 
@@ -116,6 +117,8 @@ class Pipeline : private SourceOutput {
   // Outlives the loop and every component: they credit it until they are gone.
   std::unique_ptr<governor::MemoryBudget> budget_;  // null without limits.memory
   EventLoop loop_;
+  // The processing thread's wake-ups of the loop (acknowledgements, sink kicks): one per batch.
+  util::WakeBatcher wakes_{loop_.io()};
   std::unique_ptr<boost::asio::steady_timer> governor_timer_;
   std::unique_ptr<IngestQueue> ingest_;
   std::unique_ptr<DurableQueue> queue_;  // null with buffer: memory

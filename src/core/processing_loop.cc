@@ -55,6 +55,7 @@ void ProcessingLoop::Run() {
   while (true) {
     items.clear();
     bool more = parts_.ingest->PopBatch(items, kBatch, kTickInterval);
+    util::WakeBatcher::Scope wake_once(parts_.wakes);  // the batch wakes the loop once
     if (parts_.reloader != nullptr) parts_.reloader->ApplyPending();
     for (IngestItem& item : items) {
       if (parts_.checkpoint != nullptr && item.ack.redelivery_id != 0) {

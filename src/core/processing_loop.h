@@ -28,6 +28,7 @@
 #include "seedance/processor.h"
 #include "storage/durable_queue.h"
 #include "util/log.h"
+#include "util/loop_signal.h"
 
 namespace seedance {
 
@@ -48,6 +49,8 @@ class ProcessingLoop {
     DurableQueue* queue = nullptr;       // null with buffer: memory
     Checkpointer* checkpoint = nullptr;  // null without stateful processors
     Reloader* reloader = nullptr;        // null: no reloads
+    // Collects the event-loop wake-ups of one batch (acknowledgements, sink kicks) into one.
+    util::WakeBatcher* wakes = nullptr;  // null: each wakes the loop itself
     // A payload from source `source` was not valid JSON (the source counts it).
     std::function<void(const std::string& source)> on_invalid_json;
     // Durable mode: the batch's events are done with; their storage may be reused.

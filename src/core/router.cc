@@ -37,6 +37,7 @@ bool Router::Route(Output output, Event&& event, bool from_loop, Deadline deadli
     }
     return true;
   }
+  for (SinkRunner* runner : targets) runner->NoteArrival(event.ingest_time_ns);
   if (queue_) {
     // One record serves every sink that consumes this output.
     while (true) {

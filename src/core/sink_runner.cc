@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "util/clock.h"
 #include "util/topic_filter.h"
 
 namespace seedance {
@@ -177,8 +178,10 @@ void SinkRunner::Kick() {
     Job* job = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stopped_ || static_cast<int>(jobs_.size()) >= Limit() || !BudgetAllowsMore()) return;
+      if (stopped_) return;
       if (!cursor_ && queue_.empty()) return;
+      NoteWaiting();
+      if (static_cast<int>(jobs_.size()) >= Limit() || !BudgetAllowsMore()) return;
       if (Lingering(max_events)) return;
       std::shared_ptr<Batch> batch = TakeBatch();
       uint64_t first = 0, last = 0, bytes = 0;
@@ -472,6 +475,20 @@ void SinkRunner::FinishJob(Job* job, bool evicted) {
   } else {
     Kick();
   }
+}
+
+void SinkRunner::NoteWaiting() {
+  if (policy_.linger.count() == 0) return;
+  if ((cursor_ ? cursor_->Backlog() : queue_.size()) == 0) return;
+  const auto now = steady_clock::now();
+  auto since = now;
+  const int64_t arrival = oldest_arrival_ns_.exchange(INT64_MAX, std::memory_order_relaxed);
+  if (arrival != INT64_MAX) {
+    const int64_t waited = std::max<int64_t>(0, util::WallNowNs() - arrival);
+    since = now - std::min<steady_clock::duration>(std::chrono::nanoseconds(waited),
+                                                   now.time_since_epoch());
+  }
+  if (!waiting_since_ || since < *waiting_since_) waiting_since_ = since;
 }
 
 bool SinkRunner::Lingering(size_t max_events) {

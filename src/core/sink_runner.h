@@ -34,6 +34,7 @@
 // Thread-safe as stated per method.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -85,6 +86,17 @@ class SinkRunner final : public governor::BatchHolder {
 
   // Any thread: new records were committed to the durable queue.
   void NotifyAppended() { ScheduleKick(); }
+  // Any thread, before the event reaches the sink: an event Seedance took in at
+  // `ingest_wall_ns` (Unix ns; 0 = unknown) is on its way. batch_linger counts from the oldest
+  // such arrival, so the time an event spent in processing and in the durable queue is part
+  // of the linger, not added to it.
+  void NoteArrival(int64_t ingest_wall_ns) {
+    if (ingest_wall_ns <= 0 || policy_.linger.count() == 0) return;
+    int64_t oldest = oldest_arrival_ns_.load(std::memory_order_relaxed);
+    while (ingest_wall_ns < oldest && !oldest_arrival_ns_.compare_exchange_weak(
+                                          oldest, ingest_wall_ns, std::memory_order_relaxed)) {
+    }
+  }
   bool durable() const { return cursor_ != nullptr; }
 
   const std::string& name() const { return name_; }
@@ -171,6 +183,10 @@ class SinkRunner final : public governor::BatchHolder {
   // batch_linger: true when a batch smaller than batch_size should wait for more (a timer
   // kicks the runner again when its oldest event has waited the linger). REQUIRES: mu_ held.
   bool Lingering(size_t max_events);
+  // batch_linger counts from when events started waiting — their arrival (NoteArrival), else
+  // when the runner first saw them — also behind a full concurrency limit: a batch that waited
+  // for a free slot longer than the linger leaves at once. REQUIRES: mu_ held.
+  void NoteWaiting();
   const Batch& EventsOf(const Part* p) const { return p->slice ? *p->slice : *p->job->batch; }
 
   // A batch from the pool (one nobody else holds any more), or a new one. REQUIRES: mu_ held.
@@ -229,6 +245,8 @@ class SinkRunner final : public governor::BatchHolder {
   util::SharedSlot watchdog_slot_ = util::MakeSlot();
   // batch_linger: since when events wait that did not fill a batch (none: nothing waits).
   std::optional<std::chrono::steady_clock::time_point> waiting_since_;
+  // The oldest ingest time (Unix ns) NoteArrival reported since the runner last looked.
+  std::atomic<int64_t> oldest_arrival_ns_{INT64_MAX};
   boost::asio::steady_timer linger_timer_;
   bool linger_armed_ = false;
   util::SharedSlot linger_slot_ = util::MakeSlot();

@@ -15,6 +15,8 @@
 #include <set>
 #include <thread>
 
+#include "util/clock.h"
+
 namespace seedance {
 namespace {
 
@@ -317,6 +319,40 @@ TEST_F(SinkRunnerTest, ASmallBatchLingersForMoreAndAFullOneLeavesAtOnce) {
   ASSERT_TRUE(WaitFor([&] { return sink_->attempts == 3; }));
   EXPECT_LT(OnLoop([&] { return sink_->started_at.back(); }) - t2, milliseconds(150));
   OnLoop([&] { return sink_->AnswerOldest(AttemptOutcome::Delivered()).size(); });
+}
+
+// batch_linger counts from an event's arrival (NoteArrival: when Seedance took it in), so
+// time spent before the sink is part of it.
+TEST_F(SinkRunnerTest, TheLingerCountsFromTheOldestArrival) {
+  DeliveryPolicy policy = Policy(1, /*batch=*/10);
+  policy.linger = milliseconds(300);
+  Start(policy);
+  const auto t0 = std::chrono::steady_clock::now();
+  runner_->NoteArrival(util::WallNowNs() - 250'000'000);  // taken in 250 ms ago
+  Append(2);
+  ASSERT_TRUE(WaitFor([&] { return sink_->attempts == 1; }));
+  const auto waited = OnLoop([&] { return sink_->started_at.back(); }) - t0;
+  EXPECT_GE(waited, milliseconds(40));
+  EXPECT_LE(waited, milliseconds(50 + 150)) << "it waited the whole linger again";
+  EXPECT_EQ(OnLoop([&] { return sink_->AnswerOldest(AttemptOutcome::Delivered()).size(); }), 2u);
+}
+
+// Events that wait behind a full concurrency limit are lingering already: once a slot is free
+// after more than the linger, their batch leaves at once.
+TEST_F(SinkRunnerTest, WaitingForASlotCountsAsLingering) {
+  DeliveryPolicy policy = Policy(1, /*batch=*/10);
+  policy.linger = milliseconds(300);
+  Start(policy);
+  Append(10);  // a full batch takes the only slot
+  ASSERT_TRUE(WaitFor([&] { return sink_->attempts == 1; }));
+  Append(3);
+  std::this_thread::sleep_for(milliseconds(350));  // longer than the linger, slot still taken
+  EXPECT_EQ(OnLoop([&] { return sink_->attempts; }), 1);
+  const auto t1 = std::chrono::steady_clock::now();
+  EXPECT_EQ(OnLoop([&] { return sink_->AnswerOldest(AttemptOutcome::Delivered()).size(); }), 10u);
+  ASSERT_TRUE(WaitFor([&] { return sink_->attempts == 2; }));
+  EXPECT_LT(OnLoop([&] { return sink_->started_at.back(); }) - t1, milliseconds(150));
+  EXPECT_EQ(OnLoop([&] { return sink_->AnswerOldest(AttemptOutcome::Delivered()).size(); }), 3u);
 }
 
 // Standard error into a file for the test's duration (the log writes there).

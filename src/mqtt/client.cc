@@ -164,6 +164,7 @@ Client::Client(asio::io_context& io, ClientOptions options, MessageHandler on_me
       acked_(65536, 0),
       awaiting_rel_(65536, 0),
       resume_timer_(io),
+      read_linger_timer_(io),
       outbound_(opts_.max_publish_in_flight),
       suback_timer_(io) {}
 
@@ -191,6 +192,7 @@ void Client::DrainAcks() {
   }
   for (uint64_t token : ack_draining_) AckOnLoop(token);
   ack_draining_.clear();
+  FlushWrites();  // every acknowledgement of the batch in one write
 }
 
 void Client::PublishMessage(mqtt::Publish message, uint64_t tag) {
@@ -255,12 +257,14 @@ void Client::Resume() {
 void Client::Stop() {
   stopped_ = true;
   resume_timer_.cancel();
+  read_linger_timer_.cancel();
 }
 
 void Client::Close() {
   stopped_ = true;
   closed_ = true;
   resume_timer_.cancel();
+  read_linger_timer_.cancel();
   if (IsOpen() && !writing_) {
     std::string bytes = std::move(tx_pending_);
     tx_pending_.clear();
@@ -612,18 +616,32 @@ awaitable<Result<Packet>> Client::ReadPacket() {
 
 awaitable<Status> Client::ReadLoop() {
   asio::co_spawn(io_, KeepAlive(shared_from_this(), generation_), asio::detached);
+  bool linger_before_read = false;  // the last read did not fill the buffer
   while (!stopped_) {
     Result<bool> p = TakeBufferedPacket();
     if (!p) co_return p.error();
     if (!*p) {  // read more, here: a call to ReadPacket() would cost a frame
       if (!IsOpen()) co_return UnavailableError("connection closed");
       error_code ec;
+      if (linger_before_read && inbound_.size() < kLingerMaxUnacked) {
+        // Edge-triggered epoll would wake the loop for every message that arrives during the
+        // linger; with the receive low-water mark at a buffer's worth the kernel wakes it only
+        // for that much. Setting it back to 1 signals what is there (the read below takes it).
+        SetReceiveLowWatermark(read_buffer_.size());
+        read_linger_timer_.expires_after(opts_.read_linger);
+        co_await read_linger_timer_.async_wait(asio::redirect_error(use_awaitable, ec));
+        SetReceiveLowWatermark(1);
+        if (stopped_ || !IsOpen()) continue;
+        ec.clear();
+      }
       const size_t n =
           tls_ ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
                                                 asio::redirect_error(use_awaitable, ec))
                : co_await socket_->async_read_some(asio::buffer(read_buffer_),
                                                    asio::redirect_error(use_awaitable, ec));
       if (Status read = Received(ec, n); !read.ok()) co_return read;
+      // A full buffer: more is waiting, read it at once.
+      linger_before_read = opts_.read_linger.count() > 0 && n < read_buffer_.size();
       continue;
     }
     bool refused = false;
@@ -764,21 +782,31 @@ void Client::AckOnLoop(uint64_t token) {
     acked_[in.packet_id] = 0;
     if (in.qos == 2) {
       awaiting_rel_[in.packet_id] = 1;
-      Send(PubResponse{.type = PacketType::kPubrec, .packet_id = in.packet_id});
+      Queue(PubResponse{.type = PacketType::kPubrec, .packet_id = in.packet_id});
     } else {
-      Send(PubResponse{.type = PacketType::kPuback, .packet_id = in.packet_id});
+      Queue(PubResponse{.type = PacketType::kPuback, .packet_id = in.packet_id});
     }
   }
 }
 
+void Client::SetReceiveLowWatermark(size_t bytes) {
+  if (!socket_) return;
+  error_code ec;  // a failure only costs wake-ups
+  socket_->set_option(asio::socket_base::receive_low_watermark(static_cast<int>(bytes)), ec);
+}
+
 void Client::Send(const Packet& packet) {
+  if (Queue(packet)) FlushWrites();
+}
+
+bool Client::Queue(const Packet& packet) {
   Status s = Encode(packet, opts_.version, tx_pending_);
   if (!s.ok()) {
     SetState(state_,
              "cannot encode " + std::string(PacketTypeName(TypeOf(packet))) + ": " + s.message());
-    return;
+    return false;
   }
-  FlushWrites();
+  return true;
 }
 
 void Client::FlushWrites() {

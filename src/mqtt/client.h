@@ -92,6 +92,12 @@ struct ClientOptions {
   std::chrono::milliseconds reconnect_max{30000};
   size_t max_packet_size = 16 * 1024 * 1024;
   uint32_t max_publish_in_flight = 65535;  // QoS 1/2 messages published and not yet complete
+  // After a read that did not fill the read buffer, wait this long before the next read, so
+  // that messages arriving meanwhile are taken in (and handed on, and acknowledged) as one
+  // batch: one wake-up per linger instead of one per message at steady rates. Not while
+  // kLingerMaxUnacked or more QoS 1/2 messages are unacknowledged (a broker's in-flight window
+  // would stall). 0: read at once.
+  std::chrono::microseconds read_linger{0};
   std::string log_name = "mqtt";
 };
 
@@ -112,6 +118,9 @@ class Client : public std::enable_shared_from_this<Client> {
   using PublishedHandler = std::function<void(const OutboundSession::Completion& completion)>;
   // A connection that lasts this long ends an outage and resets the reconnect backoff.
   static constexpr std::chrono::seconds kStableAfter{10};
+  // ClientOptions::read_linger applies only below this many unacknowledged messages: half of
+  // mosquitto's default in-flight window (max_inflight_messages 20).
+  static constexpr size_t kLingerMaxUnacked = 10;
 
   Client(boost::asio::io_context& io, ClientOptions options, MessageHandler on_message,
          StateHandler on_state = nullptr);
@@ -162,10 +171,16 @@ class Client : public std::enable_shared_from_this<Client> {
   boost::asio::awaitable<void> KeepAlive(std::shared_ptr<Client> self, uint64_t generation);
   Status HandlePacket(Packet& packet, bool* refused);
   void Send(const Packet& packet);
+  // SO_RCVLOWAT of the socket: the kernel signals it readable from this many bytes on.
+  void SetReceiveLowWatermark(size_t bytes);
+  // Encodes `packet` behind what is waiting to be written; FlushWrites() sends it. False (and
+  // the state says why) when it cannot be encoded.
+  bool Queue(const Packet& packet);
   // Writes what the outbound session returned, then reports its completions.
   void SendOutbound(std::vector<OutboundSession::ToSend>& send,
                     std::vector<OutboundSession::Completion>& done);
   void FlushWrites();
+  // Queues the acknowledgements `token` releases (in order); the caller flushes.
   void AckOnLoop(uint64_t token);
   void DrainAcks();
   void CloseSocket();
@@ -209,6 +224,7 @@ class Client : public std::enable_shared_from_this<Client> {
   uint64_t refused_token_ = 0;
   std::string refused_invalid_;
   boost::asio::steady_timer resume_timer_;
+  boost::asio::steady_timer read_linger_timer_;
   bool resume_pending_ = false;
   bool paused_ = false;
   uint16_t keep_alive_s_ = 30;

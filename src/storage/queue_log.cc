@@ -39,6 +39,7 @@ QueueLog::QueueLog(LogOptions options) : options_(std::move(options)), fs_(*opti
 
 QueueLog::~QueueLog() {
   {
+    std::lock_guard<std::mutex> fd_lock(fd_mu_);
     std::lock_guard<std::mutex> lock(mu_);
     if (fd_ >= 0) {
       FlushLocked().IgnoreError();
@@ -179,9 +180,15 @@ Result<uint64_t> QueueLog::Append(uint8_t tag, std::string_view payload) {
 
 Result<uint64_t> QueueLog::AppendEncoded(uint8_t tag,
                                          const std::function<void(std::string&)>& encode) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (fd_ < 0 || segments_.back().size + buffer_.size() >= options_.segment_bytes) {
-    SEEDANCE_RETURN_IF_ERROR(RotateLocked());
+  std::unique_lock<std::mutex> lock(mu_);
+  auto must_rotate = [this] {
+    return fd_ < 0 || segments_.back().size + buffer_.size() >= options_.segment_bytes;
+  };
+  if (must_rotate()) {  // rare: closing the descriptor waits for a Sync() in progress
+    lock.unlock();
+    std::lock_guard<std::mutex> fd_lock(fd_mu_);
+    lock.lock();
+    if (must_rotate()) SEEDANCE_RETURN_IF_ERROR(RotateLocked());
   }
   const size_t start = BeginRecord(buffer_);
   encode(buffer_);
@@ -261,13 +268,22 @@ Status QueueLog::FlushLocked() {
 }
 
 Status QueueLog::Sync() {
-  std::lock_guard<std::mutex> lock(mu_);
-  SEEDANCE_RETURN_IF_ERROR(FlushLocked());
-  if (fd_ >= 0 && fs_.Fdatasync(fd_) != 0) return Error("fdatasync", segments_.back().path);
+  std::lock_guard<std::mutex> fd_lock(fd_mu_);  // fd_ stays open until this returns
+  int fd = -1;
+  std::string path;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    SEEDANCE_RETURN_IF_ERROR(FlushLocked());
+    if (fd_ < 0) return Status::Ok();
+    fd = fd_;
+    path = segments_.back().path;
+  }
+  if (fs_.Fdatasync(fd) != 0) return Error("fdatasync", path);
   return Status::Ok();
 }
 
 Status QueueLog::SkipTo(uint64_t sequence) {
+  std::lock_guard<std::mutex> fd_lock(fd_mu_);
   std::lock_guard<std::mutex> lock(mu_);
   if (sequence <= next_sequence_) return Status::Ok();
   SEEDANCE_RETURN_IF_ERROR(FlushLocked());

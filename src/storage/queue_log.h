@@ -81,7 +81,8 @@ class QueueLog {
   // Writes buffered records to the kernel. kResourceExhausted when the file system is full
   // (the records stay buffered), kUnavailable on other I/O errors.
   Status Flush();
-  // Flush() and fdatasync.
+  // Flush() and fdatasync. The fdatasync runs without the lock the other methods take (a
+  // reader on the event loop never waits for the disk); only a rotation waits for it.
   Status Sync();
 
   // Sequence numbers continue from `sequence` at least (never backwards): records that other
@@ -140,6 +141,9 @@ class QueueLog {
 
   LogOptions options_;
   FileSystem& fs_;
+  // Held while fd_ may be closed (rotation, destruction) and by Sync() during its fdatasync, so
+  // the descriptor it syncs stays open. Taken before mu_.
+  std::mutex fd_mu_;
   mutable std::mutex mu_;
   std::vector<Segment> segments_;  // oldest first; the last one is active
   int fd_ = -1;                    // active segment

@@ -43,7 +43,9 @@ class EventLoop {
   }
 
  private:
-  boost::asio::io_context io_;
+  // One thread runs it: handlers it posts to itself skip the scheduler's lock (other threads
+  // still post safely).
+  boost::asio::io_context io_{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::thread thread_;
 };

@@ -49,5 +49,32 @@ TEST(LoopSignalTest, DestroyingTheContextWithAWakeUpQueuedIsSafe) {
   EXPECT_EQ(runs, 0);
 }
 
+// Inside a WakeBatcher scope, notifications reach the loop only when the scope ends, and all
+// of them as one operation.
+TEST(WakeBatcherTest, NotificationsInAScopeArriveAsOneOperationAfterIt) {
+  boost::asio::io_context io;
+  int a_runs = 0, b_runs = 0;
+  LoopSignal a(io, [&] { ++a_runs; });
+  LoopSignal b(io, [&] { ++b_runs; });
+  WakeBatcher batcher(io);
+  {
+    WakeBatcher::Scope scope(&batcher);
+    a.Notify();
+    b.Notify();
+    a.Notify();  // coalesced with the first
+    EXPECT_EQ(io.poll(), 0u) << "nothing reaches the loop while the scope is open";
+    io.restart();
+  }
+  EXPECT_EQ(io.poll_one(), 1u);
+  EXPECT_EQ(a_runs, 1);
+  EXPECT_EQ(b_runs, 1);
+  EXPECT_EQ(io.poll(), 0u) << "one operation delivered both";
+  // After the scope, a notification is posted on its own again.
+  io.restart();
+  a.Notify();
+  EXPECT_EQ(io.poll(), 1u);
+  EXPECT_EQ(a_runs, 2);
+}
+
 }  // namespace
 }  // namespace seedance::util

@@ -149,6 +149,7 @@ struct MqttSourceSettings {
   int qos = 1;
   uint16_t receive_maximum = 1024;
   PayloadFormat format = PayloadFormat::kJson;
+  std::chrono::microseconds read_linger{2000};
 };
 
 const Options<MqttSourceSettings>& MqttSourceSchema() {
@@ -179,7 +180,20 @@ const Options<MqttSourceSettings>& MqttSourceSchema() {
               {.name = "format",
                .doc = "payload format: json (checked; invalid ones go to the error output) or raw",
                .default_value = "json"},
-              {{"json", PayloadFormat::kJson}, {"raw", PayloadFormat::kRaw}});
+              {{"json", PayloadFormat::kJson}, {"raw", PayloadFormat::kRaw}})
+          .Add(&S::read_linger,
+               {.name = "read_linger",
+                .doc = "after a read that did not fill the buffer, wait this long before the "
+                       "next, so messages arriving meanwhile are taken in as one batch (one "
+                       "wake-up per linger, not per message); not while 10 or more QoS 1/2 "
+                       "messages are unacknowledged. 0 = read at once",
+                .default_value = "2ms",
+                .validator = [](const ParamValue& v) {
+                  const auto d = std::get<std::chrono::nanoseconds>(v);
+                  if (d >= std::chrono::nanoseconds(0) && d <= std::chrono::seconds(1))
+                    return Status::Ok();
+                  return InvalidArgumentError("must be 0 to 1s");
+                }});
   return o;
 }
 
@@ -197,6 +211,7 @@ SourceFactory MqttSourceFactory() {
         mqtt::ClientOptions o,
         mqtt::ToClientOptions(s.connection, p, "seedance-" + ctx.instance + "-" + ctx.name, s.qos));
     o.receive_maximum = s.receive_maximum;
+    o.read_linger = s.read_linger;
     for (const auto& filter : s.topic)
       o.subscriptions.push_back({filter, static_cast<uint8_t>(s.qos)});
     o.log_name = ctx.name;
