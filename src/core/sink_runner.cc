@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "util/clock.h"
+#include "util/loop_signal.h"
 #include "util/topic_filter.h"
 
 namespace seedance {
@@ -121,6 +122,7 @@ void SinkRunner::Push(Event&& event, steady_clock::time_point deadline) {
   {
     std::unique_lock<std::mutex> lock(mu_);
     // The shutdown deadline may be set while we wait: look at it on every wake-up.
+    if (queue_.size() >= capacity_) util::WakeBatcher::FlushCurrent();  // kicks made so far
     while (queue_.size() >= capacity_ && !stopped_) {
       auto until = std::min(deadline, shutdown_deadline_);
       if (steady_clock::now() >= until) break;

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "util/clock.h"
+#include "util/loop_signal.h"
 
 namespace seedance {
 namespace {
@@ -353,6 +354,35 @@ TEST_F(SinkRunnerTest, WaitingForASlotCountsAsLingering) {
   ASSERT_TRUE(WaitFor([&] { return sink_->attempts == 2; }));
   EXPECT_LT(OnLoop([&] { return sink_->started_at.back(); }) - t1, milliseconds(150));
   EXPECT_EQ(OnLoop([&] { return sink_->AnswerOldest(AttemptOutcome::Delivered()).size(); }), 3u);
+}
+
+// Memory mode: the processing thread collects its sink kicks for the end of its batch
+// (util::WakeBatcher). A push that must wait for room sends them first: otherwise an idle sink
+// would never be kicked and the push would wait until its deadline.
+TEST_F(SinkRunnerTest, APushThatWaitsForRoomKicksTheSinkFirst) {
+  auto sink = std::make_unique<HoldingSink>();
+  sink_ = sink.get();
+  runner_ = std::make_unique<SinkRunner>(
+      "held", std::move(sink), Policy(1, /*batch=*/4), /*capacity=*/4, loop_, stats_,
+      [](Event&&, const std::string&) {}, /*cursor=*/nullptr);
+  loop_.Start();
+  util::WakeBatcher batcher(loop_.io());
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread processing([&] {
+    util::WakeBatcher::Scope scope(&batcher);
+    for (int i = 0; i < 8; ++i) {  // 4 fill the queue; the 5th waits for the sink to take them
+      Event e;
+      e.payload = std::to_string(i);
+      runner_->Push(std::move(e), t0 + std::chrono::seconds(5));
+    }
+  });
+  processing.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2))
+      << "the push waited for its deadline: the sink was never kicked";
+  ASSERT_TRUE(WaitFor([&] { return sink_->attempts == 1; }));
+  EXPECT_EQ(OnLoop([&] { return sink_->AnswerOldest(AttemptOutcome::Delivered()).size(); }), 4u);
+  ASSERT_TRUE(WaitFor([&] { return sink_->attempts == 2; }));
+  EXPECT_EQ(OnLoop([&] { return sink_->AnswerOldest(AttemptOutcome::Delivered()).size(); }), 4u);
 }
 
 // Standard error into a file for the test's duration (the log writes there).

@@ -12,6 +12,7 @@
 #include "storage/cursor_file.h"
 #include "storage/event_codec.h"
 #include "util/log.h"
+#include "util/loop_signal.h"
 
 namespace seedance {
 namespace {
@@ -334,8 +335,10 @@ Status DurableQueue::MakeRoom(std::chrono::steady_clock::time_point deadline) {
   const std::string why = no_space_
                               ? std::string("file system full")
                               : fmt::format("disk limit of {} bytes reached", config_.max_disk);
-  // Make what is appended visible, so the sinks can drain it, then wait for them.
-  Commit().IgnoreError();            // a full file system is why we wait
+  // Make what is appended visible, so the sinks can drain it, then wait for them (their kicks
+  // leave now, not at the end of the processing thread's batch).
+  Commit().IgnoreError();  // a full file system is why we wait
+  util::WakeBatcher::FlushCurrent();
   if (!Full()) return Status::Ok();  // the commit found space
   blocked_.Add();
   uint64_t suppressed = 0;

@@ -44,6 +44,12 @@ class LoopSignal {
 
  private:
   friend class WakeBatcher;
+  // Notify() that is never collected by a WakeBatcher.
+  void NotifyNow() {
+    if (!state_->pending.exchange(true, std::memory_order_acq_rel)) {
+      boost::asio::post(io_, Handler{state_});
+    }
+  }
   struct State {
     explicit State(std::function<void()> f) : fn(std::move(f)) {}
     void Run() {
@@ -91,6 +97,13 @@ class WakeBatcher {
     WakeBatcher* batcher_;
   };
 
+  // Delivers what this thread's scope collected so far. A thread about to wait for something
+  // the loop does (room in a sink queue, disk space the sinks free) calls it first: the
+  // wake-ups it made must not wait for the end of its scope, or it waits for ever.
+  static void FlushCurrent() {
+    if (current_ != nullptr) current_->Flush();
+  }
+
  private:
   friend class LoopSignal;
   // The batcher collecting this thread's wake-ups for `io`, or null.
@@ -107,7 +120,7 @@ class WakeBatcher {
       std::lock_guard<std::mutex> lock(mu_);
       any = !collected_.empty();
     }
-    if (any) deliver_.Notify();  // not collected: current_ is null here
+    if (any) deliver_.NotifyNow();
   }
   // On the loop: runs every collected signal (the two vectors keep their storage).
   void Deliver() {

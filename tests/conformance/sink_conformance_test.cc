@@ -392,6 +392,12 @@ class SinkConformanceTest : public ::testing::TestWithParam<std::string> {
     return true;
   }
 
+  // Waits until the runner has nothing pending and `n` events reached the far side: a broker
+  // acknowledges the sink before its subscriber has the message.
+  bool WaitDelivered(size_t n) {
+    return WaitFor([&] { return runner_->Pending() == 0 && fixture_->Delivered().size() >= n; });
+  }
+
   uint64_t Retries() { return stats_->retries.Value(); }
   size_t RejectedCount() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -439,7 +445,7 @@ TEST_P(SinkConformanceTest, RetriesATransientFailureUntilItRecovers) {
   ASSERT_TRUE(WaitFor([&] { return Retries() >= 3; }));
   EXPECT_TRUE(fixture_->Delivered().empty());
   fixture_->Recover();
-  ASSERT_TRUE(WaitFor([&] { return runner_->Pending() == 0; }));
+  ASSERT_TRUE(WaitDelivered(30));
   ExpectEachOnce(fixture_->Delivered(), 0, 30);
   EXPECT_EQ(stats_->events_out.Value(), 30u);
   EXPECT_EQ(RejectedCount(), 0u);
@@ -450,7 +456,7 @@ TEST_P(SinkConformanceTest, RoutesRefusedEventsToRejected) {
   StartRunner();
   Append(0, 10);       // one batch, accepted
   Append(1000, 1010);  // one batch, refused
-  ASSERT_TRUE(WaitFor([&] { return runner_->Pending() == 0; }));
+  ASSERT_TRUE(WaitDelivered(10));
   ExpectEachOnce(fixture_->Delivered(), 0, 10);
   std::lock_guard<std::mutex> lock(mu_);
   ASSERT_EQ(rejected_.size(), 10u);
@@ -478,7 +484,7 @@ TEST_P(SinkConformanceTest, AnAttemptPastTheTimeoutIsAbortedAndRetried) {
   if (auto why = fixture_->HangFirstAttempt()) GTEST_SKIP() << fixture_->type() << ": " << *why;
   StartRunner();
   Append(0, 10);
-  ASSERT_TRUE(WaitFor([&] { return runner_->Pending() == 0; }));
+  ASSERT_TRUE(WaitDelivered(10));
   ExpectEachOnce(fixture_->Delivered(), 0, 10);
   EXPECT_GE(Retries(), 1u);
 }
@@ -495,7 +501,7 @@ TEST_P(SinkConformanceTest, EvictedWhileWaitingIsReadAgainFromTheQueue) {
     return evictions.Value() >= 1;
   }));
   fixture_->Recover();
-  ASSERT_TRUE(WaitFor([&] { return runner_->Pending() == 0; }));
+  ASSERT_TRUE(WaitDelivered(30));
   ExpectEachOnce(fixture_->Delivered(), 0, 30);
   EXPECT_EQ(RejectedCount(), 0u);
   EXPECT_EQ(budget_->used(), 0u);
