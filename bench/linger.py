@@ -1,4 +1,4 @@
-"""batch_linger of the HTTP sink: events per request, CPU and latency at steady 1k and 5k msg/s."""
+"""batch_linger of the HTTP sink (and read_linger of the MQTT source): events per request, CPU and latency at steady 1k and 5k msg/s."""
 import json
 import os
 import statistics
@@ -10,7 +10,9 @@ import time
 from common import RELEASE_BIN, ROOT, Broker, Receiver, cpu_seconds, free_port
 
 LOAD = os.path.join(ROOT, "build-release", "mqtt_load")
-LINGERS = ["0s", "1ms", "2ms", "5ms", "10ms"]
+# batch_linger values with the source's default read_linger (2 ms), then both off ("0s/0s":
+# read_linger/batch_linger).
+LINGERS = ["0s/0s", "0s", "1ms", "3ms", "5ms", "10ms"]
 RATES = [1000, 5000]
 SECONDS = 8
 
@@ -26,7 +28,12 @@ def run(broker, receiver, rate, linger):
     with open(os.path.join(ROOT, "examples/reference/config.yaml")) as f:
         text = f.read()
     with open(config, "w") as f:
-        f.write(text.replace("    method: POST\n", f"    method: POST\n    batch_linger: {linger}\n"))
+        read, _, batch = linger.rpartition("/")
+        text = text.replace("    method: POST\n", f"    method: POST\n    batch_linger: {batch}\n")
+        if read:
+            text = text.replace('    topic: "sensor/+/temperature"\n',
+                                f'    topic: "sensor/+/temperature"\n    read_linger: {read}\n')
+        f.write(text)
     env = dict(os.environ, BROKER_URI=broker.uri, SINK_URL=receiver.url + "/v1/metrics",
                METRICS_LISTEN=f"127.0.0.1:{free_port()}", SEEDANCE_DATA_DIR=os.path.join(work, "data"),
                SIDE_OUTPUT_FILE=os.path.join(work, "side.ndjson"))

@@ -581,9 +581,10 @@ SinkFactory HttpSinkFactory() {
   f.info.type = "http";
   f.info.kind = PluginKind::kSink;
   f.info.summary = "Sends batches of events to an HTTP(S) endpoint, with retries.";
-  // 5 ms: at 5k msg/s about 20 events per request instead of one, P99 6 ms (bench/run linger,
-  // docs/http-sink.md); a request costs the receiver far more than an event in a request.
-  f.delivery = {.batch_linger = "5ms", .concurrent = true, .timeout = true};
+  // 3 ms: at 5k msg/s about 18 events per request instead of one, P99 under 8 ms with the
+  // MQTT source's read_linger (bench/run linger, docs/http-sink.md); a request costs the
+  // receiver far more than an event in a request.
+  f.delivery = {.batch_linger = "3ms", .concurrent = true, .timeout = true};
   f.info.params = HttpSinkSchema().Specs();
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Sink>> {
     SEEDANCE_ASSIGN_OR_RETURN(HttpSinkOptions o, HttpSinkSchema().Bind(p));
