@@ -95,13 +95,19 @@ bool HoldsLargePayloads(const Batch& b) {
 }  // namespace
 
 void SinkRunner::TrimPool() {
+  // Up to 4 batches keep the storage of up to 64 events each: the batches a linger forms at
+  // steady rates (18 at 5k msg/s with the HTTP sink's 3 ms) are decoded into it without an
+  // allocation. A larger batch keeps its first 64 (clearing it made every event of the next
+  // batch allocate again: 0.4 allocations per event).
   constexpr int kKeepBatches = 4;
-  constexpr size_t kKeepEvents = 16;
+  constexpr size_t kKeepEvents = 64;
   int kept = 0;
   for (const auto& b : batch_pool_) {
     if (b.use_count() != 1 || b->events.capacity() == 0) continue;
-    if (kept < kKeepBatches && b->events.size() <= kKeepEvents && !HoldsLargePayloads(*b)) {
+    if (kept < kKeepBatches && !HoldsLargePayloads(*b)) {
       ++kept;
+      if (b->events.size() > kKeepEvents) b->events.resize(kKeepEvents);
+      if (b->events.capacity() > 2 * kKeepEvents) b->events.shrink_to_fit();
       continue;
     }
     b->events.clear();
@@ -182,6 +188,10 @@ void SinkRunner::Kick() {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopped_) return;
       if (!cursor_ && queue_.empty()) return;
+      if (cursor_ && cursor_->Backlog() == 0) {  // nothing to read: no batch taken, no read
+        stats_.queue_depth.Set(0);
+        return;
+      }
       NoteWaiting();
       if (static_cast<int>(jobs_.size()) >= Limit() || !BudgetAllowsMore()) return;
       if (Lingering(max_events)) return;

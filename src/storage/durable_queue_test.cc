@@ -461,5 +461,28 @@ TEST_F(DurableQueueTest, FullFileSystemWithDropOldestKeepsWriting) {
   ExpectHolds(AsSet(got), id - 100, id);  // the newest batch is there
 }
 
+// A read that finds nothing leaves the batch as it was: its events keep their storage for the
+// next read (the sink runner kicks often with nothing new; truncating the batch each time made
+// every event of the next one allocate again).
+TEST_F(DurableQueueTest, AReadThatFindsNothingLeavesTheBatchAndItsStorage) {
+  auto q = Open(Config());
+  auto c = q->OpenCursor("out", {Output::kMain});
+  ASSERT_TRUE(AppendIds(*q, 0, 5).ok());
+  std::vector<Event> batch;
+  uint64_t first = 0, last = 0;
+  ASSERT_TRUE(c->Read(100, &batch, &first, &last));
+  ASSERT_EQ(batch.size(), 5u);
+  c->Done(first, last);
+  const char* storage = batch[4].payload.data();
+  EXPECT_FALSE(c->Read(100, &batch, &first, &last));
+  ASSERT_EQ(batch.size(), 5u);
+  EXPECT_EQ(batch[4].payload.data(), storage);
+  ASSERT_TRUE(AppendIds(*q, 5, 10).ok());
+  ASSERT_TRUE(c->Read(100, &batch, &first, &last));
+  ASSERT_EQ(batch.size(), 5u);
+  EXPECT_EQ(batch[4].payload, std::to_string(9));
+  EXPECT_EQ(batch[4].payload.data(), storage) << "decoded into the element already there";
+}
+
 }  // namespace
 }  // namespace seedance

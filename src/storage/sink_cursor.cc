@@ -99,9 +99,10 @@ bool SinkCursor::Read(size_t max, std::vector<Event>* out, uint64_t* first, uint
     read_next_ = seq + 1;
     Decode(seq, tag, payload, out, &n);
   }
-  Truncate(out, n);
   ReportGaps(reader_);
-  return any;
+  if (!any) return false;  // `out` untouched: its events keep their storage for the next read
+  Truncate(out, n);
+  return true;
 }
 
 void SinkCursor::Done(uint64_t first, uint64_t last) {

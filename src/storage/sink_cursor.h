@@ -28,7 +28,7 @@ class SinkCursor {
   // Reads up to `max` events for this sink's inputs into `out`, replacing what it held (its
   // elements are reused: their strings keep their storage). `*first`..`*last` is the range
   // of sequences consumed (records for other outputs included). False when no record is
-  // available.
+  // available; `out` is left as it was then (not a batch of events).
   bool Read(size_t max, std::vector<Event>* out, uint64_t* first, uint64_t* last);
   // The range is finished (delivered, rejected or given up): moves the position past every
   // finished prefix, persists it now and then, and lets the queue delete consumed segments.
