@@ -95,12 +95,10 @@ bool HoldsLargePayloads(const Batch& b) {
 }  // namespace
 
 void SinkRunner::TrimPool() {
-  // Up to 4 batches keep the storage of up to 64 events each: the batches a linger forms at
-  // steady rates (18 at 5k msg/s with the HTTP sink's 3 ms) are decoded into it without an
-  // allocation. A larger batch keeps its first 64 (clearing it made every event of the next
-  // batch allocate again: 0.4 allocations per event).
+  // Up to 4 batches keep the storage of up to 16 events each (a larger batch keeps its first
+  // 16): what the pool holds is not counted by the memory budget.
   constexpr int kKeepBatches = 4;
-  constexpr size_t kKeepEvents = 64;
+  constexpr size_t kKeepEvents = 16;
   int kept = 0;
   for (const auto& b : batch_pool_) {
     if (b.use_count() != 1 || b->events.capacity() == 0) continue;
