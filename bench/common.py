@@ -8,6 +8,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from testing.broker import Broker, free_port  # noqa: E402,F401
 from testing.http_receiver import Receiver  # noqa: E402,F401
+from testing.proc_stats import status_kb  # noqa: E402
 
 RELEASE_BIN = os.path.join(ROOT, "build-release", "seedance")
 
@@ -20,11 +21,7 @@ def stripped_binary():
 
 
 def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+    return status_kb(pid, "VmRSS")
 
 
 def anon_kb(pid):

@@ -14,7 +14,6 @@
 # The burst publishes as fast as the broker takes messages, at QoS 1 and at QoS 0; its
 # intake_eps (events the source took in per second, from /metrics) is compared with the same
 # broker's pub -> sub ceiling (bench/mqtt_count at the same QoS) measured in the same run.
-import glob
 import json
 import os
 import re
@@ -26,6 +25,7 @@ import time
 import urllib.request
 
 from common import RELEASE_BIN, ROOT, Broker, Receiver, cpu_seconds, free_port
+from testing.proc_stats import context_switches, status_kb
 
 LOAD = os.path.join(ROOT, "build-release", "mqtt_load")
 COUNT = os.path.join(ROOT, "build-release", "mqtt_count")
@@ -42,31 +42,10 @@ def expected_of(n):
     return sum(1 for i in range(n) if passes_filter(i))
 
 
-def ctx_switches(pid):
-    total = 0
-    for status in glob.glob(f"/proc/{pid}/task/*/status"):
-        try:
-            with open(status) as f:
-                for line in f:
-                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
-                        total += int(line.split()[1])
-        except FileNotFoundError:
-            pass  # a thread that just ended
-    return total
-
-
 def syscalls(pid):
     with open(f"/proc/{pid}/io") as f:
         fields = dict(line.split(": ") for line in f.read().splitlines())
     return int(fields["syscr"]) + int(fields["syscw"])
-
-
-def peak_rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
 
 
 def events_in(metrics_url):
@@ -88,7 +67,7 @@ class Snapshot:
     def __init__(self, pid, broker_pid, receiver):
         self.cpu = cpu_seconds(pid)
         self.broker_cpu = cpu_seconds(broker_pid)
-        self.ctx = ctx_switches(pid)
+        self.ctx = context_switches(pid)
         self.sys = syscalls(pid)
         self.posts = receiver.posts
         self.counted = receiver.counted
@@ -135,7 +114,7 @@ def phase(p, broker, receiver, metrics_url, count, rate, qos=1):
         "events_per_request": round(delivered / max(after.posts - before.posts, 1), 1),
         "p50_ms": round(statistics.median(lat) / 1e6, 2) if lat else None,
         "p99_ms": round(lat[int(0.99 * (len(lat) - 1))] / 1e6, 2) if lat else None,
-        "peak_rss_kib": peak_rss_kib(p.pid),
+        "peak_rss_kib": status_kb(p.pid, "VmHWM"),
     }
 
 

@@ -1,29 +1,16 @@
 """The MQTT source's read_linger (docs/mqtt.md, "Batching in time"): at a steady rate the
 messages that arrive during the linger are taken in as one batch, so the process wakes once per
 linger instead of once per message; nothing is lost or reordered on the way."""
-import glob
 import json
 import time
 
 from testing.mqtt_publish import publish_all
+from testing.proc_stats import context_switches
 from testing.seedance_process import Seedance
 from testing.waiting import wait_until
 
 N = 1500
 RATE = 500  # messages per second: 2 ms apart, so a 20 ms linger gathers about 10
-
-
-def context_switches(pid):
-    total = 0
-    for status in glob.glob(f"/proc/{pid}/task/*/status"):
-        try:
-            with open(status) as f:
-                for line in f:
-                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
-                        total += int(line.split()[1])
-        except FileNotFoundError:
-            pass  # a thread that just ended
-    return total
 
 
 def run(broker, tmp_path, linger):
