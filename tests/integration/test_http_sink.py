@@ -4,6 +4,7 @@ import subprocess
 import time
 
 from testing.mqtt_publish import publish_all, publish_v5
+from testing.http_receiver import decode_events
 from testing.seedance_process import BIN, Seedance
 
 
@@ -144,3 +145,57 @@ def test_event_headers_need_one_event_per_request(tmp_path):
     r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
     assert r.returncode == 2, r.stderr
     assert "c.yaml:6:20: event_headers needs format: single" in r.stderr, r.stderr
+
+
+def test_compressed_bodies_arrive_whole_with_their_content_encoding(broker, receiver, tmp_path):
+    # Two sinks on one stream, gzip and zstd: the receiver undoes each Content-Encoding, so
+    # every event arriving twice proves both encoders; the wire bytes prove they compressed.
+    cfg = f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "s/#"
+sinks:
+  - type: http
+    name: gz
+    endpoint: "{receiver.url}/gzip"
+    compression: gzip
+    batch_size: 100
+  - type: http
+    name: zs
+    endpoint: "{receiver.url}/zstd"
+    compression: zstd
+    compression_level: 9
+    batch_size: 100
+"""
+    sd = Seedance(cfg).start()
+    try:
+        assert sd.wait_log("connected to"), sd.stderr()
+        time.sleep(0.3)
+        msgs = [("s/a", json.dumps({"n": i, "device": "sensor-%d" % (i % 5), "t": 21.5}))
+                for i in range(1000)]
+        publish_all(broker.port, msgs)
+        assert receiver.wait_for_events(2000, timeout=30), sd.stderr()[-2000:]
+        by_path = {}
+        for path, _, body, status in receiver.requests:
+            assert status == 200
+            by_path.setdefault(path, []).extend(decode_events(body))
+        for path in ("/gzip", "/zstd"):
+            assert sorted(e["n"] for e in by_path[path]) == list(range(1000)), path
+        encodings = {dict((k.lower(), v) for k, v in h)["content-encoding"]
+                     for h in receiver.request_headers}
+        assert encodings == {"gzip", "zstd"}
+        plain = 2 * sum(len(m[1]) for m in msgs)
+        assert receiver.wire_bytes < plain / 3, (receiver.wire_bytes, plain)
+    finally:
+        assert sd.stop() == 0
+
+
+def test_a_compression_level_out_of_range_names_the_key(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("sources:\n  - {type: generate, payload: '{}'}\nsinks:\n  - type: http\n"
+                   "    endpoint: http://127.0.0.1:9/x\n    compression: gzip\n"
+                   "    compression_level: 12\n")
+    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    assert "c.yaml:7:24: compression_level: gzip takes 1 to 9" in r.stderr, r.stderr

@@ -7,6 +7,7 @@ decoded from JSON-array, NDJSON or single-object bodies.
 Run standalone (the demo): python3 -m testing.http_receiver --port 8080 [--out FILE]
 """
 import argparse
+import gzip
 import json
 import ssl
 import sys
@@ -39,6 +40,7 @@ class Receiver:
         self.posts = 0  # requests answered 200 in count_only mode
         self.last_at = 0.0
         self.e2e_ns = []
+        self.wire_bytes = 0  # request bytes as sent (compressed or not)
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,6 +56,9 @@ class Receiver:
             def do_POST(self):  # noqa: N802
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length)
+                with receiver.lock:
+                    receiver.wire_bytes += length
+                body = decode_content(body, self.headers.get("Content-Encoding"))
                 if receiver.slots is not None:
                     t0 = time.perf_counter()
                     with receiver.slots:
@@ -154,6 +159,18 @@ class Receiver:
                 return True
             time.sleep(0.05)
         return False
+
+
+def decode_content(body, encoding):
+    """The body with its Content-Encoding (gzip, zstd) undone."""
+    if encoding in (None, "", "identity"):
+        return body
+    if encoding == "gzip":
+        return gzip.decompress(body)
+    if encoding == "zstd":
+        import zstandard  # python3-zstandard (scripts/setup)
+        return zstandard.ZstdDecompressor().decompressobj().decompress(body)
+    raise ValueError(f"unknown Content-Encoding {encoding}")
 
 
 def decode_events(body):

@@ -1,27 +1,17 @@
-// TopicTemplate: an MQTT topic name built from an event, e.g. `site/42/{topic.2}/{payload.device}`.
+// TopicTemplate: an MQTT topic name built from an event, e.g. `site/42/{topic.2}/{payload.device}`
+// (the placeholders of sinks/common/event_template.h).
 //
-// Literal text with placeholders in braces:
-//   {topic}           the event's topic
-//   {topic.N}         its Nth level, counting from 1 (`a/b/c`: {topic.2} is `b`)
-//   {payload.F.G}     field G of object F of the event's JSON payload: a string as it is, a
-//                     number or a boolean as written in JSON
-//   {header.NAME}     the event's header NAME
-// `{{` and `}}` stand for literal braces.
-//
-// Parse() refuses (with what is wrong) an unknown placeholder, unbalanced braces, a wildcard
-// (`+`, `#`) or U+0000 in the literal text, and a template with no text at all: `validate`
-// reports it. Render() fails, saying why, when a placeholder has no value for the event (no
-// such level, field or header; a field that is an object, array or null; an empty value) or
-// the result is not a valid topic name (a wildcard or U+0000 from a value, not UTF-8, over
-// 65,535 bytes); that event goes to `rejected` with the reason.
+// Parse() also refuses a wildcard (`+`, `#`) in the literal text: `validate` reports it.
+// Render() also fails when the result is not a valid topic name (a wildcard or U+0000 from a
+// value, not UTF-8, over 65,535 bytes); that event goes to `rejected` with the reason.
 #pragma once
 
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "seedance/event.h"
 #include "seedance/result.h"
+#include "sinks/common/event_template.h"
 
 namespace seedance::sinks {
 
@@ -33,22 +23,11 @@ class TopicTemplate {
   bool Render(const Event& event, std::string* out, std::string* why) const;
 
   // True when no placeholder depends on the event (the topic is always the same).
-  bool is_constant() const {
-    return parts_.size() <= 1 && (parts_.empty() || parts_[0].kind == Kind::kText);
-  }
-  bool uses_payload() const { return uses_payload_; }
+  bool is_constant() const { return template_.is_constant(); }
+  bool uses_payload() const { return template_.uses_payload(); }
 
  private:
-  enum class Kind { kText, kTopic, kTopicLevel, kPayloadField, kHeader };
-  struct Part {
-    Kind kind = Kind::kText;
-    std::string text;               // kText: the text; kHeader: the name
-    size_t level = 0;               // kTopicLevel, from 1
-    std::vector<std::string> path;  // kPayloadField
-  };
-
-  std::vector<Part> parts_;
-  bool uses_payload_ = false;
+  EventTemplate template_;
 };
 
 }  // namespace seedance::sinks

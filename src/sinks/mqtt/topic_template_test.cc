@@ -54,7 +54,7 @@ TEST(TopicTemplateTest, SaysWhyAnEventCannotFillIt) {
               std::string("topic template: payload.") + f + " is not a string, number or boolean");
   }
   EXPECT_EQ(Render("x/{payload.empty}", e, &why), "<unfilled>");
-  EXPECT_EQ(why, "topic template: an empty value would leave an empty topic level");
+  EXPECT_EQ(why, "topic template: a placeholder's value is empty");
   EXPECT_EQ(Render("{payload.wild}", e, &why), "<unfilled>");
   EXPECT_NE(why.find("is not a valid topic name"), std::string::npos) << why;
   EXPECT_EQ(Render("{header.none}", e, &why), "<unfilled>");

@@ -1,0 +1,137 @@
+// The HTTP client every HTTP-based sink sends its batches with (`http`, `influxdb`): keep-alive
+// connections, TLS, request-body compression, a bounded response read, and an attempt that
+// the runner can abort at its timeout. What goes in a request and what an answer means are
+// the sink's (HttpBatchCodec); retries, backoff and concurrency are the runner's.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "seedance/options.h"
+#include "seedance/plugin_context.h"
+#include "seedance/sink.h"
+#include "util/body_compressor.h"
+#include "util/http_url.h"
+#include "util/tls_files.h"
+
+namespace seedance::sinks {
+
+enum class HttpMethod { kPost, kPut };
+
+// The keys every HTTP-based sink takes (HttpClientKeys below); a sink's options struct
+// derives from this one.
+struct HttpClientOptions {
+  util::HttpUrl url;  // of url_text
+  std::string url_text;
+  HttpMethod method = HttpMethod::kPost;
+  StringPairs headers;
+  util::BodyCompression compression = util::BodyCompression::kNone;
+  int compression_level = 0;  // 0: the method's default
+  struct Tls {
+    std::string ca_file;
+    bool verify = true;
+  } tls;
+};
+
+// A final response, as the sink's codec sees it.
+struct HttpAnswer {
+  unsigned status = 0;
+  std::string_view reason;
+  std::string_view body;  // at most 1 MiB of it
+  std::optional<std::string_view> retry_after;
+};
+
+// Receives the header fields a codec adds to one request.
+class HeaderFieldWriter {
+ public:
+  virtual void Add(std::string_view name, std::string_view value) = 0;
+
+ protected:
+  ~HeaderFieldWriter() = default;
+};
+
+// A sink's half of the exchange. Called on the event loop.
+class HttpBatchCodec {
+ public:
+  virtual ~HttpBatchCodec() = default;
+  // Appends the request body for `batch` to `body` (empty; its storage is reused) and returns
+  // the Content-Type.
+  virtual std::string_view Encode(const Batch& batch, std::string& body) const = 0;
+  // Header fields of this request besides the configured `headers`.
+  virtual void AddHeaderFields(const Batch& /*batch*/, HeaderFieldWriter& /*out*/) const {}
+  // What the final response means for `batch`. The default: 2xx delivered; 408, 429, 5xx
+  // retried (Retry-After honoured; 429/503 lower the concurrency); 413 too large; the rest
+  // rejected (sinks/http/response_policy.h).
+  virtual AttemptOutcome Outcome(const Batch& batch, const HttpAnswer& answer) const;
+};
+
+// A header name is an RFC 9110 token; a value has no control characters but HTAB (a line
+// break would end the field and start another: header injection, also through ${VAR}).
+Status CheckHeaderFields(const ParamValue& v);
+
+class HttpClient;
+
+// Makes the client (loads the TLS files: `validate` reports a bad CA file).
+Result<std::shared_ptr<HttpClient>> MakeHttpClient(HttpClientOptions o,
+                                                   std::unique_ptr<HttpBatchCodec> codec,
+                                                   PluginContext ctx);
+
+// A Sink that sends each attempt as one request (HttpClient does the work). `max_batch`:
+// Sink::MaxBatchEvents.
+std::unique_ptr<Sink> MakeHttpBatchSink(std::shared_ptr<HttpClient> client,
+                                        size_t max_batch = SIZE_MAX);
+
+// Adds the keys of HttpClientOptions to a sink's schema: endpoint, method, headers,
+// compression, compression_level, tls. S derives from HttpClientOptions. `endpoint_doc`
+// describes the endpoint for this sink.
+template <typename S>
+Options<S>& HttpClientKeys(Options<S>& o, std::string endpoint_doc);
+
+// The one part of the schema not tied to a type: endpoint URL, method and compression words.
+namespace http_client_internal {
+Status CheckEndpoint(const ParamValue& v);
+Status CheckLevel(const HttpClientOptions& s, const Params& p);
+std::vector<std::pair<std::string, HttpMethod>> MethodChoices();
+}  // namespace http_client_internal
+
+template <typename S>
+Options<S>& HttpClientKeys(Options<S>& o, std::string endpoint_doc) {
+  using C = HttpClientOptions;
+  using Tls = C::Tls;
+  o.Add(static_cast<std::string S::*>(&C::url_text),
+        {.name = "endpoint",
+         .doc = std::move(endpoint_doc),
+         .required = true,
+         .validator = http_client_internal::CheckEndpoint})
+      .Enum(static_cast<HttpMethod S::*>(&C::method),
+            {.name = "method", .doc = "HTTP method", .default_value = "POST"},
+            http_client_internal::MethodChoices())
+      .Add(static_cast<StringPairs S::*>(&C::headers),
+           {.name = "headers",
+            .doc = "extra request headers, e.g. Authorization: \"Bearer ${TOKEN}\"",
+            .validator = CheckHeaderFields})
+      .Enum(static_cast<util::BodyCompression S::*>(&C::compression),
+            {.name = "compression",
+             .doc = "request body compression: none, gzip or zstd (Content-Encoding is set)",
+             .default_value = "none"},
+            util::BodyCompressionChoices())
+      .Int(static_cast<int S::*>(&C::compression_level),
+           {.name = "compression_level",
+            .doc = "gzip 1-9 (default 6), zstd 1-19 (default 3); 0 for the default",
+            .default_value = "0"})
+      .Section(static_cast<Tls S::*>(&C::tls),
+               {.name = "tls", .doc = "TLS settings for https endpoints"},
+               Options<Tls>()
+                   .Add(&Tls::ca_file, {.name = "ca_file",
+                                        .doc = "PEM CAs; system CAs when unset",
+                                        .validator = util::CheckReadableFile})
+                   .Add(&Tls::verify, {.name = "verify",
+                                       .doc = "verify the server certificate",
+                                       .default_value = "true"}))
+      .Check([](const S& s, const Params& p) { return http_client_internal::CheckLevel(s, p); });
+  return o;
+}
+
+}  // namespace seedance::sinks
