@@ -39,6 +39,10 @@ struct AttemptOutcome {
     kRejected,   // refused for good (e.g. HTTP 400): every event to `rejected` with `reason`
     kTooLarge,   // the remote side takes no batch this large: the runner sends it as two
                  // halves, and a single event that is still too large goes to `rejected`
+    kNarrow,     // the remote side refused some events without naming them and took the
+                 // rest: the runner sends the batch as two halves, down to single events, and
+                 // one refused alone goes to `rejected` with its reason. Only for a sink whose
+                 // writes are idempotent (the events taken are sent again; InfluxDB)
     kShutdown,   // the sink was stopped first; the events were not delivered
   };
   Kind kind = Kind::kDelivered;
@@ -59,6 +63,7 @@ struct AttemptOutcome {
   }
   static AttemptOutcome Rejected(std::string reason) { return Of(Kind::kRejected, reason); }
   static AttemptOutcome TooLarge(std::string reason) { return Of(Kind::kTooLarge, reason); }
+  static AttemptOutcome Narrow(std::string reason) { return Of(Kind::kNarrow, reason); }
   static AttemptOutcome Shutdown() { return Of(Kind::kShutdown, "sink stopped"); }
 
  private:

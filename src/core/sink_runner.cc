@@ -337,6 +337,7 @@ void SinkRunner::AttemptDone(Part* p, uint64_t attempt_id, AttemptOutcome outcom
     case Kind::kRejected:
       return RejectPart(p, outcome.reason);
     case Kind::kTooLarge:
+    case Kind::kNarrow:
       if (p->end - p->begin <= 1) return RejectPart(p, outcome.reason);
       return Split(p, outcome.reason);
     case Kind::kRetry:

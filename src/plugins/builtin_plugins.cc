@@ -5,6 +5,7 @@
 #include "processors/window/window_processor.h"
 #include "sinks/file/file_sink.h"
 #include "sinks/http/http_sink.h"
+#include "sinks/influxdb/influxdb_sink.h"
 #include "sinks/mqtt/mqtt_sink.h"
 #include "sinks/stdout/stdout_sink.h"
 #include "sources/generate/generate_source.h"
@@ -23,6 +24,7 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
   registry.Add(processors::WatermarkProcessorFactory());
   registry.Add(processors::WindowProcessorFactory());
   registry.Add(sinks::HttpSinkFactory());
+  registry.Add(sinks::InfluxDbSinkFactory());
   registry.Add(sinks::MqttSinkFactory());
   registry.Add(sinks::StdoutSinkFactory());
   registry.Add(sinks::FileSinkFactory());

@@ -17,6 +17,7 @@ struct TestHttpReply {
   unsigned status = 200;
   std::string retry_after;  // the header, when not empty
   bool hang = false;        // never answer; wait for the client to close
+  std::string body;         // the answer's body ("scripted refusal" for an error when empty)
 };
 
 class TestHttpServer {

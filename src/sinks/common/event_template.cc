@@ -64,6 +64,14 @@ std::string EventTemplate::LiteralText() const {
   return s;
 }
 
+std::vector<std::vector<std::string>> EventTemplate::PayloadPaths() const {
+  std::vector<std::vector<std::string>> paths;
+  for (const Part& p : parts_) {
+    if (p.kind == Kind::kPayloadField) paths.push_back(p.path);
+  }
+  return paths;
+}
+
 Result<EventTemplate> EventTemplate::Parse(std::string_view text, std::string_view what) {
   EventTemplate t;
   t.what_ = std::string(what);

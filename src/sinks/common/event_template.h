@@ -57,6 +57,8 @@ class EventTemplate {
   bool uses_payload() const { return uses_payload_; }
   // The literal text, placeholders left out.
   std::string LiteralText() const;
+  // The payload fields its placeholders read, as paths.
+  std::vector<std::vector<std::string>> PayloadPaths() const;
 
  private:
   enum class Kind { kText, kTopic, kTopicLevel, kPayloadField, kHeader };

@@ -150,6 +150,7 @@ struct Delivery {
   bool reused = false;        // conn came from the idle pool
   bool aborted = false;       // the runner's timeout: the connection was closed
   bool compressed = false;    // the body is compressed (Content-Encoding)
+  std::vector<RejectedEvent> unwritable;  // events the codec could not write
   int interim_responses = 0;  // 1xx responses read before the final one
 
   alignas(std::max_align_t) std::byte response_arena_buffer[1024];
@@ -196,7 +197,11 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
     d->done = std::move(done);
     d->aborted = false;
     d->compressed = false;
+    d->unwritable.clear();
     BuildRequest(batch, *d);
+    if (d->unwritable.size() == batch.events.size() && !batch.events.empty()) {
+      return Finish(d, AttemptOutcome::Delivered());  // nothing to send: all to `rejected`
+    }
     Start(d);
   }
 
@@ -302,10 +307,10 @@ void HttpClient::BuildRequest(const Batch& batch, Delivery& d) {
   body.clear();
   std::string_view content_type;
   if (o_.compression == util::BodyCompression::kNone) {
-    content_type = codec_->Encode(batch, body);
+    content_type = codec_->Encode(batch, body, d.unwritable);
   } else {
     uncompressed_.clear();
-    content_type = codec_->Encode(batch, uncompressed_);
+    content_type = codec_->Encode(batch, uncompressed_, d.unwritable);
     // Only an allocation failure fails here; the body then goes uncompressed.
     if (!compressor_.Compress(uncompressed_, body)) body.assign(uncompressed_);
     else d.compressed = true;
@@ -338,6 +343,10 @@ void HttpClient::Finish(Delivery* d, AttemptOutcome outcome) {
   if (d->req && d->req->body().capacity() > MemoryAccount::kPooledBufferBytes) {
     d->req->body() = std::string();
   }
+  if (outcome.kind == AttemptOutcome::Kind::kDelivered) {
+    for (RejectedEvent& r : d->unwritable) outcome.rejected.push_back(std::move(r));
+  }
+  d->unwritable.clear();
   AttemptCallback done = std::move(d->done);
   d->done = nullptr;
   busy_.erase(std::find(busy_.begin(), busy_.end(), d));

@@ -57,8 +57,11 @@ class HttpBatchCodec {
  public:
   virtual ~HttpBatchCodec() = default;
   // Appends the request body for `batch` to `body` (empty; its storage is reused) and returns
-  // the Content-Type.
-  virtual std::string_view Encode(const Batch& batch, std::string& body) const = 0;
+  // the Content-Type. An event that cannot be written is left out and added to `unwritable`
+  // with the reason: it goes to `rejected` when the rest is delivered (at once, with no
+  // request, when nothing is left).
+  virtual std::string_view Encode(const Batch& batch, std::string& body,
+                                  std::vector<RejectedEvent>& unwritable) const = 0;
   // Header fields of this request besides the configured `headers`.
   virtual void AddHeaderFields(const Batch& /*batch*/, HeaderFieldWriter& /*out*/) const {}
   // What the final response means for `batch`. The default: 2xx delivered; 408, 429, 5xx

@@ -24,7 +24,8 @@ class EventBatchCodec final : public HttpBatchCodec {
   explicit EventBatchCodec(const HttpSinkOptions& o)
       : event_headers_(o.event_headers), encoding_(o.encoding), format_(o.format) {}
 
-  std::string_view Encode(const Batch& batch, std::string& body) const override {
+  std::string_view Encode(const Batch& batch, std::string& body,
+                          std::vector<RejectedEvent>& /*unwritable*/) const override {
     AppendBatch(batch.events, encoding_, format_, body);
     return ContentType(format_, encoding_, batch.events.empty() ? nullptr : &batch.events[0]);
   }
