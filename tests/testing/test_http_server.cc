@@ -58,7 +58,7 @@ TestHttpServer::TestHttpServer(Responder responder) : impl_(std::make_unique<Imp
           if (reply.hang) continue;  // the next read ends when the client closes
           http::response<http::string_body> res{static_cast<http::status>(reply.status), 11};
           if (!reply.retry_after.empty()) res.set(http::field::retry_after, reply.retry_after);
-          res.body() = !reply.body.empty() ? reply.body
+          res.body() = !reply.body.empty()  ? reply.body
                        : reply.status < 300 ? ""
                                             : "scripted refusal";
           res.keep_alive(true);

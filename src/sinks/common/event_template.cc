@@ -83,7 +83,8 @@ Result<EventTemplate> EventTemplate::Parse(std::string_view text, std::string_vi
     }
   };
   if (text.empty()) return InvalidArgumentError(fmt::format("the {} is empty", what));
-  if (!util::IsValidUtf8(text)) return InvalidArgumentError(fmt::format("the {} is not UTF-8", what));
+  if (!util::IsValidUtf8(text))
+    return InvalidArgumentError(fmt::format("the {} is not UTF-8", what));
   size_t i = 0;
   while (i < text.size()) {
     const char c = text[i];
@@ -132,7 +133,8 @@ Result<EventTemplate> EventTemplate::Parse(std::string_view text, std::string_vi
     } else if (name.starts_with("payload.") && name.size() > 8) {
       p.kind = Kind::kPayloadField;
       auto path = ParseFieldPath(name.substr(8));
-      if (!path) return InvalidArgumentError(fmt::format("{{{}}}: {}", name, path.error().message()));
+      if (!path)
+        return InvalidArgumentError(fmt::format("{{{}}}: {}", name, path.error().message()));
       p.path = std::move(*path);
       t.uses_payload_ = true;
     } else if (name.starts_with("header.") && name.size() > 7) {

@@ -55,7 +55,6 @@ Status CheckHeaderFields(const ParamValue& v) {
   return Status::Ok();
 }
 
-
 namespace http_client_internal {
 
 Status CheckEndpoint(const ParamValue& v) {
@@ -83,8 +82,8 @@ std::vector<std::pair<std::string, HttpMethod>> MethodChoices() {
 }  // namespace http_client_internal
 
 AttemptOutcome HttpBatchCodec::Outcome(const Batch& /*batch*/, const HttpAnswer& a) const {
-  ResponseVerdict verdict = ClassifyResponse(a.status, a.reason, a.body, a.retry_after,
-                                             std::chrono::system_clock::now());
+  ResponseVerdict verdict =
+      ClassifyResponse(a.status, a.reason, a.body, a.retry_after, std::chrono::system_clock::now());
   switch (verdict.kind) {
     case ResponseVerdict::Kind::kDelivered:
       return AttemptOutcome::Delivered();
@@ -137,8 +136,8 @@ struct Connection {
 // HttpClient are completion handlers whose operations take their memory from `slots`, so an
 // attempt on a kept-alive connection makes no heap allocation.
 struct Delivery {
-  uint64_t id = 0;                // the runner's attempt id
-  const Batch* batch = nullptr;   // valid until `done` runs
+  uint64_t id = 0;               // the runner's attempt id
+  const Batch* batch = nullptr;  // valid until `done` runs
 
   AttemptCallback done;
   alignas(std::max_align_t) std::byte request_arena_buffer[2048];
@@ -147,11 +146,11 @@ struct Delivery {
   std::optional<Request> req;
 
   std::unique_ptr<Connection> conn;
-  bool reused = false;        // conn came from the idle pool
-  bool aborted = false;       // the runner's timeout: the connection was closed
-  bool compressed = false;    // the body is compressed (Content-Encoding)
+  bool reused = false;                    // conn came from the idle pool
+  bool aborted = false;                   // the runner's timeout: the connection was closed
+  bool compressed = false;                // the body is compressed (Content-Encoding)
   std::vector<RejectedEvent> unwritable;  // events the codec could not write
-  int interim_responses = 0;  // 1xx responses read before the final one
+  int interim_responses = 0;              // 1xx responses read before the final one
 
   alignas(std::max_align_t) std::byte response_arena_buffer[1024];
   std::pmr::monotonic_buffer_resource response_arena{
@@ -224,7 +223,6 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
     idle_.clear();
     resolver_.cancel();
   }
-
 
  private:
   // A completion handler for a step of `d`: keeps the client alive, allocates from d->slots.
@@ -312,8 +310,10 @@ void HttpClient::BuildRequest(const Batch& batch, Delivery& d) {
     uncompressed_.clear();
     content_type = codec_->Encode(batch, uncompressed_, d.unwritable);
     // Only an allocation failure fails here; the body then goes uncompressed.
-    if (!compressor_.Compress(uncompressed_, body)) body.assign(uncompressed_);
-    else d.compressed = true;
+    if (!compressor_.Compress(uncompressed_, body))
+      body.assign(uncompressed_);
+    else
+      d.compressed = true;
     // A large batch's scratch storage is not kept (the budget counts the batch, not this).
     if (uncompressed_.capacity() > MemoryAccount::kPooledBufferBytes) uncompressed_ = {};
   }
@@ -532,10 +532,8 @@ void HttpClient::Failed(Delivery* d, std::string reason) {
   d->conn.reset();
   if (stopped_) return Finish(d, AttemptOutcome::Shutdown());
   Finish(d, AttemptOutcome::Retry(fmt::format(
-                    "{} {}: {}", o_.method == HttpMethod::kPut ? "PUT" : "POST", o_.url_text,
-                    reason)));
+                "{} {}: {}", o_.method == HttpMethod::kPut ? "PUT" : "POST", o_.url_text, reason)));
 }
-
 
 namespace {
 

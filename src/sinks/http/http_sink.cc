@@ -63,30 +63,30 @@ const Options<HttpSinkOptions>& HttpSinkSchema() {
     Options<S> o;
     HttpClientKeys(o, "URL to send events to, e.g. http://127.0.0.1:8080/v1/metrics");
     o.Add(&S::event_headers,
-               {.name = "event_headers",
-                .doc = "event headers sent as request header fields, by name or prefix (mqtt_*); "
-                       "needs format: single"})
-          .Enum(&S::format,
-                {.name = "format",
-                 .doc = "body: json_array (a batch as a JSON array), ndjson, or single (one event "
-                        "per request)",
-                 .default_value = "json_array"},
-                BatchFormatChoices())
-          .Enum(&S::encoding,
-                {.name = "encoding",
-                 .doc = "each event as its payload, or as an envelope with id, topic, time and "
-                        "payload",
-                 .default_value = "payload"},
-                EventEncodingChoices())
-          .Check([](const S& s, const Params& p) {
-            if (!s.event_headers.empty() && s.format != BatchFormat::kSingle) {
-              return InvalidArgumentError(
-                  p.Location("event_headers") +
-                  ": event_headers needs format: single (one event per request: a batch has no "
-                  "one set of headers)");
-            }
-            return Status::Ok();
-          });
+          {.name = "event_headers",
+           .doc = "event headers sent as request header fields, by name or prefix (mqtt_*); "
+                  "needs format: single"})
+        .Enum(&S::format,
+              {.name = "format",
+               .doc = "body: json_array (a batch as a JSON array), ndjson, or single (one event "
+                      "per request)",
+               .default_value = "json_array"},
+              BatchFormatChoices())
+        .Enum(&S::encoding,
+              {.name = "encoding",
+               .doc = "each event as its payload, or as an envelope with id, topic, time and "
+                      "payload",
+               .default_value = "payload"},
+              EventEncodingChoices())
+        .Check([](const S& s, const Params& p) {
+          if (!s.event_headers.empty() && s.format != BatchFormat::kSingle) {
+            return InvalidArgumentError(
+                p.Location("event_headers") +
+                ": event_headers needs format: single (one event per request: a batch has no "
+                "one set of headers)");
+          }
+          return Status::Ok();
+        });
     return o;
   }();
   return o;

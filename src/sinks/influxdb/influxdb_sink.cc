@@ -54,8 +54,8 @@ std::string WriteUrl(const InfluxSinkOptions& o) {
     return fmt::format("{}/api/v2/write?org={}&bucket={}&precision={}", base, QueryValue(o.org),
                        QueryValue(o.bucket), precision);
   }
-  std::string url = fmt::format("{}/write?db={}&precision={}", base, QueryValue(o.database),
-                                precision);
+  std::string url =
+      fmt::format("{}/write?db={}&precision={}", base, QueryValue(o.database), precision);
   if (!o.retention_policy.empty()) url += "&rp=" + QueryValue(o.retention_policy);
   return url;
 }
@@ -91,8 +91,8 @@ class LineProtocolCodec final : public HttpBatchCodec {
     const InfluxWriteError e = ParseInfluxWriteError(
         a.body, [&](std::string_view l) { return lines.count(std::string(l)) > 0; });
     if (lines.size() <= 1) return AttemptOutcome::Rejected("influxdb: HTTP 400: " + e.message);
-    const bool all_named = !e.unparsed.empty() && e.unparsed.size() == e.mentions &&
-                           e.dropped.value_or(0) == 0;
+    const bool all_named =
+        !e.unparsed.empty() && e.unparsed.size() == e.mentions && e.dropped.value_or(0) == 0;
     if (!all_named) {
       return AttemptOutcome::Narrow(
           fmt::format("influxdb refused points without naming each ({})", e.message));
@@ -101,8 +101,8 @@ class LineProtocolCodec final : public HttpBatchCodec {
     for (const auto& u : e.unparsed) {
       auto [from, to] = lines.equal_range(u.line);
       for (auto it = from; it != to; ++it) {
-        outcome.rejected.push_back(
-            {it->second, fmt::format("influxdb: unable to parse: {}", util::SanitizeText(u.why, 300))});
+        outcome.rejected.push_back({it->second, fmt::format("influxdb: unable to parse: {}",
+                                                            util::SanitizeText(u.why, 300))});
       }
       lines.erase(u.line);  // named twice: rejected once
     }
@@ -126,14 +126,13 @@ const Options<InfluxSinkOptions>& InfluxSinkSchema() {
            {{"v1", InfluxApi::kV1}, {"v2", InfluxApi::kV2}})
         .Add(&S::database, {.name = "database", .doc = "v1: the database to write to"})
         .Add(&S::retention_policy,
-             {.name = "retention_policy", .doc = "v1: the retention policy; the database's default when unset"})
+             {.name = "retention_policy",
+              .doc = "v1: the retention policy; the database's default when unset"})
         .Add(&S::username, {.name = "username", .doc = "v1: user name (HTTP basic authentication)"})
-        .Add(&S::password,
-             {.name = "password", .doc = "v1: password, e.g. \"${INFLUX_PASSWORD}\""})
+        .Add(&S::password, {.name = "password", .doc = "v1: password, e.g. \"${INFLUX_PASSWORD}\""})
         .Add(&S::org, {.name = "org", .doc = "v2: the organization"})
         .Add(&S::bucket, {.name = "bucket", .doc = "v2: the bucket to write to"})
-        .Add(&S::token,
-             {.name = "token", .doc = "v2: API token, e.g. \"${INFLUX_TOKEN}\""})
+        .Add(&S::token, {.name = "token", .doc = "v2: API token, e.g. \"${INFLUX_TOKEN}\""})
         .Add(&S::measurement,
              {.name = "measurement",
               .doc = "the measurement: text with placeholders ({topic}, {topic.N}, "
@@ -143,9 +142,10 @@ const Options<InfluxSinkOptions>& InfluxSinkSchema() {
                   [](const ParamValue& v) {
                     return EventTemplate::Parse(std::get<std::string>(v), "measurement").status();
                   }})
-        .Add(&S::tags, {.name = "tags",
-                        .doc = "tag key: value with placeholders, e.g. device: \"{payload.device}\"; "
-                               "a tag with no value for an event is left out"})
+        .Add(&S::tags,
+             {.name = "tags",
+              .doc = "tag key: value with placeholders, e.g. device: \"{payload.device}\"; "
+                     "a tag with no value for an event is left out"})
         .Add(&S::fields,
              {.name = "fields",
               .doc = "payload fields to write (dotted paths); every top-level number, boolean and "
@@ -166,12 +166,14 @@ const Options<InfluxSinkOptions>& InfluxSinkSchema() {
             return InvalidArgumentError(p.Location("database") +
                                         ": database, username and password are for api v1");
           }
-          if (s.api == InfluxApi::kV1 && (!s.org.empty() || !s.bucket.empty() || !s.token.empty())) {
+          if (s.api == InfluxApi::kV1 &&
+              (!s.org.empty() || !s.bucket.empty() || !s.token.empty())) {
             return InvalidArgumentError(p.Location("org") +
                                         ": org, bucket and token are for api v2 (api: v2)");
           }
           auto mapping = MakePointMapping(s.measurement, s.tags, s.fields, s.precision);
-          if (!mapping) return InvalidArgumentError(p.Location("tags") + ": " + mapping.error().message());
+          if (!mapping)
+            return InvalidArgumentError(p.Location("tags") + ": " + mapping.error().message());
           return Status::Ok();
         });
     return o;

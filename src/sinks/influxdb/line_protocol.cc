@@ -81,9 +81,7 @@ std::string_view PrecisionName(Precision p) {
   return "ns";
 }
 
-bool AppendMeasurement(std::string& out, std::string_view s) {
-  return AppendEscaped(out, s, ", ");
-}
+bool AppendMeasurement(std::string& out, std::string_view s) { return AppendEscaped(out, s, ", "); }
 
 bool AppendKey(std::string& out, std::string_view s) { return AppendEscaped(out, s, ",= "); }
 

@@ -36,15 +36,17 @@ TEST(LineProtocolTest, MapsMeasurementTagsFieldsAndTime) {
   const auto m = Mapping("{topic.1}", {{"site", "{topic.2}"}, {"device", "{payload.device}"}});
   const Event e = Make("climate/north", R"({"device":"d-7","t":21.5,"n":3,"ok":true,"s":"run"})");
   // Tags sorted by key; the payload field a tag takes is no field; numbers as floats.
-  EXPECT_EQ(Point(m, e), "climate,device=d-7,site=north t=21.5,n=3,ok=true,s=\"run\" "
-                         "1700000000123456789\n");
+  EXPECT_EQ(Point(m, e),
+            "climate,device=d-7,site=north t=21.5,n=3,ok=true,s=\"run\" "
+            "1700000000123456789\n");
 }
 
 TEST(LineProtocolTest, EscapesWhatEachPartNeeds) {
   const auto m = Mapping("m {topic}", {{"k ey", "{payload.tag}"}});
   const Event e = Make("a,b", R"({"tag":"v=1, x","f,= k":"say \"hi\" \\ now\nthen"})");
-  EXPECT_EQ(Point(m, e), "m\\ a\\,b,k\\ ey=v\\=1\\,\\ x f\\,\\=\\ k=\"say \\\"hi\\\" \\\\ now\nthen\" "
-                         "1700000000123456789\n");
+  EXPECT_EQ(Point(m, e),
+            "m\\ a\\,b,k\\ ey=v\\=1\\,\\ x f\\,\\=\\ k=\"say \\\"hi\\\" \\\\ now\nthen\" "
+            "1700000000123456789\n");
 }
 
 TEST(LineProtocolTest, PrecisionDividesTheEventTime) {

@@ -22,7 +22,7 @@ struct InfluxWriteError {
     std::string line;  // as quoted
     std::string why;
   };
-  std::vector<Unparsed> unparsed;  // every "unable to parse '<line>': <why>" whose line is known
+  std::vector<Unparsed> unparsed;   // every "unable to parse '<line>': <why>" whose line is known
   size_t mentions = 0;              // "unable to parse '" in the message, known lines or not
   std::optional<uint64_t> dropped;  // "dropped=N"
 };

@@ -1,0 +1,88 @@
+"""A real influxd (Debian's influxdb package, 1.6) on free loopback ports, with its own data
+directory; /query helpers to read back what was written."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+from testing.broker import free_port
+
+INFLUXD = shutil.which("influxd") or "/usr/bin/influxd"
+
+
+class Influxd:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="seedance-influxd-")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.conf = os.path.join(self.dir, "influxdb.conf")
+        with open(self.conf, "w") as f:
+            f.write(f"""reporting-disabled = true
+bind-address = "127.0.0.1:{free_port()}"
+[meta]
+  dir = "{self.dir}/meta"
+[data]
+  dir = "{self.dir}/data"
+  wal-dir = "{self.dir}/wal"
+  query-log-enabled = false
+[http]
+  bind-address = "127.0.0.1:{self.port}"
+  log-enabled = false
+[monitor]
+  store-enabled = false
+[continuous_queries]
+  enabled = false
+""")
+        self.proc = None
+
+    def start(self):
+        self.log = open(os.path.join(self.dir, "influxd.log"), "w")
+        self.proc = subprocess.Popen([INFLUXD, "-config", self.conf], stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(self.url + "/ping", timeout=0.5) as r:
+                    if r.status == 204:
+                        return self
+            except OSError:
+                time.sleep(0.1)
+            if self.proc.poll() is not None:
+                break
+        self.stop()
+        raise RuntimeError(f"influxd did not start: {open(self.log.name).read()[-2000:]}")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def query(self, q, db=None):
+        """The results of one InfluxQL statement: a list of series dicts."""
+        params = {"q": q, "epoch": "ns"}
+        if db:
+            params["db"] = db
+        data = urllib.parse.urlencode(params).encode()
+        with urllib.request.urlopen(self.url + "/query", data=data, timeout=30) as r:
+            body = json.loads(r.read())
+        result = body["results"][0]
+        if "error" in result:
+            raise RuntimeError(result["error"])
+        return result.get("series", [])
+
+    def rows(self, q, db):
+        """Each row of the first series as a dict of column: value."""
+        series = self.query(q, db)
+        if not series:
+            return []
+        cols = series[0]["columns"]
+        return [dict(zip(cols, v)) for v in series[0]["values"]]
