@@ -21,6 +21,7 @@ SEEDANCE_FUZZ_TARGET(json_lua);
 SEEDANCE_FUZZ_TARGET(lua_patterns);
 SEEDANCE_FUZZ_TARGET(config);
 SEEDANCE_FUZZ_TARGET(http_response);
+SEEDANCE_FUZZ_TARGET(influx_write_error);
 
 namespace seedance {
 namespace {
@@ -112,6 +113,9 @@ TEST(FuzzTest, JsonToLuaAndBack) { Fuzz("json_lua", SeedanceFuzz_json_lua, 20000
 TEST(FuzzTest, LuaPatterns) { Fuzz("lua_patterns", SeedanceFuzz_lua_patterns, 20000); }
 TEST(FuzzTest, ConfigLoader) { Fuzz("config", SeedanceFuzz_config, 5000); }
 TEST(FuzzTest, HttpResponse) { Fuzz("http_response", SeedanceFuzz_http_response, 50000); }
+TEST(FuzzTest, InfluxWriteError) {
+  Fuzz("influx_write_error", SeedanceFuzz_influx_write_error, 50000);
+}
 
 }  // namespace
 }  // namespace seedance
