@@ -5,8 +5,13 @@
 #include "processors/window/window_processor.h"
 #include "sinks/file/file_sink.h"
 #include "sinks/http/http_sink.h"
+#ifdef SEEDANCE_SINK_INFLUXDB
 #include "sinks/influxdb/influxdb_sink.h"
+#endif
 #include "sinks/mqtt/mqtt_sink.h"
+#ifdef SEEDANCE_SINK_NATS
+#include "sinks/nats/nats_sink.h"
+#endif
 #include "sinks/stdout/stdout_sink.h"
 #include "sources/generate/generate_source.h"
 #include "sources/http/http_source.h"
@@ -24,8 +29,13 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
   registry.Add(processors::WatermarkProcessorFactory());
   registry.Add(processors::WindowProcessorFactory());
   registry.Add(sinks::HttpSinkFactory());
+#ifdef SEEDANCE_SINK_INFLUXDB
   registry.Add(sinks::InfluxDbSinkFactory());
+#endif
   registry.Add(sinks::MqttSinkFactory());
+#ifdef SEEDANCE_SINK_NATS
+  registry.Add(sinks::NatsSinkFactory());
+#endif
   registry.Add(sinks::StdoutSinkFactory());
   registry.Add(sinks::FileSinkFactory());
 }

@@ -113,9 +113,11 @@ TEST(FuzzTest, JsonToLuaAndBack) { Fuzz("json_lua", SeedanceFuzz_json_lua, 20000
 TEST(FuzzTest, LuaPatterns) { Fuzz("lua_patterns", SeedanceFuzz_lua_patterns, 20000); }
 TEST(FuzzTest, ConfigLoader) { Fuzz("config", SeedanceFuzz_config, 5000); }
 TEST(FuzzTest, HttpResponse) { Fuzz("http_response", SeedanceFuzz_http_response, 50000); }
+#ifdef SEEDANCE_SINK_INFLUXDB
 TEST(FuzzTest, InfluxWriteError) {
   Fuzz("influx_write_error", SeedanceFuzz_influx_write_error, 50000);
 }
+#endif
 
 }  // namespace
 }  // namespace seedance

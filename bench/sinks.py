@@ -1,0 +1,164 @@
+"""Sinks on the same input: events/s and CPU s per 100k events for HTTP (none/gzip/zstd), MQTT and InfluxDB."""
+# One input for every sink: the generate source, 200,000 sensor readings as fast as the sink
+# takes them, through the durable queue (the default). Per sink: delivered events/s (start to
+# the last event at the far side), Seedance's CPU seconds per 100k events (user + system,
+# /proc), and for the HTTP-based ones the request bytes per event on the wire (what
+# compression buys). The far sides are real and local: the test receiver, mosquitto with
+# bench/mqtt_count subscribed, influxd. events/s is bounded by the far side on this 2-core
+# machine (influxd indexing, the Python receiver decompressing); the CPU is Seedance's own.
+# NATS and Kafka are not built yet (issue 18).
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from common import RELEASE_BIN, ROOT, Broker, Receiver, cpu_seconds
+
+from testing.influxd import Influxd  # noqa: E402
+
+N = 200_000
+ROUNDS = 2
+COUNT = os.path.join(ROOT, "build-release", "mqtt_count")
+PAYLOAD = ('{"sent_ns":{now_ns},"seq":{n},"device":"sensor-7","site":"north",'
+           '"temperature":21.5,"humidity":40.25,"ok":true}')
+
+
+def run(sink_section, delivered, wire_bytes=None, span=None):
+    """Runs the job with `sink_section`; `delivered()` counts what reached the far side;
+    `span()`, when the far side measures it, is the seconds from its first event to its last."""
+    work = tempfile.mkdtemp(prefix="seedance-bench-sinks-")
+    config = os.path.join(work, "config.yaml")
+    with open(config, "w") as f:
+        f.write(f"""
+sources:
+  - type: generate
+    payload: '{PAYLOAD}'
+    topic: site/north/climate
+    count: {N}
+    rate: 0
+    delay: 500ms
+sinks:
+{sink_section}
+queue:
+  data_dir: {os.path.join(work, "data")}
+""")
+    bytes0 = wire_bytes() if wire_bytes else 0
+    base = delivered()  # before the start: the MQTT case subscribes here
+    p = subprocess.Popen([RELEASE_BIN, "--config", config, "--log-level", "warn"], cwd=work)
+    try:
+        time.sleep(0.4)
+        cpu0 = cpu_seconds(p.pid)
+        deadline = time.perf_counter() + 180
+        first = None  # when the first events had arrived: the rate runs from there
+        while (got := delivered() - base) < N and time.perf_counter() < deadline:
+            if first is None and got > 0:
+                first = (time.perf_counter(), got)
+            time.sleep(0.005)
+        seconds = time.perf_counter() - first[0] if first else float("inf")
+        cpu = cpu_seconds(p.pid) - cpu0
+    finally:
+        p.terminate()
+        p.wait(30)
+    assert got >= N, f"{got} of {N} delivered"
+    rate = N / span() if span else (N - first[1]) / seconds
+    out = {"events_per_s": round(rate),
+           "cpu_s_per_100k": round(cpu * 100_000 / N, 3)}
+    if wire_bytes:
+        out["bytes_per_event"] = round((wire_bytes() - bytes0) / N, 1)
+    return out
+
+
+def median_of(rounds):
+    return {k: (statistics.median(r[k] for r in rounds) if rounds[0][k] is not None else None)
+            for k in rounds[0]}
+
+
+def http_cases(receiver):
+    cases = {}
+    for compression in ("none", "gzip", "zstd"):
+        section = f"""  - type: http
+    endpoint: {receiver.url}/in
+    compression: {compression}
+"""
+        cases[f"http_{compression}"] = (section, lambda: receiver.counted,
+                                        lambda: receiver.wire_bytes, None)
+    return cases
+
+
+def mqtt_case(broker):
+    section = f"""  - type: mqtt
+    uri: {broker.uri}
+    topic: out/climate
+    qos: 1
+"""
+    state = {"sub": None, "seconds": None}
+
+    def delivered():
+        # A fresh subscriber per round, started before the first call counts.
+        if state["sub"] is None:
+            state["sub"] = subprocess.Popen(
+                [COUNT, "127.0.0.1", str(broker.port), "out/#", "1", str(N), "120"],
+                stdout=subprocess.PIPE, text=True)
+            assert state["sub"].stdout.readline().strip() == "subscribed"
+            return 0
+        if state["sub"].poll() is None:
+            return 0
+        result = json.loads(state["sub"].stdout.readline())
+        state["sub"] = None
+        state["seconds"] = result["seconds"]
+        return result["received"]
+
+    return section, delivered, None, lambda: state["seconds"]
+
+
+def influx_case(influxd):
+    section = f"""  - type: influxdb
+    endpoint: {influxd.url}
+    database: bench
+    measurement: "{{topic.3}}"
+    tags: {{site: "{{payload.site}}", device: "{{payload.device}}"}}
+    fields: [temperature, humidity, ok, seq]
+    batch_size: 5000
+"""
+    def delivered():
+        rows = influxd.rows("SELECT count(seq) FROM climate", "bench")
+        return rows[0]["count"] if rows else 0
+
+    return section, delivered
+
+
+def main():
+    receiver = Receiver().start()
+    receiver.count_only = True
+    broker = Broker().start()
+    influxd = Influxd().start()
+    results = {}
+    try:
+        cases = http_cases(receiver)
+        cases["mqtt_qos1"] = mqtt_case(broker)
+        rounds = {name: [] for name in cases}
+        rounds["influxdb"] = []
+        for r in range(ROUNDS):
+            for name, (section, delivered, wire, span) in cases.items():
+                rounds[name].append(run(section, delivered, wire, span))
+            # A new database per round: the points of the last round would be overwritten
+            # (same series and times are not guaranteed), and the count must start at 0.
+            influxd.query("DROP DATABASE bench")
+            influxd.query("CREATE DATABASE bench")
+            section, delivered = influx_case(influxd)
+            rounds["influxdb"].append(run(section, delivered))
+        for name, rs in rounds.items():
+            results[name] = median_of(rs)
+            print(f"{name:>10}: {results[name]}", file=sys.stderr)
+    finally:
+        receiver.stop()
+        broker.stop()
+        influxd.stop()
+    print(json.dumps({"events": N, "rounds": ROUNDS, "sinks": results}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,554 @@
+#include "sinks/nats/nats_sink.h"
+
+#include <fmt/format.h>
+
+#include <boost/asio/post.hpp>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include "seedance/options.h"
+#include "seedance/plugin_context.h"
+#include "seedance/sink.h"
+#include "sinks/common/event_encoding.h"
+#include "sinks/common/event_template.h"
+#include "sinks/http/http_client.h"
+#include "sinks/nats/nats_library.h"
+#include "sinks/nats/nats_subject.h"
+#include "util/event_loop.h"
+#include "util/log.h"
+#include "util/strings.h"
+#include "util/tls_files.h"
+
+namespace seedance::sinks {
+namespace {
+
+using std::chrono::milliseconds;
+
+struct CreateStream {
+  std::vector<std::string> subjects;
+  int replicas = 1;
+  milliseconds duplicate_window{std::chrono::minutes(2)};
+};
+
+struct NatsSinkOptions {
+  std::vector<std::string> servers;
+  std::string subject_text;
+  std::optional<EventTemplate> subject;
+  std::string stream;
+  std::optional<CreateStream> create_stream;
+  std::string username;
+  std::string password;
+  std::string token;
+  std::string credentials;  // a .creds file (JWT and NKey seed)
+  std::string nkey_seed;    // a file holding an NKey seed
+  struct Tls {
+    bool enabled = false;
+    std::string ca_file;
+    bool verify = true;
+  } tls;
+  EventEncoding encoding = EventEncoding::kPayload;
+  std::vector<std::string> event_headers{"*"};
+  int max_pending = 4096;
+  milliseconds reconnect_wait{250};
+  milliseconds connect_timeout{2000};
+};
+
+// The most bytes of event headers one message carries.
+constexpr size_t kMaxEventHeaderBytes = 8192;
+
+std::string StatusText(const NatsLibrary& lib, natsStatus s) {
+  const char* text = lib.natsStatus_GetText(s);
+  return text != nullptr ? text : fmt::format("status {}", static_cast<int>(s));
+}
+
+// An attempt on its way: its messages' acknowledgements are counted down on libnats's thread.
+struct InFlight {
+  uint64_t id = 0;
+  AttemptCallback done;
+  size_t remaining = 0;           // messages awaiting their PubAck
+  std::string transient;          // the first failure to retry for; empty if none
+  std::vector<RejectedEvent> rejected;
+  bool finished = false;          // `done` has run (or is about to)
+};
+
+// Shared with libnats's callbacks (its own threads), kept alive by the sink and the posted
+// completions.
+class NatsPublisher : public std::enable_shared_from_this<NatsPublisher> {
+ public:
+  NatsPublisher(const NatsLibrary& lib, NatsSinkOptions o, PluginContext ctx)
+      : lib_(lib), o_(std::move(o)), ctx_(std::move(ctx)) {}
+  ~NatsPublisher() { Close(); }
+
+  Status Start();
+  void Attempt(uint64_t id, const Batch& batch, AttemptCallback done);
+  void Abort(uint64_t id);
+  void Stop();
+
+ private:
+  static void OnAck(jsCtx* js, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure);
+  static void OnDisconnected(natsConnection* nc, void* closure);
+  static void OnReconnected(natsConnection* nc, void* closure);
+  Status CheckStream();
+  // Sets the message's headers: Nats-Msg-Id and the event headers asked for.
+  void SetHeaders(natsMsg* m, const Event& e);
+  // Ends `a` (on the loop) with what its messages came to.
+  void Complete(const std::shared_ptr<InFlight>& a);
+  void Close();
+
+  const NatsLibrary& lib_;
+  NatsSinkOptions o_;
+  PluginContext ctx_;
+  natsOptions* opts_ = nullptr;
+  natsConnection* nc_ = nullptr;
+  jsCtx* js_ = nullptr;
+  std::mutex mu_;  // guards pending_ and the InFlight counts (libnats's thread and the loop)
+  struct Slot {
+    std::shared_ptr<InFlight> attempt;
+    size_t index = 0;
+  };
+  std::unordered_map<natsMsg*, Slot> pending_;
+  std::vector<std::shared_ptr<InFlight>> in_flight_;  // loop only
+  bool stopped_ = false;
+  util::LogLimiter limiter_;
+};
+
+Status NatsPublisher::Start() {
+  auto fail = [this](std::string_view what, natsStatus s) {
+    return InvalidArgumentError(fmt::format("nats: {}: {}", what, StatusText(lib_, s)));
+  };
+  natsStatus s = lib_.natsOptions_Create(&opts_);
+  if (s != NATS_OK) return fail("options", s);
+  std::vector<const char*> servers;
+  for (const auto& url : o_.servers) servers.push_back(url.c_str());
+  s = lib_.natsOptions_SetServers(opts_, servers.data(), static_cast<int>(servers.size()));
+  if (s != NATS_OK) return fail("servers", s);
+  lib_.natsOptions_SetName(opts_, ctx_.name.c_str());
+  lib_.natsOptions_SetTimeout(opts_, o_.connect_timeout.count());
+  lib_.natsOptions_SetMaxReconnect(opts_, -1);  // forever, across the cluster's members
+  lib_.natsOptions_SetReconnectWait(opts_, o_.reconnect_wait.count());
+  lib_.natsOptions_SetDisconnectedCB(opts_, &NatsPublisher::OnDisconnected, this);
+  lib_.natsOptions_SetReconnectedCB(opts_, &NatsPublisher::OnReconnected, this);
+  if (!o_.username.empty() || !o_.password.empty()) {
+    s = lib_.natsOptions_SetUserInfo(opts_, o_.username.c_str(), o_.password.c_str());
+    if (s != NATS_OK) return fail("username/password", s);
+  }
+  if (!o_.token.empty() && (s = lib_.natsOptions_SetToken(opts_, o_.token.c_str())) != NATS_OK) {
+    return fail("token", s);
+  }
+  if (!o_.credentials.empty()) {
+    s = lib_.natsOptions_SetUserCredentialsFromFiles(opts_, o_.credentials.c_str(), nullptr);
+    if (s != NATS_OK) return fail("credentials " + o_.credentials, s);
+  }
+  if (!o_.nkey_seed.empty()) {
+    return InvalidArgumentError("nats: nkey_seed needs the NKey's public key too; use credentials");
+  }
+  if (o_.tls.enabled || !o_.tls.ca_file.empty()) {
+    if ((s = lib_.natsOptions_SetSecure(opts_, true)) != NATS_OK) return fail("TLS", s);
+    if (!o_.tls.ca_file.empty()) {
+      s = lib_.natsOptions_LoadCATrustedCertificates(opts_, o_.tls.ca_file.c_str());
+      if (s != NATS_OK) return fail("tls.ca_file " + o_.tls.ca_file, s);
+    }
+    if (!o_.tls.verify) lib_.natsOptions_SkipServerVerification(opts_, true);
+  }
+  // Not reachable now: connect in the background (attempts are retried meanwhile).
+  lib_.natsOptions_SetRetryOnFailedConnect(opts_, true, nullptr, nullptr);
+  s = lib_.natsConnection_Connect(&nc_, opts_);
+  const bool connected = s == NATS_OK;
+  if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) return fail("connect", s);
+  jsOptions jo;
+  lib_.jsOptions_Init(&jo);
+  jo.PublishAsync.MaxPending = o_.max_pending;
+  jo.PublishAsync.AckHandler = &NatsPublisher::OnAck;
+  jo.PublishAsync.AckHandlerClosure = this;
+  if ((s = lib_.natsConnection_JetStream(&js_, nc_, &jo)) != NATS_OK) return fail("JetStream", s);
+  if (!connected) {
+    SEEDANCE_LOG_WARN(ctx_.name,
+                      "no NATS server reachable yet ({}); connecting in the background, stream "
+                      "{} not checked",
+                      fmt::join(o_.servers, ", "), o_.stream);
+    return Status::Ok();
+  }
+  SEEDANCE_RETURN_IF_ERROR(CheckStream());
+  char url[256] = "";
+  lib_.natsConnection_GetConnectedUrl(nc_, url, sizeof url);
+  SEEDANCE_LOG_INFO(ctx_.name, "connected to {} (JetStream stream {})", url, o_.stream);
+  return Status::Ok();
+}
+
+Status NatsPublisher::CheckStream() {
+  jsStreamInfo* si = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  natsStatus s = lib_.js_GetStreamInfo(&si, js_, o_.stream.c_str(), nullptr, &code);
+  if (s == NATS_OK) {
+    lib_.jsStreamInfo_Destroy(si);
+    return Status::Ok();
+  }
+  if (s != NATS_NOT_FOUND) {
+    return UnavailableError(
+        fmt::format("nats: stream {}: {}", o_.stream, StatusText(lib_, s)));
+  }
+  if (!o_.create_stream) {
+    return InvalidArgumentError(fmt::format(
+        "nats: stream {} does not exist on the server: create it, or give create_stream: to "
+        "have it created",
+        o_.stream));
+  }
+  jsStreamConfig cfg;
+  lib_.jsStreamConfig_Init(&cfg);
+  cfg.Name = o_.stream.c_str();
+  std::vector<const char*> subjects;
+  for (const auto& subject : o_.create_stream->subjects) subjects.push_back(subject.c_str());
+  cfg.Subjects = subjects.data();
+  cfg.SubjectsLen = static_cast<int>(subjects.size());
+  cfg.Replicas = o_.create_stream->replicas;
+  cfg.Duplicates = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       o_.create_stream->duplicate_window)
+                       .count();
+  s = lib_.js_AddStream(&si, js_, &cfg, nullptr, &code);
+  if (s != NATS_OK) {
+    return UnavailableError(fmt::format("nats: creating stream {}: {} (JetStream error {})",
+                                        o_.stream, StatusText(lib_, s), static_cast<int>(code)));
+  }
+  lib_.jsStreamInfo_Destroy(si);
+  SEEDANCE_LOG_INFO(ctx_.name, "created stream {} ({} replica(s))", o_.stream,
+                    o_.create_stream->replicas);
+  return Status::Ok();
+}
+
+void NatsPublisher::SetHeaders(natsMsg* m, const Event& e) {
+  // Stable across a restart (the durable queue keeps source, ingest time and id), unique
+  // across runs (a new run's ids start again, at other times).
+  const std::string id = fmt::format("{}-{:x}-{:x}", e.source, e.ingest_time_ns, e.id);
+  lib_.natsMsgHeader_Set(m, "Nats-Msg-Id", id.c_str());
+  size_t bytes = 0;
+  for (const Header& h : e.headers) {
+    const bool wanted =
+        std::any_of(o_.event_headers.begin(), o_.event_headers.end(), [&](const std::string& w) {
+          return w.ends_with('*') ? h.name.starts_with(std::string_view(w).substr(0, w.size() - 1))
+                                  : h.name == w;
+        });
+    if (!wanted || bytes + h.name.size() + h.value.size() > kMaxEventHeaderBytes) continue;
+    // Header fields as HTTP's: a name that is not a token or a value with a line break
+    // (which would start another field) is left out.
+    if (!CheckHeaderFields(StringPairs{{h.name, h.value}}).ok() || h.name == "Nats-Msg-Id") {
+      continue;
+    }
+    bytes += h.name.size() + h.value.size();
+    lib_.natsMsgHeader_Set(m, h.name.c_str(), h.value.c_str());
+  }
+}
+
+void NatsPublisher::Attempt(uint64_t id, const Batch& batch, AttemptCallback done) {
+  if (stopped_) return done(AttemptOutcome::Shutdown());
+  auto a = std::make_shared<InFlight>();
+  a->id = id;
+  a->done = std::move(done);
+  in_flight_.push_back(a);
+  std::string subject, why, body;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    a->remaining = 1;  // held until every message is out: no completion before that
+  }
+  for (size_t i = 0; i < batch.events.size(); ++i) {
+    const Event& e = batch.events[i];
+    PayloadView payload(e);
+    if (!o_.subject->Render(e, payload, &subject, &why)) {
+      a->rejected.push_back({i, "nats: " + why});
+      continue;
+    }
+    if (std::string bad = CheckNatsSubject(subject); !bad.empty()) {
+      a->rejected.push_back({i, "nats: subject: " + bad});
+      continue;
+    }
+    body.clear();
+    AppendEvent(e, o_.encoding, /*as_json_value=*/false, body);
+    natsMsg* m = nullptr;
+    natsStatus s = lib_.natsMsg_Create(&m, subject.c_str(), nullptr, body.data(),
+                                       static_cast<int>(body.size()));
+    if (s != NATS_OK) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (a->transient.empty()) a->transient = "nats: message: " + StatusText(lib_, s);
+      break;
+    }
+    SetHeaders(m, e);
+    natsMsg* key = m;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_[key] = Slot{a, i};
+      ++a->remaining;
+    }
+    s = lib_.js_PublishMsgAsync(js_, &m, nullptr);
+    if (s != NATS_OK) {
+      bool ours = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ours = pending_.erase(key) > 0;
+        if (ours) --a->remaining;
+        if (s == NATS_MAX_PAYLOAD) {
+          a->rejected.push_back({i, "nats: the message is larger than the server's max_payload"});
+        } else if (a->transient.empty()) {
+          a->transient = "nats: publish: " + StatusText(lib_, s);
+        }
+      }
+      lib_.natsMsg_Destroy(m);  // ours again when the publish failed (no-op if taken)
+      if (s != NATS_MAX_PAYLOAD) break;
+    }
+  }
+  bool complete = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    complete = --a->remaining == 0 && !a->finished;
+    if (complete) a->finished = true;
+  }
+  if (complete) Complete(a);
+}
+
+void NatsPublisher::OnAck(jsCtx*, natsMsg* msg, jsPubAck*, jsPubAckErr* pae, void* closure) {
+  auto* self = static_cast<NatsPublisher*>(closure);
+  std::shared_ptr<InFlight> done;
+  {
+    std::lock_guard<std::mutex> lock(self->mu_);
+    auto it = self->pending_.find(msg);
+    if (it == self->pending_.end()) return;  // its attempt was aborted or stopped
+    InFlight& a = *it->second.attempt;
+    if (pae != nullptr) {
+      // JetStream refusing this message for good: too large for the stream. Anything else
+      // (no responders while the stream's leader moves, a timeout) is worth another try.
+      if (pae->ErrCode == JSStreamMessageExceedsMaximumErr) {
+        a.rejected.push_back({it->second.index, "nats: larger than the stream's max_msg_size"});
+      } else if (a.transient.empty()) {
+        a.transient = fmt::format(
+            "nats: no PubAck: {}{}", self->lib_.natsStatus_GetText(pae->Err),
+            pae->ErrText != nullptr ? fmt::format(" ({})", pae->ErrText) : std::string());
+      }
+    }
+    if (--a.remaining == 0 && !a.finished) {
+      a.finished = true;
+      done = it->second.attempt;
+    }
+    self->pending_.erase(it);
+  }
+  if (done) {
+    // On the loop; the publisher lives until then (Stop() destroys the connection first,
+    // which ends these callbacks).
+    boost::asio::post(self->ctx_.loop->io(),
+                      [self = self->shared_from_this(), done] { self->Complete(done); });
+  }
+}
+
+void NatsPublisher::Complete(const std::shared_ptr<InFlight>& a) {
+  auto it = std::find(in_flight_.begin(), in_flight_.end(), a);
+  if (it == in_flight_.end()) return;  // aborted or stopped: done already ran
+  in_flight_.erase(it);
+  AttemptCallback done = std::move(a->done);
+  if (!a->transient.empty()) return done(AttemptOutcome::Retry(a->transient));
+  AttemptOutcome outcome = AttemptOutcome::Delivered();
+  outcome.rejected = std::move(a->rejected);
+  done(std::move(outcome));
+}
+
+void NatsPublisher::Abort(uint64_t id) {
+  for (auto it = in_flight_.begin(); it != in_flight_.end(); ++it) {
+    if ((*it)->id != id) continue;
+    std::shared_ptr<InFlight> a = *it;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      a->finished = true;
+      std::erase_if(pending_, [&](const auto& p) { return p.second.attempt == a; });
+    }
+    in_flight_.erase(it);
+    AttemptCallback done = std::move(a->done);
+    // Its messages may still reach the stream: the retry's copies are dropped by msg id.
+    return done(AttemptOutcome::Retry("no PubAck for every message within the timeout"));
+  }
+}
+
+void NatsPublisher::OnDisconnected(natsConnection*, void* closure) {
+  auto* self = static_cast<NatsPublisher*>(closure);
+  if (self->stopped_) return;
+  SEEDANCE_LOG_WARN(self->ctx_.name, "disconnected from NATS; reconnecting");
+}
+
+void NatsPublisher::OnReconnected(natsConnection* nc, void* closure) {
+  auto* self = static_cast<NatsPublisher*>(closure);
+  char url[256] = "";
+  self->lib_.natsConnection_GetConnectedUrl(nc, url, sizeof url);
+  SEEDANCE_LOG_INFO(self->ctx_.name, "reconnected to {}", url);
+}
+
+void NatsPublisher::Stop() {
+  stopped_ = true;
+  Close();
+  std::vector<std::shared_ptr<InFlight>> left;
+  left.swap(in_flight_);
+  for (auto& a : left) {
+    AttemptCallback done = std::move(a->done);
+    done(AttemptOutcome::Shutdown());
+  }
+}
+
+void NatsPublisher::Close() {
+  // Destroying the context and the connection ends libnats's callbacks into this object.
+  if (nc_ != nullptr) lib_.natsConnection_Close(nc_);
+  if (js_ != nullptr) lib_.jsCtx_Destroy(js_);
+  js_ = nullptr;
+  if (nc_ != nullptr) lib_.natsConnection_Destroy(nc_);
+  nc_ = nullptr;
+  if (opts_ != nullptr) lib_.natsOptions_Destroy(opts_);
+  opts_ = nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_.clear();
+}
+
+class NatsSink final : public Sink {
+ public:
+  explicit NatsSink(std::shared_ptr<NatsPublisher> p, size_t max_batch)
+      : publisher_(std::move(p)), max_batch_(max_batch) {}
+  Status Start() override { return publisher_->Start(); }
+  void Attempt(uint64_t id, const Batch& batch, AttemptCallback done) override {
+    publisher_->Attempt(id, batch, std::move(done));
+  }
+  void Abort(uint64_t id) override { publisher_->Abort(id); }
+  size_t MaxBatchEvents() const override { return max_batch_; }
+  void Stop() override { publisher_->Stop(); }
+
+ private:
+  std::shared_ptr<NatsPublisher> publisher_;
+  size_t max_batch_;
+};
+
+Status CheckServers(const ParamValue& v) {
+  const auto& servers = std::get<std::vector<std::string>>(v);
+  if (servers.empty()) return InvalidArgumentError("servers: at least one nats:// URL");
+  for (const auto& s : servers) {
+    if (!s.starts_with("nats://") && !s.starts_with("tls://")) {
+      return InvalidArgumentError(
+          fmt::format("\"{}\": a server is nats://host:port or tls://host:port",
+                      util::SanitizeText(s, 128)));
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckSubjectTemplate(const ParamValue& v) {
+  auto t = EventTemplate::Parse(std::get<std::string>(v), "subject");
+  if (!t) return t.error();
+  if (t->is_constant()) {
+    if (std::string bad = CheckNatsSubject(std::get<std::string>(v)); !bad.empty()) {
+      return InvalidArgumentError("subject: " + bad);
+    }
+  }
+  return Status::Ok();
+}
+
+const Options<NatsSinkOptions>& NatsSinkSchema() {
+  using S = NatsSinkOptions;
+  using Tls = NatsSinkOptions::Tls;
+  static const Options<S> o =
+      Options<S>()
+          .Add(&S::servers, {.name = "servers",
+                             .doc = "NATS servers, e.g. [nats://127.0.0.1:4222]; the others of a "
+                                    "cluster are learned from the first reached",
+                             .required = true,
+                             .validator = CheckServers})
+          .Add(&S::subject_text,
+               {.name = "subject",
+                .doc = "subject: text with placeholders ({topic}, {topic.N}, {payload.FIELD}, "
+                       "{header.NAME}), e.g. \"telemetry.{topic.2}\"",
+                .required = true,
+                .validator = CheckSubjectTemplate})
+          .Add(&S::stream, {.name = "stream",
+                            .doc = "the JetStream stream that takes the subjects; checked at start",
+                            .required = true})
+          .Section(&S::create_stream,
+                   {.name = "create_stream",
+                    .doc = "create the stream when it does not exist (else: an error at start)"},
+                   Options<CreateStream>()
+                       .Add(&CreateStream::subjects,
+                            {.name = "subjects", .doc = "subjects the stream takes", .required = true})
+                       .Int(&CreateStream::replicas,
+                            {.name = "replicas", .doc = "copies in the cluster (1-5)", .default_value = "1"})
+                       .Add(&CreateStream::duplicate_window,
+                            {.name = "duplicate_window",
+                             .doc = "how long the stream remembers message ids to drop re-sends",
+                             .default_value = "2m"}))
+          .Add(&S::username, {.name = "username", .doc = "user name"})
+          .Add(&S::password, {.name = "password", .doc = "password, e.g. \"${NATS_PASSWORD}\""})
+          .Add(&S::token, {.name = "token", .doc = "authentication token"})
+          .Add(&S::credentials, {.name = "credentials",
+                                 .doc = "a .creds file (user JWT and NKey seed)",
+                                 .validator = util::CheckReadableFile})
+          .Section(&S::tls, {.name = "tls", .doc = "TLS (also on for tls:// servers)"},
+                   Options<Tls>()
+                       .Add(&Tls::enabled, {.name = "enabled", .doc = "require TLS", .default_value = "false"})
+                       .Add(&Tls::ca_file, {.name = "ca_file",
+                                            .doc = "PEM CAs; system CAs when unset",
+                                            .validator = util::CheckReadableFile})
+                       .Add(&Tls::verify, {.name = "verify",
+                                           .doc = "verify the server certificate",
+                                           .default_value = "true"}))
+          .Enum(&S::encoding,
+                {.name = "encoding",
+                 .doc = "each message: the event's payload, or an envelope with id, topic, time "
+                        "and payload",
+                 .default_value = "payload"},
+                EventEncodingChoices())
+          .Add(&S::event_headers,
+               {.name = "event_headers",
+                .doc = "event headers sent as message headers, by name or prefix (mqtt_*); "
+                       "default all",
+                .default_value = "[\"*\"]"})
+          .Int(&S::max_pending, {.name = "max_pending",
+                                 .doc = "messages awaiting their PubAck at once (and the most "
+                                        "events one batch sends)",
+                                 .default_value = "4096"})
+          .Add(&S::reconnect_wait, {.name = "reconnect_wait",
+                                    .doc = "wait between reconnect attempts",
+                                    .default_value = "250ms"})
+          .Add(&S::connect_timeout, {.name = "connect_timeout",
+                                     .doc = "time allowed to connect to one server",
+                                     .default_value = "2s"})
+          .Check([](const S& s, const Params& p) -> Status {
+            if (s.max_pending < 1) {
+              return InvalidArgumentError(p.Location("max_pending") + ": max_pending: at least 1");
+            }
+            if (s.create_stream && (s.create_stream->replicas < 1 || s.create_stream->replicas > 5)) {
+              return InvalidArgumentError(p.Location("create_stream") +
+                                          ": create_stream.replicas: 1 to 5");
+            }
+            return Status::Ok();
+          });
+  return o;
+}
+
+}  // namespace
+
+SinkFactory NatsSinkFactory() {
+  SinkFactory f;
+  f.info.type = "nats";
+  f.info.kind = PluginKind::kSink;
+  f.info.summary = "Publishes events to NATS JetStream; a batch is delivered when every message "
+                   "has its PubAck.";
+  // One batch at a time: its messages are pipelined (up to max_pending awaiting PubAcks).
+  f.delivery = {.batch_size = "1000", .timeout = true, .default_timeout = "10s"};
+  f.info.params = NatsSinkSchema().Specs();
+  f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Sink>> {
+    SEEDANCE_ASSIGN_OR_RETURN(NatsSinkOptions o, NatsSinkSchema().Bind(p));
+    SEEDANCE_ASSIGN_OR_RETURN(EventTemplate subject, EventTemplate::Parse(o.subject_text, "subject"));
+    o.subject = std::move(subject);
+    for (const auto& s : o.servers) {
+      if (s.starts_with("tls://")) o.tls.enabled = true;
+    }
+    std::string why;
+    const NatsLibrary* lib = LoadNatsLibrary(&why);
+    if (lib == nullptr) return InvalidArgumentError(p.Location("servers") + ": " + why);
+    const auto max_batch = static_cast<size_t>(o.max_pending);
+    auto publisher = std::make_shared<NatsPublisher>(*lib, std::move(o), ctx);
+    return std::unique_ptr<Sink>(new NatsSink(std::move(publisher), max_batch));
+  };
+  return f;
+}
+
+}  // namespace seedance::sinks
