@@ -4,7 +4,7 @@
 // the distinct numbers n of the payloads {"n":n,...} and R the messages whose n was seen
 // before.
 //
-//   nats_stream_count URL STREAM SUBJECT [TIMEOUT_S]
+//   nats_stream_count URL STREAM SUBJECT [TIMEOUT_S [info]]   (info: the message count only)
 #include <nats/nats.h>
 
 #include <cstdio>
@@ -32,7 +32,10 @@ int main(int argc, char** argv) {
   natsStatus s = natsConnection_ConnectTo(&nc, argv[1]);
   if (s != NATS_OK) return Fail("connect", s);
   jsCtx* js = nullptr;
-  if ((s = natsConnection_JetStream(&js, nc, nullptr)) != NATS_OK) return Fail("jetstream", s);
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.Wait = 10000;  // a cluster under load answers slowly
+  if ((s = natsConnection_JetStream(&js, nc, &jo)) != NATS_OK) return Fail("jetstream", s);
   jsStreamInfo* si = nullptr;
   jsErrCode code;
   if ((s = js_GetStreamInfo(&si, js, argv[2], nullptr, &code)) != NATS_OK) {
@@ -40,6 +43,10 @@ int main(int argc, char** argv) {
   }
   const uint64_t stream_msgs = si->State.Msgs;
   jsStreamInfo_Destroy(si);
+  if (argc > 5 && std::strcmp(argv[5], "info") == 0) {
+    std::printf("{\"stream_msgs\": %llu}\n", static_cast<unsigned long long>(stream_msgs));
+    return 0;
+  }
   jsSubOptions so;
   jsSubOptions_Init(&so);
   so.Stream = argv[2];

@@ -1,0 +1,108 @@
+"""nats sink against a real 3-node nats-server cluster (JetStream, a stream of 3 replicas):
+100,000 events relayed from MQTT while one NATS server is killed with SIGKILL and restarted,
+and while Seedance itself is killed with SIGKILL and restarted: the stream holds every event,
+and the re-sends carry the same Nats-Msg-Id, which the stream's duplicate window drops."""
+import json
+import subprocess
+import threading
+import time
+
+import pytest
+
+from testing.mqtt_publish import publish_all
+from testing.nats_cluster import NatsCluster
+from testing.seedance_process import BIN, Seedance
+from testing.waiting import wait_until
+
+
+@pytest.fixture
+def cluster():
+    c = NatsCluster().start()
+    yield c
+    c.stop()
+
+
+def config(broker, cluster, create=True, stream="TELEMETRY"):
+    create_stream = """
+    create_stream:
+      subjects: ["telemetry.>"]
+      replicas: 3
+      duplicate_window: 5m""" if create else ""
+    return f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "site/#"
+    qos: 1
+    client_id: nats-relay
+sinks:
+  - type: nats
+    servers: {json.dumps(cluster.urls)}
+    subject: "telemetry.{{topic.2}}"
+    stream: {stream}{create_stream}
+    reconnect_wait: 100ms
+"""
+
+
+def test_100000_events_survive_a_nats_server_kill_and_a_seedance_kill(broker, cluster, tmp_path):
+    n = 100_000
+    work = tmp_path / "sd"
+    work.mkdir()
+    sd = Seedance(config(broker, cluster), workdir=str(work)).start(timeout=30)
+    try:
+        assert sd.wait_log("connected to"), sd.stderr()
+        time.sleep(0.3)
+        msgs = [(f"site/s{i % 7}/climate", json.dumps({"n": i, "v": i * 0.5})) for i in range(n)]
+
+        def publish():  # in parts: paho queues at most 65,535 messages awaiting their PUBACK
+            for part in range(0, n, 25_000):
+                publish_all(broker.port, msgs[part:part + 25_000], timeout=300)
+        publisher = threading.Thread(target=publish)
+        publisher.start()
+
+        def in_stream():
+            try:
+                return cluster.count("TELEMETRY", "telemetry.>", node=0, timeout=5,
+                                     info_only=True)["stream_msgs"]
+            except RuntimeError:  # the node is busy or electing a leader: ask again
+                return 0
+        # A NATS server down while the stream takes events, then back.
+        assert wait_until(lambda: in_stream() >= n // 5, 120, 0.2), sd.stderr()[-3000:]
+        cluster.kill_node(1)
+        time.sleep(1.0)
+        cluster.start_node(1)
+        # Seedance down (kill -9) mid-stream, then back on the same data directory.
+        assert wait_until(lambda: in_stream() >= n // 2, 120, 0.2), sd.stderr()[-3000:]
+        sd.kill()
+        time.sleep(0.5)
+        sd = Seedance(config(broker, cluster), workdir=str(work)).start(timeout=30)
+        publisher.join()
+        assert wait_until(lambda: in_stream() >= n, 180, 0.5), sd.stderr()[-3000:]
+        time.sleep(1.0)  # anything still on its way
+        counted = cluster.count("TELEMETRY", "telemetry.>", node=2, timeout=120)
+        print(f"nats: {counted} after killing a server and seedance")
+        assert counted["unique"] == n, counted          # every event is in the stream
+        assert counted["consumed"] == counted["stream_msgs"], counted
+        # Re-sent batches carried the same Nats-Msg-Id: the stream dropped them. What is left
+        # are messages the broker re-delivered to the restarted Seedance, which it had stored
+        # but not yet acknowledged: new events to it (counted, as the MQTT sink's test does).
+        assert counted["repeats"] <= n // 100, counted
+    finally:
+        sd.stop()
+
+
+def test_a_stream_that_does_not_exist_is_an_error_at_start(broker, cluster, tmp_path):
+    sd = Seedance(config(broker, cluster, create=False, stream="MISSING"))
+    sd.start(wait_ready=False)
+    assert sd.proc.wait(30) != 0
+    assert "stream MISSING does not exist on the server" in sd.stderr(), sd.stderr()
+
+
+def test_bad_subjects_are_refused_with_file_and_line(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("sources:\n  - {type: generate, payload: '{}'}\nsinks:\n  - type: nats\n"
+                   "    servers: [nats://127.0.0.1:4222]\n    stream: S\n"
+                   "    subject: \"telemetry.*\"\n")
+    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    assert "c.yaml:7:14" in r.stderr and "wildcard" in r.stderr, r.stderr
