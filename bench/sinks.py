@@ -1,12 +1,12 @@
-"""Sinks on the same input: events/s and CPU s per 100k events for HTTP (none/gzip/zstd), MQTT and InfluxDB."""
+"""Sinks on the same input: events/s and CPU s per 100k events for HTTP (none/gzip/zstd), MQTT, InfluxDB and NATS."""
 # One input for every sink: the generate source, 200,000 sensor readings as fast as the sink
 # takes them, through the durable queue (the default). Per sink: delivered events/s (start to
 # the last event at the far side), Seedance's CPU seconds per 100k events (user + system,
 # /proc), and for the HTTP-based ones the request bytes per event on the wire (what
 # compression buys). The far sides are real and local: the test receiver, mosquitto with
-# bench/mqtt_count subscribed, influxd. events/s is bounded by the far side on this 2-core
+# bench/mqtt_count subscribed, influxd, a one-node nats-server with JetStream (a stream of one
+# replica, file storage). events/s is bounded by the far side on this 2-core
 # machine (influxd indexing, the Python receiver decompressing); the CPU is Seedance's own.
-# NATS and Kafka are not built yet (issue 18).
 import json
 import os
 import statistics
@@ -18,6 +18,7 @@ import time
 from common import RELEASE_BIN, ROOT, Broker, Receiver, cpu_seconds
 
 from testing.influxd import Influxd  # noqa: E402
+from testing.nats_cluster import NatsCluster  # noqa: E402
 
 N = 200_000
 ROUNDS = 2
@@ -130,17 +131,38 @@ def influx_case(influxd):
     return section, delivered
 
 
+def nats_case(server, round_number):
+    stream = f"BENCH{round_number}"
+    section = f"""  - type: nats
+    servers: [{server.urls[0]}]
+    subject: "bench{round_number}.{{topic.2}}"
+    stream: {stream}
+    create_stream: {{subjects: ["bench{round_number}.>"]}}
+"""
+
+    def delivered():
+        try:
+            return server.count(stream, f"bench{round_number}.>", timeout=5,
+                                info_only=True)["stream_msgs"]
+        except RuntimeError:  # the stream is made when Seedance starts
+            return 0
+
+    return section, delivered
+
+
 def main():
     receiver = Receiver().start()
     receiver.count_only = True
     broker = Broker().start()
     influxd = Influxd().start()
+    nats = NatsCluster(nodes=1).start()
     results = {}
     try:
         cases = http_cases(receiver)
         cases["mqtt_qos1"] = mqtt_case(broker)
         rounds = {name: [] for name in cases}
         rounds["influxdb"] = []
+        rounds["nats"] = []
         for r in range(ROUNDS):
             for name, (section, delivered, wire, span) in cases.items():
                 rounds[name].append(run(section, delivered, wire, span))
@@ -150,6 +172,8 @@ def main():
             influxd.query("CREATE DATABASE bench")
             section, delivered = influx_case(influxd)
             rounds["influxdb"].append(run(section, delivered))
+            section, delivered = nats_case(nats, r)
+            rounds["nats"].append(run(section, delivered))
         for name, rs in rounds.items():
             results[name] = median_of(rs)
             print(f"{name:>10}: {results[name]}", file=sys.stderr)
@@ -157,6 +181,7 @@ def main():
         receiver.stop()
         broker.stop()
         influxd.stop()
+        nats.stop()
     print(json.dumps({"events": N, "rounds": ROUNDS, "sinks": results}))
 
 

@@ -8,6 +8,9 @@
 #ifdef SEEDANCE_SINK_INFLUXDB
 #include "sinks/influxdb/influxdb_sink.h"
 #endif
+#ifdef SEEDANCE_SINK_KAFKA
+#include "sinks/kafka/kafka_sink.h"
+#endif
 #include "sinks/mqtt/mqtt_sink.h"
 #ifdef SEEDANCE_SINK_NATS
 #include "sinks/nats/nats_sink.h"
@@ -31,6 +34,9 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
   registry.Add(sinks::HttpSinkFactory());
 #ifdef SEEDANCE_SINK_INFLUXDB
   registry.Add(sinks::InfluxDbSinkFactory());
+#endif
+#ifdef SEEDANCE_SINK_KAFKA
+  registry.Add(sinks::KafkaSinkFactory());
 #endif
   registry.Add(sinks::MqttSinkFactory());
 #ifdef SEEDANCE_SINK_NATS

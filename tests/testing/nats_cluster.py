@@ -30,8 +30,10 @@ class NatsCluster:
                 f.write(f"""server_name: n{i}
 listen: 127.0.0.1:{self.ports[i]}
 jetstream {{ store_dir: "{self.dir}/store{i}" }}
-cluster {{ name: seedance-test, listen: 127.0.0.1:{self.route_ports[i]}, routes: [{routes}] }}
 """)
+                if nodes > 1:
+                    f.write(f"cluster {{ name: seedance-test, listen: 127.0.0.1:"
+                            f"{self.route_ports[i]}, routes: [{routes}] }}\n")
             self.confs.append(conf)
 
     @property
@@ -48,11 +50,11 @@ cluster {{ name: seedance-test, listen: 127.0.0.1:{self.route_ports[i]}, routes:
     def start(self):
         for i in range(len(self.procs)):
             self.start_node(i)
-        # JetStream needs a meta leader before a stream can be made.
+        # A cluster's JetStream needs a meta leader before a stream can be made.
+        ready = "new metadata leader" if len(self.procs) > 1 else "Server is ready"
         deadline = time.time() + 30
         while time.time() < deadline:
-            if any("new metadata leader" in self.log(i) or "JetStream cluster new metadata leader"
-                   in self.log(i) for i in range(len(self.procs))):
+            if any(ready in self.log(i) for i in range(len(self.procs))):
                 return self
             time.sleep(0.1)
         raise RuntimeError("no JetStream meta leader: " + self.log(0)[-2000:])

@@ -23,11 +23,11 @@ const NatsLibrary* LoadNatsLibrary(std::string* why) {
               ::dlerror();
       return;
     }
-#define SEEDANCE_NATS_RESOLVE(name)                                                  \
-  lib.name = reinterpret_cast<decltype(&::name)>(::dlsym(handle, #name));            \
-  if (lib.name == nullptr) {                                                         \
+#define SEEDANCE_NATS_RESOLVE(name)                                                       \
+  lib.name = reinterpret_cast<decltype(&::name)>(::dlsym(handle, #name));                 \
+  if (lib.name == nullptr) {                                                              \
     error = "the installed NATS C client has no " #name " (version 3.4 or later needed)"; \
-    return;                                                                          \
+    return;                                                                               \
   }
     SEEDANCE_NATS_FUNCTIONS(SEEDANCE_NATS_RESOLVE)
 #undef SEEDANCE_NATS_RESOLVE

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <boost/asio/post.hpp>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -13,6 +12,7 @@
 #include "seedance/sink.h"
 #include "sinks/common/event_encoding.h"
 #include "sinks/common/event_template.h"
+#include "sinks/common/message_acks.h"
 #include "sinks/http/http_client.h"
 #include "sinks/nats/nats_library.h"
 #include "sinks/nats/nats_subject.h"
@@ -63,22 +63,15 @@ std::string StatusText(const NatsLibrary& lib, natsStatus s) {
   return text != nullptr ? text : fmt::format("status {}", static_cast<int>(s));
 }
 
-// An attempt on its way: its messages' acknowledgements are counted down on libnats's thread.
-struct InFlight {
-  uint64_t id = 0;
-  AttemptCallback done;
-  size_t remaining = 0;           // messages awaiting their PubAck
-  std::string transient;          // the first failure to retry for; empty if none
-  std::vector<RejectedEvent> rejected;
-  bool finished = false;          // `done` has run (or is about to)
-};
-
 // Shared with libnats's callbacks (its own threads), kept alive by the sink and the posted
 // completions.
 class NatsPublisher : public std::enable_shared_from_this<NatsPublisher> {
  public:
   NatsPublisher(const NatsLibrary& lib, NatsSinkOptions o, PluginContext ctx)
-      : lib_(lib), o_(std::move(o)), ctx_(std::move(ctx)) {}
+      : lib_(lib),
+        o_(std::move(o)),
+        ctx_(std::move(ctx)),
+        acks_(std::make_shared<MessageAcks>(*ctx_.loop)) {}
   ~NatsPublisher() { Close(); }
 
   Status Start();
@@ -93,8 +86,6 @@ class NatsPublisher : public std::enable_shared_from_this<NatsPublisher> {
   Status CheckStream();
   // Sets the message's headers: Nats-Msg-Id and the event headers asked for.
   void SetHeaders(natsMsg* m, const Event& e);
-  // Ends `a` (on the loop) with what its messages came to.
-  void Complete(const std::shared_ptr<InFlight>& a);
   void Close();
 
   const NatsLibrary& lib_;
@@ -103,13 +94,13 @@ class NatsPublisher : public std::enable_shared_from_this<NatsPublisher> {
   natsOptions* opts_ = nullptr;
   natsConnection* nc_ = nullptr;
   jsCtx* js_ = nullptr;
-  std::mutex mu_;  // guards pending_ and the InFlight counts (libnats's thread and the loop)
+  std::shared_ptr<MessageAcks> acks_;
+  std::mutex mu_;  // guards pending_ (libnats's thread and the loop)
   struct Slot {
-    std::shared_ptr<InFlight> attempt;
+    MessageAcks::Handle attempt;
     size_t index = 0;
   };
-  std::unordered_map<natsMsg*, Slot> pending_;
-  std::vector<std::shared_ptr<InFlight>> in_flight_;  // loop only
+  std::unordered_map<natsMsg*, Slot> pending_;  // messages awaiting their PubAck
   bool stopped_ = false;
   util::LogLimiter limiter_;
 };
@@ -186,8 +177,7 @@ Status NatsPublisher::CheckStream() {
     return Status::Ok();
   }
   if (s != NATS_NOT_FOUND) {
-    return UnavailableError(
-        fmt::format("nats: stream {}: {}", o_.stream, StatusText(lib_, s)));
+    return UnavailableError(fmt::format("nats: stream {}: {}", o_.stream, StatusText(lib_, s)));
   }
   if (!o_.create_stream) {
     return InvalidArgumentError(fmt::format(
@@ -203,9 +193,9 @@ Status NatsPublisher::CheckStream() {
   cfg.Subjects = subjects.data();
   cfg.SubjectsLen = static_cast<int>(subjects.size());
   cfg.Replicas = o_.create_stream->replicas;
-  cfg.Duplicates = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       o_.create_stream->duplicate_window)
-                       .count();
+  cfg.Duplicates =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(o_.create_stream->duplicate_window)
+          .count();
   s = lib_.js_AddStream(&si, js_, &cfg, nullptr, &code);
   if (s != NATS_OK) {
     return UnavailableError(fmt::format("nats: creating stream {}: {} (JetStream error {})",
@@ -242,24 +232,17 @@ void NatsPublisher::SetHeaders(natsMsg* m, const Event& e) {
 
 void NatsPublisher::Attempt(uint64_t id, const Batch& batch, AttemptCallback done) {
   if (stopped_) return done(AttemptOutcome::Shutdown());
-  auto a = std::make_shared<InFlight>();
-  a->id = id;
-  a->done = std::move(done);
-  in_flight_.push_back(a);
+  const MessageAcks::Handle a = acks_->Begin(id, std::move(done));
   std::string subject, why, body;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    a->remaining = 1;  // held until every message is out: no completion before that
-  }
   for (size_t i = 0; i < batch.events.size(); ++i) {
     const Event& e = batch.events[i];
     PayloadView payload(e);
     if (!o_.subject->Render(e, payload, &subject, &why)) {
-      a->rejected.push_back({i, "nats: " + why});
+      acks_->RefuseUnsent(a, i, "nats: " + why);
       continue;
     }
     if (std::string bad = CheckNatsSubject(subject); !bad.empty()) {
-      a->rejected.push_back({i, "nats: subject: " + bad});
+      acks_->RefuseUnsent(a, i, "nats: subject: " + bad);
       continue;
     }
     body.clear();
@@ -268,101 +251,63 @@ void NatsPublisher::Attempt(uint64_t id, const Batch& batch, AttemptCallback don
     natsStatus s = lib_.natsMsg_Create(&m, subject.c_str(), nullptr, body.data(),
                                        static_cast<int>(body.size()));
     if (s != NATS_OK) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (a->transient.empty()) a->transient = "nats: message: " + StatusText(lib_, s);
+      acks_->Sent(a);
+      acks_->Failed(a, "nats: message: " + StatusText(lib_, s));
       break;
     }
     SetHeaders(m, e);
     natsMsg* key = m;
+    acks_->Sent(a);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      pending_[key] = Slot{a, i};
-      ++a->remaining;
+      pending_[key] = Slot{a, i};  // before the publish: its PubAck may come at once
     }
     s = lib_.js_PublishMsgAsync(js_, &m, nullptr);
-    if (s != NATS_OK) {
-      bool ours = false;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ours = pending_.erase(key) > 0;
-        if (ours) --a->remaining;
-        if (s == NATS_MAX_PAYLOAD) {
-          a->rejected.push_back({i, "nats: the message is larger than the server's max_payload"});
-        } else if (a->transient.empty()) {
-          a->transient = "nats: publish: " + StatusText(lib_, s);
-        }
-      }
-      lib_.natsMsg_Destroy(m);  // ours again when the publish failed (no-op if taken)
-      if (s != NATS_MAX_PAYLOAD) break;
+    if (s == NATS_OK) continue;
+    bool ours = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ours = pending_.erase(key) > 0;
     }
+    lib_.natsMsg_Destroy(m);  // ours again when the publish failed (no-op if taken)
+    if (!ours) continue;      // answered by the ack handler meanwhile
+    if (s == NATS_MAX_PAYLOAD) {
+      acks_->Refused(a, i, "nats: the message is larger than the server's max_payload");
+      continue;
+    }
+    acks_->Failed(a, "nats: publish: " + StatusText(lib_, s));
+    break;
   }
-  bool complete = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    complete = --a->remaining == 0 && !a->finished;
-    if (complete) a->finished = true;
-  }
-  if (complete) Complete(a);
+  acks_->Launched(a);
 }
 
 void NatsPublisher::OnAck(jsCtx*, natsMsg* msg, jsPubAck*, jsPubAckErr* pae, void* closure) {
   auto* self = static_cast<NatsPublisher*>(closure);
-  std::shared_ptr<InFlight> done;
+  Slot slot;
   {
     std::lock_guard<std::mutex> lock(self->mu_);
     auto it = self->pending_.find(msg);
-    if (it == self->pending_.end()) return;  // its attempt was aborted or stopped
-    InFlight& a = *it->second.attempt;
-    if (pae != nullptr) {
-      // JetStream refusing this message for good: too large for the stream. Anything else
-      // (no responders while the stream's leader moves, a timeout) is worth another try.
-      if (pae->ErrCode == JSStreamMessageExceedsMaximumErr) {
-        a.rejected.push_back({it->second.index, "nats: larger than the stream's max_msg_size"});
-      } else if (a.transient.empty()) {
-        a.transient = fmt::format(
-            "nats: no PubAck: {}{}", self->lib_.natsStatus_GetText(pae->Err),
-            pae->ErrText != nullptr ? fmt::format(" ({})", pae->ErrText) : std::string());
-      }
-    }
-    if (--a.remaining == 0 && !a.finished) {
-      a.finished = true;
-      done = it->second.attempt;
-    }
+    if (it == self->pending_.end()) return;  // stopped meanwhile
+    slot = std::move(it->second);
     self->pending_.erase(it);
   }
-  if (done) {
-    // On the loop; the publisher lives until then (Stop() destroys the connection first,
-    // which ends these callbacks).
-    boost::asio::post(self->ctx_.loop->io(),
-                      [self = self->shared_from_this(), done] { self->Complete(done); });
+  if (pae == nullptr) return self->acks_->Acked(slot.attempt);
+  // JetStream refusing this message for good: too large for the stream. Anything else (no
+  // responders while the stream's leader moves, a timeout) is worth another try.
+  if (pae->ErrCode == JSStreamMessageExceedsMaximumErr) {
+    return self->acks_->Refused(slot.attempt, slot.index,
+                                "nats: larger than the stream's max_msg_size");
   }
-}
-
-void NatsPublisher::Complete(const std::shared_ptr<InFlight>& a) {
-  auto it = std::find(in_flight_.begin(), in_flight_.end(), a);
-  if (it == in_flight_.end()) return;  // aborted or stopped: done already ran
-  in_flight_.erase(it);
-  AttemptCallback done = std::move(a->done);
-  if (!a->transient.empty()) return done(AttemptOutcome::Retry(a->transient));
-  AttemptOutcome outcome = AttemptOutcome::Delivered();
-  outcome.rejected = std::move(a->rejected);
-  done(std::move(outcome));
+  self->acks_->Failed(
+      slot.attempt,
+      fmt::format("nats: no PubAck: {}{}", self->lib_.natsStatus_GetText(pae->Err),
+                  pae->ErrText != nullptr ? fmt::format(" ({})", pae->ErrText) : std::string()));
 }
 
 void NatsPublisher::Abort(uint64_t id) {
-  for (auto it = in_flight_.begin(); it != in_flight_.end(); ++it) {
-    if ((*it)->id != id) continue;
-    std::shared_ptr<InFlight> a = *it;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      a->finished = true;
-      std::erase_if(pending_, [&](const auto& p) { return p.second.attempt == a; });
-    }
-    in_flight_.erase(it);
-    AttemptCallback done = std::move(a->done);
-    // Its messages may still reach the stream: the retry's copies are dropped by msg id.
-    return done(AttemptOutcome::Retry("no PubAck for every message within the timeout"));
-  }
+  // Its messages may still reach the stream: the retry's copies are dropped by msg id. Their
+  // late PubAcks find a finished attempt.
+  acks_->Abort(id, "no PubAck for every message within the timeout");
 }
 
 void NatsPublisher::OnDisconnected(natsConnection*, void* closure) {
@@ -381,12 +326,7 @@ void NatsPublisher::OnReconnected(natsConnection* nc, void* closure) {
 void NatsPublisher::Stop() {
   stopped_ = true;
   Close();
-  std::vector<std::shared_ptr<InFlight>> left;
-  left.swap(in_flight_);
-  for (auto& a : left) {
-    AttemptCallback done = std::move(a->done);
-    done(AttemptOutcome::Shutdown());
-  }
+  acks_->StopAll();
 }
 
 void NatsPublisher::Close() {
@@ -424,9 +364,8 @@ Status CheckServers(const ParamValue& v) {
   if (servers.empty()) return InvalidArgumentError("servers: at least one nats:// URL");
   for (const auto& s : servers) {
     if (!s.starts_with("nats://") && !s.starts_with("tls://")) {
-      return InvalidArgumentError(
-          fmt::format("\"{}\": a server is nats://host:port or tls://host:port",
-                      util::SanitizeText(s, 128)));
+      return InvalidArgumentError(fmt::format(
+          "\"{}\": a server is nats://host:port or tls://host:port", util::SanitizeText(s, 128)));
     }
   }
   return Status::Ok();
@@ -462,18 +401,20 @@ const Options<NatsSinkOptions>& NatsSinkSchema() {
           .Add(&S::stream, {.name = "stream",
                             .doc = "the JetStream stream that takes the subjects; checked at start",
                             .required = true})
-          .Section(&S::create_stream,
-                   {.name = "create_stream",
-                    .doc = "create the stream when it does not exist (else: an error at start)"},
-                   Options<CreateStream>()
-                       .Add(&CreateStream::subjects,
-                            {.name = "subjects", .doc = "subjects the stream takes", .required = true})
-                       .Int(&CreateStream::replicas,
-                            {.name = "replicas", .doc = "copies in the cluster (1-5)", .default_value = "1"})
-                       .Add(&CreateStream::duplicate_window,
-                            {.name = "duplicate_window",
-                             .doc = "how long the stream remembers message ids to drop re-sends",
-                             .default_value = "2m"}))
+          .Section(
+              &S::create_stream,
+              {.name = "create_stream",
+               .doc = "create the stream when it does not exist (else: an error at start)"},
+              Options<CreateStream>()
+                  .Add(&CreateStream::subjects,
+                       {.name = "subjects", .doc = "subjects the stream takes", .required = true})
+                  .Int(&CreateStream::replicas, {.name = "replicas",
+                                                 .doc = "copies in the cluster (1-5)",
+                                                 .default_value = "1"})
+                  .Add(&CreateStream::duplicate_window,
+                       {.name = "duplicate_window",
+                        .doc = "how long the stream remembers message ids to drop re-sends",
+                        .default_value = "2m"}))
           .Add(&S::username, {.name = "username", .doc = "user name"})
           .Add(&S::password, {.name = "password", .doc = "password, e.g. \"${NATS_PASSWORD}\""})
           .Add(&S::token, {.name = "token", .doc = "authentication token"})
@@ -482,7 +423,8 @@ const Options<NatsSinkOptions>& NatsSinkSchema() {
                                  .validator = util::CheckReadableFile})
           .Section(&S::tls, {.name = "tls", .doc = "TLS (also on for tls:// servers)"},
                    Options<Tls>()
-                       .Add(&Tls::enabled, {.name = "enabled", .doc = "require TLS", .default_value = "false"})
+                       .Add(&Tls::enabled,
+                            {.name = "enabled", .doc = "require TLS", .default_value = "false"})
                        .Add(&Tls::ca_file, {.name = "ca_file",
                                             .doc = "PEM CAs; system CAs when unset",
                                             .validator = util::CheckReadableFile})
@@ -514,7 +456,8 @@ const Options<NatsSinkOptions>& NatsSinkSchema() {
             if (s.max_pending < 1) {
               return InvalidArgumentError(p.Location("max_pending") + ": max_pending: at least 1");
             }
-            if (s.create_stream && (s.create_stream->replicas < 1 || s.create_stream->replicas > 5)) {
+            if (s.create_stream &&
+                (s.create_stream->replicas < 1 || s.create_stream->replicas > 5)) {
               return InvalidArgumentError(p.Location("create_stream") +
                                           ": create_stream.replicas: 1 to 5");
             }
@@ -529,14 +472,16 @@ SinkFactory NatsSinkFactory() {
   SinkFactory f;
   f.info.type = "nats";
   f.info.kind = PluginKind::kSink;
-  f.info.summary = "Publishes events to NATS JetStream; a batch is delivered when every message "
-                   "has its PubAck.";
+  f.info.summary =
+      "Publishes events to NATS JetStream; a batch is delivered when every message "
+      "has its PubAck.";
   // One batch at a time: its messages are pipelined (up to max_pending awaiting PubAcks).
   f.delivery = {.batch_size = "1000", .timeout = true, .default_timeout = "10s"};
   f.info.params = NatsSinkSchema().Specs();
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Sink>> {
     SEEDANCE_ASSIGN_OR_RETURN(NatsSinkOptions o, NatsSinkSchema().Bind(p));
-    SEEDANCE_ASSIGN_OR_RETURN(EventTemplate subject, EventTemplate::Parse(o.subject_text, "subject"));
+    SEEDANCE_ASSIGN_OR_RETURN(EventTemplate subject,
+                              EventTemplate::Parse(o.subject_text, "subject"));
     o.subject = std::move(subject);
     for (const auto& s : o.servers) {
       if (s.starts_with("tls://")) o.tls.enabled = true;
