@@ -19,6 +19,11 @@
 #include <sstream>
 #include <thread>
 
+#ifdef SEEDANCE_TEST_KAFKA
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+#endif
+
 #include "core/sink_runner.h"
 #include "mqtt/client.h"
 #include "testing/plugin_harness.h"
@@ -208,6 +213,94 @@ class InfluxDbFixture : public SinkFixture {
 };
 #endif  // SEEDANCE_SINK_INFLUXDB
 
+#ifdef SEEDANCE_TEST_KAFKA
+// librdkafka's mock Kafka cluster, in this process (no Kafka broker is packaged for Debian):
+// three brokers, one partition replicated on all, read back from the start by a consumer.
+// Failing, every broker is down (the producer's reports say the records timed out).
+class KafkaFixture : public SinkFixture {
+ public:
+  KafkaFixture() {
+    char err[512];
+    host_ = rd_kafka_new(RD_KAFKA_PRODUCER, rd_kafka_conf_new(), err, sizeof err);
+    if (host_ != nullptr) mock_ = rd_kafka_mock_cluster_new(host_, 3);
+    if (mock_ != nullptr) {
+      rd_kafka_mock_topic_create(mock_, "events", 1, 3);
+      bootstraps_ = rd_kafka_mock_cluster_bootstraps(mock_);
+    }
+  }
+  ~KafkaFixture() override {
+    if (mock_ != nullptr) rd_kafka_mock_cluster_destroy(mock_);
+    if (host_ != nullptr) rd_kafka_destroy(host_);
+  }
+  std::optional<std::string> Unavailable() const override {
+    if (mock_ == nullptr) return std::string("librdkafka's mock cluster did not start");
+    return std::nullopt;
+  }
+  std::string type() const override { return "kafka"; }
+  std::string params() const override {
+    return "brokers: [" + bootstraps_ +
+           "]\ntopic: events\nencoding: payload\nbatch_size: 10\nmessage_timeout: 1s\n"
+           "linger: 1ms\ntimeout: 5s\nretry_initial: 10ms\nretry_max: 50ms\n";
+  }
+  std::vector<int> Delivered() override {
+    char err[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", bootstraps_.c_str(), err, sizeof err);
+    rd_kafka_conf_set(conf, "group.id", "conformance", err, sizeof err);
+    rd_kafka_conf_set(conf, "enable.partition.eof", "true", err, sizeof err);
+    rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof err);
+    rd_kafka_t* c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+    std::vector<int> out;
+    if (c == nullptr) return out;
+    rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(parts, "events", 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_assign(c, parts);
+    rd_kafka_topic_partition_list_destroy(parts);
+    for (int idle = 0; idle < 10;) {  // 1 s without a message: what there is
+      rd_kafka_message_t* m = rd_kafka_consumer_poll(c, 100);
+      if (m == nullptr) {
+        ++idle;
+        continue;
+      }
+      const bool end = m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF;
+      if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        for (int n : Numbers(std::string(static_cast<const char*>(m->payload), m->len))) {
+          out.push_back(n);
+        }
+      }
+      rd_kafka_message_destroy(m);
+      if (end) break;
+    }
+    rd_kafka_consumer_close(c);
+    rd_kafka_destroy(c);
+    return out;
+  }
+  void FailTransiently() override {
+    for (int b = 1; b <= 3; ++b) rd_kafka_mock_broker_set_down(mock_, b);
+  }
+  void Recover() override {
+    for (int b = 1; b <= 3; ++b) rd_kafka_mock_broker_set_up(mock_, b);
+  }
+  std::optional<std::string> RefuseMarked() override {
+    return "the mock cluster refuses requests, not chosen records (a refused record is tested "
+           "in tests/integration/test_kafka_sink.py)";
+  }
+  std::optional<std::string> TooLargeAbove(size_t) override {
+    return "records are sent one by one: no batch is too large (a record too large goes to "
+           "rejected; tests/integration/test_kafka_sink.py)";
+  }
+  std::optional<std::string> HangFirstAttempt() override {
+    return "librdkafka answers every record within message_timeout, which the attempt's "
+           "timeout outlasts by design";
+  }
+
+ private:
+  rd_kafka_t* host_ = nullptr;
+  rd_kafka_mock_cluster_t* mock_ = nullptr;
+  std::string bootstraps_;
+};
+#endif  // SEEDANCE_TEST_KAFKA
+
 // The file sink writes through a symbolic link: to /dev/full (ENOSPC) while failing.
 class FileFixture : public SinkFixture {
  public:
@@ -376,6 +469,9 @@ class SinkConformanceTest : public ::testing::TestWithParam<std::string> {
     if (GetParam() == "http") fixture_ = std::make_unique<HttpFixture>();
 #ifdef SEEDANCE_SINK_INFLUXDB
     if (GetParam() == "influxdb") fixture_ = std::make_unique<InfluxDbFixture>();
+#endif
+#ifdef SEEDANCE_TEST_KAFKA
+    if (GetParam() == "kafka") fixture_ = std::make_unique<KafkaFixture>();
 #endif
     if (GetParam() == "file") fixture_ = std::make_unique<FileFixture>(dir_);
     if (GetParam() == "stdout") fixture_ = std::make_unique<StdoutFixture>(dir_);
@@ -608,6 +704,9 @@ INSTANTIATE_TEST_SUITE_P(Sinks, SinkConformanceTest,
                          ::testing::Values("http",
 #ifdef SEEDANCE_SINK_INFLUXDB
                                            "influxdb",
+#endif
+#ifdef SEEDANCE_TEST_KAFKA
+                                           "kafka",
 #endif
                                            "file", "stdout", "mqtt"),
                          [](const auto& info) { return info.param; });

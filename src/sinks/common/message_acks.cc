@@ -64,8 +64,8 @@ void MessageAcks::Complete(const Handle& a) {
 }
 
 bool MessageAcks::Abort(uint64_t id, const std::string& reason) {
-  auto it = std::find_if(active_.begin(), active_.end(),
-                         [id](const Handle& a) { return a->id == id; });
+  auto it =
+      std::find_if(active_.begin(), active_.end(), [id](const Handle& a) { return a->id == id; });
   if (it == active_.end()) return false;
   Handle a = *it;
   active_.erase(it);

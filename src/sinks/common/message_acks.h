@@ -27,7 +27,7 @@ class MessageAcks : public std::enable_shared_from_this<MessageAcks> {
     size_t outstanding = 1;  // messages awaiting an answer, plus 1 until Launched()
     std::string transient;   // the first failure worth a retry; empty if none
     std::vector<RejectedEvent> rejected;
-    bool finished = false;   // `done` has run or is posted
+    bool finished = false;  // `done` has run or is posted
   };
   using Handle = std::shared_ptr<Attempt>;
 

@@ -22,11 +22,11 @@ const KafkaLibrary* LoadKafkaLibrary(std::string* why) {
               ::dlerror();
       return;
     }
-#define SEEDANCE_KAFKA_RESOLVE(name)                                                    \
-  lib.name = reinterpret_cast<decltype(&::name)>(::dlsym(handle, #name));               \
-  if (lib.name == nullptr) {                                                            \
+#define SEEDANCE_KAFKA_RESOLVE(name)                                                   \
+  lib.name = reinterpret_cast<decltype(&::name)>(::dlsym(handle, #name));              \
+  if (lib.name == nullptr) {                                                           \
     error = "the installed librdkafka has no " #name " (version 1.4 or later needed)"; \
-    return;                                                                             \
+    return;                                                                            \
   }
     SEEDANCE_KAFKA_FUNCTIONS(SEEDANCE_KAFKA_RESOLVE)
 #undef SEEDANCE_KAFKA_RESOLVE

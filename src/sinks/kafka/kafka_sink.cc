@@ -80,12 +80,14 @@ bool IsFixedProperty(const std::string& name) {
 
 Status Configure(const KafkaLibrary& lib, const KafkaSinkOptions& o, const std::string& client_id,
                  KafkaConfig& conf) {
-  SEEDANCE_RETURN_IF_ERROR(conf.Set("bootstrap.servers", fmt::format("{}", fmt::join(o.brokers, ","))));
+  SEEDANCE_RETURN_IF_ERROR(
+      conf.Set("bootstrap.servers", fmt::format("{}", fmt::join(o.brokers, ","))));
   SEEDANCE_RETURN_IF_ERROR(conf.Set("client.id", client_id));
   // At least once, in order, without duplicates from the producer's own retries.
   SEEDANCE_RETURN_IF_ERROR(conf.Set("enable.idempotence", "true"));
   SEEDANCE_RETURN_IF_ERROR(conf.Set("acks", "all"));
-  SEEDANCE_RETURN_IF_ERROR(conf.Set("message.timeout.ms", std::to_string(o.message_timeout.count())));
+  SEEDANCE_RETURN_IF_ERROR(
+      conf.Set("message.timeout.ms", std::to_string(o.message_timeout.count())));
   SEEDANCE_RETURN_IF_ERROR(conf.Set("linger.ms", std::to_string(o.linger.count())));
   SEEDANCE_RETURN_IF_ERROR(conf.Set("compression.codec", o.compression));
   for (const auto& [name, value] : o.properties) {
@@ -218,8 +220,8 @@ void KafkaProducer::Attempt(uint64_t id, const Batch& batch, AttemptCallback don
     vu(RD_KAFKA_VTYPE_MSGFLAGS).u.i = RD_KAFKA_MSG_F_COPY;
     size_t header_bytes = 0;
     for (const Header& h : e.headers) {
-      const bool wanted = std::any_of(
-          o_.event_headers.begin(), o_.event_headers.end(), [&](const std::string& w) {
+      const bool wanted =
+          std::any_of(o_.event_headers.begin(), o_.event_headers.end(), [&](const std::string& w) {
             return w.ends_with('*')
                        ? h.name.starts_with(std::string_view(w).substr(0, w.size() - 1))
                        : h.name == w;
@@ -281,10 +283,11 @@ void KafkaProducer::OnError(rd_kafka_t* rk, int err, const char* reason, void* o
 }
 
 // librdkafka's own log lines (syslog levels), in ours rather than on stderr in its format.
+// Warnings (4) are left out: they repeat what the error callback reports.
 void KafkaProducer::OnLog(const rd_kafka_t*, int level, const char* facility, const char* text) {
-  if (level <= 4) {
+  if (level <= 3) {
     SEEDANCE_LOG_WARN("kafka", "librdkafka {}: {}", facility, text);
-  } else if (level <= 6) {
+  } else if (level == 5 || level == 6) {
     SEEDANCE_LOG_INFO("kafka", "librdkafka {}: {}", facility, text);
   }
 }
@@ -340,7 +343,10 @@ const Options<KafkaSinkOptions>& KafkaSinkSchema() {
                 {.name = "compression",
                  .doc = "record batch compression: none, gzip, snappy, lz4 or zstd",
                  .default_value = "none"},
-                {{"none", "none"}, {"gzip", "gzip"}, {"snappy", "snappy"}, {"lz4", "lz4"},
+                {{"none", "none"},
+                 {"gzip", "gzip"},
+                 {"snappy", "snappy"},
+                 {"lz4", "lz4"},
                  {"zstd", "zstd"}})
           .Enum(&S::encoding,
                 {.name = "encoding",
