@@ -59,6 +59,10 @@ struct Event {
   PayloadFormat format = PayloadFormat::kJson;
   std::string payload;          // the bytes as received, or as a processor rewrote them
   std::vector<Header> headers;  // e.g. traceparent; side outputs add "reason"
+  // Its record's sequence in the durable queue, as a sink reads it: the same when the event is
+  // read again after a restart, never another event's (sinks make idempotency keys from it,
+  // e.g. NATS's Nats-Msg-Id). 0 for an event not read from the queue (`buffer: memory`).
+  uint64_t queue_sequence = 0;
 
   // Returns the value of header `name`, or nullptr. Valid until the headers change.
   const std::string* FindHeader(std::string_view name) const;

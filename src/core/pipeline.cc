@@ -331,6 +331,7 @@ void Pipeline::RecycleEvents(std::vector<IngestItem>& items) {
     if (event_pool_.size() >= kEventPoolSize) break;
     if (e.payload.capacity() == 0 || e.payload.capacity() > kPooledPayloadMax) continue;
     e.id = 0;
+    e.queue_sequence = 0;
     e.event_time_ns = e.ingest_time_ns = 0;
     e.format = PayloadFormat::kJson;
     e.headers.clear();

@@ -43,12 +43,14 @@ void SinkCursor::Decode(uint64_t sequence, uint8_t tag, std::string_view payload
       spare_.pop_back();
     }
   }
-  Status s = storage::DecodeEvent(payload, &(*out)[*n]);
+  Event& e = (*out)[*n];
+  Status s = storage::DecodeEvent(payload, &e);
   if (!s.ok()) {  // its CRC held, its content does not: lost like a damaged record
     queue_.ReportGaps(name_,
                       {storage::SequenceGap{sequence, sequence, storage::LossReason::kCorrupt}});
     return;
   }
+  e.queue_sequence = sequence;
   ++*n;
 }
 

@@ -19,6 +19,11 @@
 #include <sstream>
 #include <thread>
 
+#ifdef SEEDANCE_TEST_NATS
+#include <nats/nats.h>
+
+#include "testing/test_nats_server.h"
+#endif
 #ifdef SEEDANCE_TEST_KAFKA
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -72,6 +77,9 @@ class SinkFixture {
   virtual std::optional<std::string> TooLargeAbove(size_t /*max_events*/) {
     return "nothing it writes is ever too large";
   }
+  // The sink's Start() returned (it connected, checked what it checks): a failure that would
+  // stop the start itself begins here.
+  virtual void Started() {}
   // Why the sink's far side cannot be set up here (then every case skips with it).
   virtual std::optional<std::string> Unavailable() const { return std::nullopt; }
   // The first attempt never completes by itself (only the runner's timeout ends it).
@@ -301,6 +309,80 @@ class KafkaFixture : public SinkFixture {
 };
 #endif  // SEEDANCE_TEST_KAFKA
 
+#ifdef SEEDANCE_TEST_NATS
+// A real nats-server with JetStream (a child process); the stream is made by the sink
+// (create_stream) and read back from its start by a pull consumer. Failing, the server is
+// stopped with SIGSTOP: connected, answering nothing, so PubAcks time out (as when a stream
+// leader is lost); a hung first attempt is the same pause, ended by the runner's timeout.
+class NatsFixture : public SinkFixture {
+ public:
+  explicit NatsFixture(const fs::path& dir) : server_(dir.string()) {}
+  std::optional<std::string> Unavailable() const override {
+    if (!server_.available()) return server_.why_unavailable();
+    return std::nullopt;
+  }
+  std::string type() const override { return "nats"; }
+  std::string params() const override {
+    return "servers: [" + server_.url() +
+           "]\nsubject: events.all\nstream: EVENTS\ncreate_stream: {subjects: [\"events.>\"]}\n"
+           "encoding: payload\nbatch_size: 10\ntimeout: 500ms\nretry_initial: 10ms\n"
+           "retry_max: 50ms\nreconnect_wait: 20ms\n";
+  }
+  std::vector<int> Delivered() override {
+    std::vector<int> out;
+    natsConnection* nc = nullptr;
+    if (natsConnection_ConnectTo(&nc, server_.url().c_str()) != NATS_OK) return out;
+    jsCtx* js = nullptr;
+    natsSubscription* sub = nullptr;
+    jsErrCode code;
+    jsSubOptions so;
+    jsSubOptions_Init(&so);
+    so.Stream = "EVENTS";
+    so.Config.AckPolicy = js_AckNone;
+    if (natsConnection_JetStream(&js, nc, nullptr) == NATS_OK &&
+        js_PullSubscribe(&sub, js, "events.>", nullptr, nullptr, &so, &code) == NATS_OK) {
+      while (true) {
+        natsMsgList list;
+        if (natsSubscription_Fetch(&list, sub, 100, 300, &code) != NATS_OK) break;
+        for (int i = 0; i < list.Count; ++i) {
+          const std::string payload(natsMsg_GetData(list.Msgs[i]),
+                                    static_cast<size_t>(natsMsg_GetDataLength(list.Msgs[i])));
+          for (int n : Numbers(payload)) out.push_back(n);
+        }
+        natsMsgList_Destroy(&list);
+      }
+    }
+    if (sub != nullptr) natsSubscription_Destroy(sub);
+    if (js != nullptr) jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    return out;
+  }
+  void FailTransiently() override { paused_on_start_ = true; }
+  void Recover() override {
+    paused_on_start_ = false;
+    server_.Resume();
+  }
+  // The sink checks the stream at start: the pause begins once it has (see Started()).
+  void Started() override {
+    if (paused_on_start_) server_.Pause();
+  }
+  std::optional<std::string> RefuseMarked() override {
+    return "a stream refuses messages by size only (too large: rejected; see docs/nats-sink.md)";
+  }
+  std::optional<std::string> TooLargeAbove(size_t) override {
+    return "one message per event: no batch is ever too large";
+  }
+  std::optional<std::string> HangFirstAttempt() override {
+    return "its attempts are the server's PubAcks: a hung server is the transient failure "
+           "above, ended by the same timeout";
+  }
+
+ private:
+  testing::TestNatsServer server_;
+  bool paused_on_start_ = false;
+};
+#endif  // SEEDANCE_TEST_NATS
+
 // The file sink writes through a symbolic link: to /dev/full (ENOSPC) while failing.
 class FileFixture : public SinkFixture {
  public:
@@ -473,6 +555,9 @@ class SinkConformanceTest : public ::testing::TestWithParam<std::string> {
 #ifdef SEEDANCE_TEST_KAFKA
     if (GetParam() == "kafka") fixture_ = std::make_unique<KafkaFixture>();
 #endif
+#ifdef SEEDANCE_TEST_NATS
+    if (GetParam() == "nats") fixture_ = std::make_unique<NatsFixture>(dir_);
+#endif
     if (GetParam() == "file") fixture_ = std::make_unique<FileFixture>(dir_);
     if (GetParam() == "stdout") fixture_ = std::make_unique<StdoutFixture>(dir_);
     if (GetParam() == "mqtt") fixture_ = std::make_unique<MqttFixture>(dir_);
@@ -521,6 +606,7 @@ class SinkConformanceTest : public ::testing::TestWithParam<std::string> {
     auto sink = factory->create(params, ctx);
     ASSERT_TRUE(sink.has_value()) << sink.error().ToString();
     ASSERT_TRUE((*sink)->Start().ok());
+    fixture_->Started();
     runner_ = std::make_unique<SinkRunner>(
         "out", std::move(sink).value(), std::move(policy).value(), 100, *loop_, *stats_,
         [this](Event&& e, const std::string& reason) {
@@ -707,6 +793,9 @@ INSTANTIATE_TEST_SUITE_P(Sinks, SinkConformanceTest,
 #endif
 #ifdef SEEDANCE_TEST_KAFKA
                                            "kafka",
+#endif
+#ifdef SEEDANCE_TEST_NATS
+                                           "nats",
 #endif
                                            "file", "stdout", "mqtt"),
                          [](const auto& info) { return info.param; });

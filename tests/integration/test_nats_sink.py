@@ -106,3 +106,33 @@ def test_bad_subjects_are_refused_with_file_and_line(tmp_path):
     r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
     assert r.returncode == 2, r.stderr
     assert "c.yaml:7:14" in r.stderr and "wildcard" in r.stderr, r.stderr
+
+
+def test_events_a_script_makes_from_one_message_are_each_kept(broker, cluster, tmp_path):
+    # A filter that returns three events for one message: they share the message's id and
+    # ingest time, so an idempotency key made of those would make the stream drop two of
+    # them. The key is the event's place in the durable queue.
+    cfg = config(broker, cluster).replace("sinks:", """processors:
+  - type: lua
+    code: |
+      function process(event)
+        local out = {}
+        for k = 1, 3 do
+          local e = {topic = event.topic, payload = {n = event.payload.n * 3 + k - 1}}
+          out[k] = e
+        end
+        return out
+      end
+sinks:""")
+    sd = Seedance(cfg).start(timeout=30)
+    try:
+        assert sd.wait_log("connected to"), sd.stderr()
+        time.sleep(0.3)
+        publish_all(broker.port, [("site/a/b", json.dumps({"n": i})) for i in range(100)])
+        assert wait_until(lambda: cluster.count("TELEMETRY", "telemetry.>", timeout=5,
+                                                info_only=True)["stream_msgs"] >= 300, 30, 0.2), \
+            sd.stderr()[-3000:]
+        counted = cluster.count("TELEMETRY", "telemetry.>", timeout=30)
+        assert counted["unique"] == 300 and counted["repeats"] == 0, counted
+    finally:
+        assert sd.stop() == 0

@@ -208,9 +208,13 @@ Status NatsPublisher::CheckStream() {
 }
 
 void NatsPublisher::SetHeaders(natsMsg* m, const Event& e) {
-  // Stable across a restart (the durable queue keeps source, ingest time and id), unique
-  // across runs (a new run's ids start again, at other times).
-  const std::string id = fmt::format("{}-{:x}-{:x}", e.source, e.ingest_time_ns, e.id);
+  // The job (host and data directory) and the event's place in the durable queue: the same
+  // when the event is sent again, after a restart too, and no other event's, on this gateway
+  // or another. Without the queue (buffer: memory, nothing survives a restart): unique in
+  // this run.
+  const std::string id = e.queue_sequence != 0
+                             ? fmt::format("{}-{}", ctx_.instance, e.queue_sequence)
+                             : fmt::format("{}-m-{:x}-{:x}", ctx_.instance, e.ingest_time_ns, e.id);
   lib_.natsMsgHeader_Set(m, "Nats-Msg-Id", id.c_str());
   size_t bytes = 0;
   for (const Header& h : e.headers) {
