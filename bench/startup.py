@@ -33,6 +33,50 @@ def arm64_binary():
     return {"arm64_binary_bytes": os.path.getsize(out), "arm64_needed_libraries": needed}
 
 
+OPTIONAL_SINKS = {
+    "influxdb": ("influxdb_sink", "line_protocol", "write_error"),
+    "nats": ("nats_sink", "nats_library", "nats_subject"),
+    "kafka": ("kafka_sink", "kafka_library"),
+}
+
+
+def optional_sink_bytes():
+    """What each optional sink's own object files put in the release binary (code and data
+    sections kept by the link, from its map; templates and library code they share with the
+    rest are counted where the linker placed them first, so this is a lower bound)."""
+    import re
+    sizes = {name: 0 for name in OPTIONAL_SINKS}
+    line_rx = re.compile(r"^\s*(?:\.\S+)?\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+\S*\((\w+)\.cc\.o\)")
+    with open(os.path.join(ROOT, "build-release", "seedance.map")) as f:
+        discarded = True
+        for line in f:
+            if line.startswith("Discarded input sections"):
+                discarded = True
+            elif line.startswith("Memory map") or line.startswith("Linker script and memory map"):
+                discarded = False
+            if discarded:
+                continue
+            m = line_rx.match(line)
+            if not m:
+                continue
+            for name, objects in OPTIONAL_SINKS.items():
+                if m.group(2) in objects:
+                    sizes[name] += int(m.group(1), 16)
+    return sizes
+
+
+def without_optional_sinks():
+    """Stripped size of a release build with every optional sink left out."""
+    build = os.path.join(ROOT, "build-release-core")
+    env = dict(os.environ, BUILD_DIR=build, BUILD_TYPE="Release", TARGETS="seedance")
+    subprocess.run([os.path.join(ROOT, "scripts", "build"), "-DSEEDANCE_TESTS=OFF",
+                    *[f"-DSEEDANCE_SINK_{n.upper()}=OFF" for n in OPTIONAL_SINKS]],
+                   cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+    out = os.path.join(build, "seedance.stripped")
+    subprocess.run(["strip", "-o", out, os.path.join(build, "seedance")], check=True)
+    return os.path.getsize(out)
+
+
 def main():
     binary = stripped_binary()
     broker = Broker().start()
@@ -70,6 +114,8 @@ def main():
     result = {
         "benchmark": "startup",
         "binary_bytes": os.path.getsize(binary),
+        "binary_bytes_without_optional_sinks": without_optional_sinks(),
+        "optional_sink_bytes": optional_sink_bytes(),
         "shared_libraries": shared_libs(binary),
         **arm64_binary(),
         "idle_rss_kb": int(statistics.median(idle_rss)),

@@ -15,7 +15,8 @@ namespace seedance::testing {
 namespace {
 
 const char* NatsServerPath() {
-  for (const char* p : {"/usr/bin/nats-server", "/usr/sbin/nats-server", "/usr/local/bin/nats-server"}) {
+  for (const char* p :
+       {"/usr/bin/nats-server", "/usr/sbin/nats-server", "/usr/local/bin/nats-server"}) {
     if (::access(p, X_OK) == 0) return p;
   }
   return nullptr;

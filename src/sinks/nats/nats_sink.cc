@@ -177,7 +177,11 @@ Status NatsPublisher::CheckStream() {
     return Status::Ok();
   }
   if (s != NATS_NOT_FOUND) {
-    return UnavailableError(fmt::format("nats: stream {}: {}", o_.stream, StatusText(lib_, s)));
+    // The cluster did not answer in time (electing a leader, a node restarting): not a
+    // configuration error. Publishes are retried until the stream takes them.
+    SEEDANCE_LOG_WARN(ctx_.name, "could not check stream {} ({}); publishing anyway", o_.stream,
+                      StatusText(lib_, s));
+    return Status::Ok();
   }
   if (!o_.create_stream) {
     return InvalidArgumentError(fmt::format(
@@ -197,9 +201,14 @@ Status NatsPublisher::CheckStream() {
       std::chrono::duration_cast<std::chrono::nanoseconds>(o_.create_stream->duplicate_window)
           .count();
   s = lib_.js_AddStream(&si, js_, &cfg, nullptr, &code);
+  if (s == NATS_TIMEOUT) {
+    SEEDANCE_LOG_WARN(ctx_.name, "creating stream {} timed out; publishing anyway", o_.stream);
+    return Status::Ok();
+  }
   if (s != NATS_OK) {
-    return UnavailableError(fmt::format("nats: creating stream {}: {} (JetStream error {})",
-                                        o_.stream, StatusText(lib_, s), static_cast<int>(code)));
+    return InvalidArgumentError(fmt::format("nats: creating stream {}: {} (JetStream error {})",
+                                            o_.stream, StatusText(lib_, s),
+                                            static_cast<int>(code)));
   }
   lib_.jsStreamInfo_Destroy(si);
   SEEDANCE_LOG_INFO(ctx_.name, "created stream {} ({} replica(s))", o_.stream,
