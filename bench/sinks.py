@@ -1,12 +1,13 @@
-"""Sinks on the same input: events/s and CPU s per 100k events for HTTP (none/gzip/zstd), MQTT, InfluxDB and NATS."""
+"""Sinks on the same input: events/s and CPU s per 100k events for HTTP (none/gzip/zstd), MQTT, InfluxDB, NATS, Kafka (mock)."""
 # One input for every sink: the generate source, 200,000 sensor readings as fast as the sink
 # takes them, through the durable queue (the default). Per sink: delivered events/s (start to
 # the last event at the far side), Seedance's CPU seconds per 100k events (user + system,
 # /proc), and for the HTTP-based ones the request bytes per event on the wire (what
 # compression buys). The far sides are real and local: the test receiver, mosquitto with
 # bench/mqtt_count subscribed, influxd, a one-node nats-server with JetStream (a stream of one
-# replica, file storage). events/s is bounded by the far side on this 2-core
-# machine (influxd indexing, the Python receiver decompressing); the CPU is Seedance's own.
+# replica, file storage), librdkafka's mock cluster (3 brokers; Debian packages no Kafka).
+# events/s is bounded by the far side on this 2-core machine (influxd indexing, the Python
+# receiver decompressing, the mock cluster); the CPU is Seedance's own.
 import json
 import os
 import statistics
@@ -15,16 +16,21 @@ import sys
 import tempfile
 import time
 
-from common import RELEASE_BIN, ROOT, Broker, Receiver, cpu_seconds
+from common import RELEASE_BIN, ROOT, Broker, Receiver, cpu_seconds, free_port
 
 from testing.influxd import Influxd  # noqa: E402
+from testing.kafka_mock import KafkaMock  # noqa: E402
 from testing.nats_cluster import NatsCluster  # noqa: E402
+from testing.seedance_process import metric, scrape  # noqa: E402
 
 N = 200_000
 ROUNDS = 2
 COUNT = os.path.join(ROOT, "build-release", "mqtt_count")
 PAYLOAD = ('{"sent_ns":{now_ns},"seq":{n},"device":"sensor-7","site":"north",'
            '"temperature":21.5,"humidity":40.25,"ok":true}')
+
+
+METRICS_PORT = None  # set in main(): each run serves /metrics there (the kafka case counts by it)
 
 
 def run(sink_section, delivered, wire_bytes=None, span=None):
@@ -45,6 +51,8 @@ sinks:
 {sink_section}
 queue:
   data_dir: {os.path.join(work, "data")}
+metrics:
+  listen: 127.0.0.1:{METRICS_PORT}
 """)
     bytes0 = wire_bytes() if wire_bytes else 0
     base = delivered()  # before the start: the MQTT case subscribes here
@@ -150,12 +158,36 @@ def nats_case(server, round_number):
     return section, delivered
 
 
+def kafka_case(kafka):
+    """librdkafka's mock cluster (3 brokers, replication 3, in one process: events/s is the
+    mock's, not a Kafka cluster's). Delivered = the sink's delivered events (every record's
+    delivery report a success); the mock keeps only its partitions' last few MB, so the topic
+    is not read back here (tests/integration/test_kafka_sink.py reads every record back)."""
+    section = f"""  - type: kafka
+    brokers: [{",".join(kafka.brokers)}]
+    topic: {kafka.topic}
+    key: "{{payload.device}}"
+"""
+
+    def delivered():
+        try:
+            return int(metric(scrape(f"http://127.0.0.1:{METRICS_PORT}/metrics"),
+                              "seedance_events_out_total", component="kafka"))
+        except OSError:
+            return 0
+
+    return section, delivered
+
+
 def main():
     receiver = Receiver().start()
     receiver.count_only = True
     broker = Broker().start()
     influxd = Influxd().start()
     nats = NatsCluster(nodes=1).start()
+    kafka = KafkaMock(topic="bench", partitions=3, brokers=3)
+    global METRICS_PORT
+    METRICS_PORT = free_port()
     results = {}
     try:
         cases = http_cases(receiver)
@@ -163,6 +195,7 @@ def main():
         rounds = {name: [] for name in cases}
         rounds["influxdb"] = []
         rounds["nats"] = []
+        rounds["kafka_mock"] = []
         for r in range(ROUNDS):
             for name, (section, delivered, wire, span) in cases.items():
                 rounds[name].append(run(section, delivered, wire, span))
@@ -174,6 +207,8 @@ def main():
             rounds["influxdb"].append(run(section, delivered))
             section, delivered = nats_case(nats, r)
             rounds["nats"].append(run(section, delivered))
+            section, delivered = kafka_case(kafka)
+            rounds["kafka_mock"].append(run(section, delivered))
         for name, rs in rounds.items():
             results[name] = median_of(rs)
             print(f"{name:>10}: {results[name]}", file=sys.stderr)
@@ -182,6 +217,7 @@ def main():
         broker.stop()
         influxd.stop()
         nats.stop()
+        kafka.stop()
     print(json.dumps({"events": N, "rounds": ROUNDS, "sinks": results}))
 
 

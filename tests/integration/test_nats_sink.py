@@ -15,6 +15,14 @@ from testing.seedance_process import BIN, Seedance
 from testing.waiting import wait_until
 
 
+def stream_msgs(cluster, stream, node=0):
+    """The stream's message count; 0 while it does not exist or the node is busy."""
+    try:
+        return cluster.count(stream, "telemetry.>", node=node, timeout=5, info_only=True)["stream_msgs"]
+    except RuntimeError:
+        return 0
+
+
 @pytest.fixture
 def cluster():
     c = NatsCluster().start()
@@ -136,3 +144,84 @@ sinks:""")
         assert counted["unique"] == 300 and counted["repeats"] == 0, counted
     finally:
         assert sd.stop() == 0
+
+
+@pytest.mark.parametrize("auth,server_side", [
+    ("username: gw\n    password: s3cret", 'authorization { user: gw, password: s3cret }'),
+    ("token: t0ken", 'authorization { token: t0ken }'),
+])
+def test_user_password_and_token_authentication(broker, tmp_path, auth, server_side):
+    server = NatsCluster(nodes=1, extra=server_side).start()
+    try:
+        cfg = f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "site/#"
+sinks:
+  - type: nats
+    servers: [{server.urls[0]}]
+    subject: "telemetry.{{topic.2}}"
+    stream: AUTH
+    create_stream: {{subjects: ["telemetry.>"]}}
+    {auth}
+"""
+        sd = Seedance(cfg).start(timeout=30)
+        try:
+            assert sd.wait_log("connected to"), sd.stderr()
+            time.sleep(0.3)
+            publish_all(broker.port, [("site/a/b", json.dumps({"n": i})) for i in range(50)])
+            creds = server_side.split("{")[1].split("}")[0].strip()
+            user_url = server.urls[0].replace("nats://", "nats://gw:s3cret@") \
+                if "user" in creds else server.urls[0].replace("nats://", "nats://t0ken@")
+            assert wait_until(lambda: server.count("AUTH", "telemetry.>", timeout=5, info_only=True,
+                                                   url=user_url)["stream_msgs"] >= 50, 20, 0.2), \
+                sd.stderr()[-3000:]
+        finally:
+            assert sd.stop() == 0
+        # The wrong secret: refused by the server, said so, nothing sent.
+        wrong = cfg.replace("s3cret", "wrong").replace("t0ken", "wrong")
+        sd = Seedance(wrong)
+        sd.start(wait_ready=False)
+        try:
+            assert sd.wait_log(r"(?i)authori[sz]ation", 20), sd.stderr()
+        finally:
+            sd.stop()
+    finally:
+        server.stop()
+
+
+def test_a_server_down_at_start_is_waited_for_and_the_stream_made_then(broker, tmp_path):
+    server = NatsCluster(nodes=1)  # configured, not started yet
+    try:
+        cfg = f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "site/#"
+sinks:
+  - type: nats
+    servers: [{server.urls[0]}]
+    subject: "telemetry.{{topic.2}}"
+    stream: LATE
+    create_stream: {{subjects: ["telemetry.>"]}}
+    reconnect_wait: 100ms
+    retry_max: 200ms
+"""
+        sd = Seedance(cfg).start(timeout=10)  # ready at once: it does not wait for the server
+        try:
+            assert sd.wait_log("could not connect to"), sd.stderr()
+            assert sd.wait_log(r"mqtt\] connected to"), sd.stderr()
+            time.sleep(0.3)
+            publish_all(broker.port, [("site/a/b", json.dumps({"n": i})) for i in range(100)])
+            assert sd.wait_log("delivery failed: nats: not connected"), sd.stderr()
+            server.start()
+            assert wait_until(lambda: stream_msgs(server, "LATE") >= 100, 30, 0.2), \
+                sd.stderr()[-3000:]
+            assert sd.wait_log("created stream LATE"), sd.stderr()
+            counted = server.count("LATE", "telemetry.>", timeout=30)
+            assert counted["unique"] == 100 and counted["repeats"] == 0, counted
+        finally:
+            assert sd.stop() == 0
+    finally:
+        server.stop()

@@ -17,7 +17,7 @@ STREAM_COUNT = os.path.join(os.path.dirname(BIN), "nats_stream_count")
 
 
 class NatsCluster:
-    def __init__(self, nodes=3):
+    def __init__(self, nodes=3, extra=""):
         self.dir = tempfile.mkdtemp(prefix="seedance-nats-")
         self.ports = [free_port() for _ in range(nodes)]
         self.route_ports = [free_port() for _ in range(nodes)]
@@ -30,6 +30,7 @@ class NatsCluster:
                 f.write(f"""server_name: n{i}
 listen: 127.0.0.1:{self.ports[i]}
 jetstream {{ store_dir: "{self.dir}/store{i}" }}
+{extra}
 """)
                 if nodes > 1:
                     f.write(f"cluster {{ name: seedance-test, listen: 127.0.0.1:"
@@ -78,10 +79,10 @@ jetstream {{ store_dir: "{self.dir}/store{i}" }}
                     p.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def count(self, stream, subject, node=0, timeout=60, info_only=False):
+    def count(self, stream, subject, node=0, timeout=60, info_only=False, url=None):
         """{"stream_msgs", "consumed", "unique", "repeats"} of the stream, read by a consumer
         (`info_only`: the stream's message count alone, nothing consumed)."""
-        out = subprocess.run([STREAM_COUNT, self.urls[node], stream, subject, str(timeout)] +
+        out = subprocess.run([STREAM_COUNT, url or self.urls[node], stream, subject, str(timeout)] +
                              (["info"] if info_only else []),
                              capture_output=True, text=True, timeout=timeout + 30)
         if out.returncode != 0:

@@ -160,6 +160,19 @@ struct Delivery {
   util::SharedSlot slots = util::MakeSlot();
 };
 
+// Adds a codec's header fields to a request.
+class RequestFieldWriter final : public HeaderFieldWriter {
+ public:
+  explicit RequestFieldWriter(Request& req) : req_(req) {}
+  void Add(std::string_view name, std::string_view value) override {
+    req_.insert(beast::string_view(name.data(), name.size()),
+                beast::string_view(value.data(), value.size()));
+  }
+
+ private:
+  Request& req_;
+};
+
 }  // namespace
 
 // Shared state of the sink, kept alive by the handlers that use it.
@@ -283,19 +296,6 @@ Delivery* HttpClient::TakeDelivery() {
   peak_busy_ = std::max(peak_busy_, busy_.size());
   return d;
 }
-
-// Adds a codec's header fields to a request.
-class RequestFieldWriter final : public HeaderFieldWriter {
- public:
-  explicit RequestFieldWriter(Request& req) : req_(req) {}
-  void Add(std::string_view name, std::string_view value) override {
-    req_.insert(beast::string_view(name.data(), name.size()),
-                beast::string_view(value.data(), value.size()));
-  }
-
- private:
-  Request& req_;
-};
 
 void HttpClient::BuildRequest(const Batch& batch, Delivery& d) {
   std::string body;

@@ -28,10 +28,14 @@ namespace seedance::sinks {
   X(natsOptions_SetRetryOnFailedConnect)     \
   X(natsOptions_SetDisconnectedCB)           \
   X(natsOptions_SetReconnectedCB)            \
+  X(natsOptions_SetErrorHandler)             \
   X(natsConnection_Connect)                  \
   X(natsConnection_Close)                    \
   X(natsConnection_Destroy)                  \
   X(natsConnection_GetConnectedUrl)          \
+  X(natsConnection_GetLastError)             \
+  X(natsConnection_Status)                   \
+  X(nats_GetLastError)                       \
   X(natsConnection_JetStream)                \
   X(jsOptions_Init)                          \
   X(jsCtx_Destroy)                           \

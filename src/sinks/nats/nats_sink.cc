@@ -42,7 +42,6 @@ struct NatsSinkOptions {
   std::string password;
   std::string token;
   std::string credentials;  // a .creds file (JWT and NKey seed)
-  std::string nkey_seed;    // a file holding an NKey seed
   struct Tls {
     bool enabled = false;
     std::string ca_file;
@@ -82,6 +81,10 @@ class NatsPublisher : public std::enable_shared_from_this<NatsPublisher> {
  private:
   static void OnAck(jsCtx* js, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure);
   static void OnDisconnected(natsConnection* nc, void* closure);
+  static void OnConnected(natsConnection* nc, void* closure);
+  static void OnError(natsConnection* nc, natsSubscription* sub, natsStatus err, void* closure);
+  // The connection's last error ("Authorization Violation"), or "".
+  std::string LastError(natsConnection* nc) const;
   static void OnReconnected(natsConnection* nc, void* closure);
   Status CheckStream();
   // Sets the message's headers: Nats-Msg-Id and the event headers asked for.
@@ -101,6 +104,7 @@ class NatsPublisher : public std::enable_shared_from_this<NatsPublisher> {
     size_t index = 0;
   };
   std::unordered_map<natsMsg*, Slot> pending_;  // messages awaiting their PubAck
+  bool stream_checked_ = false;                 // loop only: the stream exists (or was made)
   bool stopped_ = false;
   util::LogLimiter limiter_;
 };
@@ -121,6 +125,7 @@ Status NatsPublisher::Start() {
   lib_.natsOptions_SetReconnectWait(opts_, o_.reconnect_wait.count());
   lib_.natsOptions_SetDisconnectedCB(opts_, &NatsPublisher::OnDisconnected, this);
   lib_.natsOptions_SetReconnectedCB(opts_, &NatsPublisher::OnReconnected, this);
+  lib_.natsOptions_SetErrorHandler(opts_, &NatsPublisher::OnError, this);
   if (!o_.username.empty() || !o_.password.empty()) {
     s = lib_.natsOptions_SetUserInfo(opts_, o_.username.c_str(), o_.password.c_str());
     if (s != NATS_OK) return fail("username/password", s);
@@ -132,9 +137,6 @@ Status NatsPublisher::Start() {
     s = lib_.natsOptions_SetUserCredentialsFromFiles(opts_, o_.credentials.c_str(), nullptr);
     if (s != NATS_OK) return fail("credentials " + o_.credentials, s);
   }
-  if (!o_.nkey_seed.empty()) {
-    return InvalidArgumentError("nats: nkey_seed needs the NKey's public key too; use credentials");
-  }
   if (o_.tls.enabled || !o_.tls.ca_file.empty()) {
     if ((s = lib_.natsOptions_SetSecure(opts_, true)) != NATS_OK) return fail("TLS", s);
     if (!o_.tls.ca_file.empty()) {
@@ -143,11 +145,19 @@ Status NatsPublisher::Start() {
     }
     if (!o_.tls.verify) lib_.natsOptions_SkipServerVerification(opts_, true);
   }
-  // Not reachable now: connect in the background (attempts are retried meanwhile).
-  lib_.natsOptions_SetRetryOnFailedConnect(opts_, true, nullptr, nullptr);
+  // Not reachable now: connect in the background (attempts are retried meanwhile). With a
+  // callback the first failure returns at once (without one, libnats blocks retrying).
+  lib_.natsOptions_SetRetryOnFailedConnect(opts_, true, &NatsPublisher::OnConnected, this);
   s = lib_.natsConnection_Connect(&nc_, opts_);
   const bool connected = s == NATS_OK;
   if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) return fail("connect", s);
+  // What the first attempt met (a refused login, no server listening): the connection's last
+  // error, else this thread's.
+  std::string why = connected ? "" : LastError(nc_);
+  if (!connected && why.empty()) {
+    const char* text = lib_.nats_GetLastError(nullptr);
+    if (text != nullptr) why = text;
+  }
   jsOptions jo;
   lib_.jsOptions_Init(&jo);
   jo.PublishAsync.MaxPending = o_.max_pending;
@@ -156,12 +166,13 @@ Status NatsPublisher::Start() {
   if ((s = lib_.natsConnection_JetStream(&js_, nc_, &jo)) != NATS_OK) return fail("JetStream", s);
   if (!connected) {
     SEEDANCE_LOG_WARN(ctx_.name,
-                      "no NATS server reachable yet ({}); connecting in the background, stream "
-                      "{} not checked",
-                      fmt::join(o_.servers, ", "), o_.stream);
+                      "could not connect to {}{}{}; connecting in the background, stream {} not "
+                      "checked",
+                      fmt::join(o_.servers, ", "), why.empty() ? "" : ": ", why, o_.stream);
     return Status::Ok();
   }
   SEEDANCE_RETURN_IF_ERROR(CheckStream());
+  stream_checked_ = true;
   char url[256] = "";
   lib_.natsConnection_GetConnectedUrl(nc_, url, sizeof url);
   SEEDANCE_LOG_INFO(ctx_.name, "connected to {} (JetStream stream {})", url, o_.stream);
@@ -245,6 +256,17 @@ void NatsPublisher::SetHeaders(natsMsg* m, const Event& e) {
 
 void NatsPublisher::Attempt(uint64_t id, const Batch& batch, AttemptCallback done) {
   if (stopped_) return done(AttemptOutcome::Shutdown());
+  if (!stream_checked_) {
+    // Not connected at start: the stream is checked (or made) once a server is reached.
+    if (lib_.natsConnection_Status(nc_) != NATS_CONN_STATUS_CONNECTED) {
+      const std::string why = LastError(nc_);
+      return done(AttemptOutcome::Retry(fmt::format("nats: not connected to {}{}{}",
+                                                    fmt::join(o_.servers, ", "),
+                                                    why.empty() ? "" : ": ", why)));
+    }
+    if (Status s = CheckStream(); !s.ok()) return done(AttemptOutcome::Retry(s.message()));
+    stream_checked_ = true;
+  }
   const MessageAcks::Handle a = acks_->Begin(id, std::move(done));
   std::string subject, why, body;
   for (size_t i = 0; i < batch.events.size(); ++i) {
@@ -311,10 +333,12 @@ void NatsPublisher::OnAck(jsCtx*, natsMsg* msg, jsPubAck*, jsPubAckErr* pae, voi
     return self->acks_->Refused(slot.attempt, slot.index,
                                 "nats: larger than the stream's max_msg_size");
   }
+  const std::string connection = self->LastError(self->nc_);
   self->acks_->Failed(
       slot.attempt,
-      fmt::format("nats: no PubAck: {}{}", self->lib_.natsStatus_GetText(pae->Err),
-                  pae->ErrText != nullptr ? fmt::format(" ({})", pae->ErrText) : std::string()));
+      fmt::format("nats: no PubAck: {}{}{}", self->lib_.natsStatus_GetText(pae->Err),
+                  pae->ErrText != nullptr ? fmt::format(" ({})", pae->ErrText) : std::string(),
+                  connection.empty() ? "" : fmt::format("; connection: {}", connection)));
 }
 
 void NatsPublisher::Abort(uint64_t id) {
@@ -327,6 +351,31 @@ void NatsPublisher::OnDisconnected(natsConnection*, void* closure) {
   auto* self = static_cast<NatsPublisher*>(closure);
   if (self->stopped_) return;
   SEEDANCE_LOG_WARN(self->ctx_.name, "disconnected from NATS; reconnecting");
+}
+
+void NatsPublisher::OnConnected(natsConnection* nc, void* closure) {
+  auto* self = static_cast<NatsPublisher*>(closure);
+  char url[256] = "";
+  self->lib_.natsConnection_GetConnectedUrl(nc, url, sizeof url);
+  SEEDANCE_LOG_INFO(self->ctx_.name, "connected to {}", url);
+}
+
+void NatsPublisher::OnError(natsConnection* nc, natsSubscription*, natsStatus err, void* closure) {
+  auto* self = static_cast<NatsPublisher*>(closure);
+  uint64_t suppressed = 0;
+  if (!self->limiter_.Allow("async-error", &suppressed)) return;
+  const std::string last = self->LastError(nc);
+  SEEDANCE_LOG_WARN(self->ctx_.name, "nats: {}{}{}{}", StatusText(self->lib_, err),
+                    last.empty() ? "" : ": ", last,
+                    suppressed ? fmt::format(" ({} similar not logged)", suppressed) : "");
+}
+
+std::string NatsPublisher::LastError(natsConnection* nc) const {
+  const char* text = nullptr;
+  if (nc == nullptr || lib_.natsConnection_GetLastError(nc, &text) == NATS_OK || text == nullptr) {
+    return "";
+  }
+  return text;
 }
 
 void NatsPublisher::OnReconnected(natsConnection* nc, void* closure) {
