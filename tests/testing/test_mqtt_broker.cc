@@ -1,9 +1,6 @@
 #include "testing/test_mqtt_broker.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +10,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <thread>
+
+#include "testing/loopback_port.h"
 
 namespace seedance::testing {
 namespace {
@@ -24,32 +23,6 @@ const char* MosquittoPath() {
   return nullptr;
 }
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
-bool Accepting(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
-
 }  // namespace
 
 TestMqttBroker::TestMqttBroker(const std::string& dir, const std::string& extra) {
@@ -58,7 +31,7 @@ TestMqttBroker::TestMqttBroker(const std::string& dir, const std::string& extra)
     why_ = "mosquitto is not installed (scripts/setup installs it)";
     return;
   }
-  port_ = FreePort();
+  port_ = FreeLoopbackPort();
   const std::string conf = dir + "/mosquitto.conf";
   {
     std::ofstream f(conf);
@@ -71,10 +44,10 @@ TestMqttBroker::TestMqttBroker(const std::string& dir, const std::string& extra)
     ::execl(bin, bin, "-c", conf.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  for (int i = 0; i < 500 && !Accepting(port_); ++i) {
+  for (int i = 0; i < 500 && !AcceptingOnLoopback(port_); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  if (!Accepting(port_)) {
+  if (!AcceptingOnLoopback(port_)) {
     why_ = "mosquitto did not start (see " + dir + "/mosquitto.log)";
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "observe/metrics.h"
+#include "sinks/common/header_selection.h"
 #include "sinks/http/response_policy.h"
 #include "util/event_loop.h"
 #include "util/handler_slot.h"
@@ -31,26 +32,8 @@ namespace http = beast::http;
 using boost::system::error_code;
 
 Status CheckHeaderFields(const ParamValue& v) {
-  static constexpr std::string_view kTokenPunctuation = "!#$%&'*+-.^_`|~";
   for (const auto& [name, value] : std::get<StringPairs>(v)) {
-    if (name.empty()) return InvalidArgumentError("a header name is empty");
-    for (char c : name) {
-      if (!std::isalnum(static_cast<unsigned char>(c)) &&
-          kTokenPunctuation.find(c) == std::string_view::npos) {
-        return InvalidArgumentError(
-            fmt::format("header name \"{}\" has a character not allowed in a name ({:#04x})",
-                        util::SanitizeText(name, 64), static_cast<unsigned char>(c)));
-      }
-    }
-    for (char c : value) {
-      const auto u = static_cast<unsigned char>(c);
-      if ((u < 0x20 && c != '\t') || u == 0x7f) {
-        return InvalidArgumentError(
-            fmt::format("the value of header \"{}\" has a control character ({:#04x}); line breaks "
-                        "would inject header fields",
-                        name, u));
-      }
-    }
+    SEEDANCE_RETURN_IF_ERROR(CheckHeaderField(name, value));
   }
   return Status::Ok();
 }

@@ -4,6 +4,7 @@
 
 #include "seedance/options.h"
 #include "sinks/common/event_encoding.h"
+#include "sinks/common/header_selection.h"
 #include "sinks/http/http_client.h"
 
 namespace seedance::sinks {
@@ -15,14 +16,13 @@ struct HttpSinkOptions : HttpClientOptions {
   BatchFormat format = BatchFormat::kJsonArray;
 };
 
-// The most bytes of event headers one request carries (event_headers).
-constexpr size_t kMaxEventHeaderBytes = 8192;
-
 // Events as a JSON array, NDJSON or one per request; the answer read the default way.
 class EventBatchCodec final : public HttpBatchCodec {
  public:
   explicit EventBatchCodec(const HttpSinkOptions& o)
-      : event_headers_(o.event_headers), encoding_(o.encoding), format_(o.format) {}
+      : event_headers_(o.event_headers, /*text_fields=*/true),
+        encoding_(o.encoding),
+        format_(o.format) {}
 
   std::string_view Encode(const Batch& batch, std::string& body,
                           std::vector<RejectedEvent>& /*unwritable*/) const override {
@@ -33,26 +33,11 @@ class EventBatchCodec final : public HttpBatchCodec {
   // The first event's headers that `event_headers` names (format: single: the only event).
   void AddHeaderFields(const Batch& batch, HeaderFieldWriter& out) const override {
     if (event_headers_.empty() || batch.events.empty()) return;
-    // The values come from devices: a name that is not a token or a value with a control
-    // character (a line break would inject header fields) is left out, and at most
-    // kMaxEventHeaderBytes in all go out (a server answers 431 to more).
-    size_t bytes = 0;
-    for (const Header& h : batch.events[0].headers) {
-      const bool wanted =
-          std::any_of(event_headers_.begin(), event_headers_.end(), [&](const std::string& w) {
-            return w.ends_with('*')
-                       ? h.name.starts_with(std::string_view(w).substr(0, w.size() - 1))
-                       : h.name == w;
-          });
-      if (!wanted || bytes + h.name.size() + h.value.size() > kMaxEventHeaderBytes) continue;
-      if (!CheckHeaderFields(StringPairs{{h.name, h.value}}).ok()) continue;
-      bytes += h.name.size() + h.value.size();
-      out.Add(h.name, h.value);
-    }
+    event_headers_.ForEach(batch.events[0], [&out](const Header& h) { out.Add(h.name, h.value); });
   }
 
  private:
-  std::vector<std::string> event_headers_;
+  HeaderSelection event_headers_;
   EventEncoding encoding_;
   BatchFormat format_;
 };

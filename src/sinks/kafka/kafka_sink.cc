@@ -12,8 +12,8 @@
 #include "seedance/sink.h"
 #include "sinks/common/event_encoding.h"
 #include "sinks/common/event_template.h"
+#include "sinks/common/header_selection.h"
 #include "sinks/common/message_acks.h"
-#include "sinks/http/http_client.h"
 #include "sinks/kafka/kafka_library.h"
 #include "util/log.h"
 #include "util/strings.h"
@@ -36,9 +36,6 @@ struct KafkaSinkOptions {
   milliseconds linger{5};
   StringPairs properties;
 };
-
-// The most bytes of event headers one record carries.
-constexpr size_t kMaxEventHeaderBytes = 8192;
 
 // librdkafka's configuration for the sink: ours, then the user's `properties` (which may not
 // undo what delivery depends on).
@@ -125,7 +122,8 @@ class KafkaProducer {
       : lib_(lib),
         o_(std::move(o)),
         ctx_(std::move(ctx)),
-        acks_(std::make_shared<MessageAcks>(*ctx_.loop)) {}
+        acks_(std::make_shared<MessageAcks>(*ctx_.loop)),
+        headers_(o_.event_headers, /*text_fields=*/false) {}
   ~KafkaProducer() { Close(); }
 
   Status Start();
@@ -156,6 +154,7 @@ class KafkaProducer {
   KafkaSinkOptions o_;
   PluginContext ctx_;
   std::shared_ptr<MessageAcks> acks_;
+  HeaderSelection headers_;
   rd_kafka_t* rk_ = nullptr;
   std::thread poller_;  // serves delivery reports (rd_kafka_poll)
   std::atomic<bool> polling_{false};
@@ -218,23 +217,13 @@ void KafkaProducer::Attempt(uint64_t id, const Batch& batch, AttemptCallback don
       k.u.mem.size = key.size();
     }
     vu(RD_KAFKA_VTYPE_MSGFLAGS).u.i = RD_KAFKA_MSG_F_COPY;
-    size_t header_bytes = 0;
-    for (const Header& h : e.headers) {
-      const bool wanted =
-          std::any_of(o_.event_headers.begin(), o_.event_headers.end(), [&](const std::string& w) {
-            return w.ends_with('*')
-                       ? h.name.starts_with(std::string_view(w).substr(0, w.size() - 1))
-                       : h.name == w;
-          });
-      if (!wanted || header_bytes + h.name.size() + h.value.size() > kMaxEventHeaderBytes) {
-        continue;
-      }
-      header_bytes += h.name.size() + h.value.size();
+    // Kafka's record headers are bytes: no text-field check.
+    headers_.ForEach(e, [&](const Header& h) {
       auto& hv = vu(RD_KAFKA_VTYPE_HEADER);
       hv.u.header.name = h.name.c_str();
       hv.u.header.val = h.value.data();
       hv.u.header.size = static_cast<ssize_t>(h.value.size());
-    }
+    });
     auto* slot = new Slot{a, i};
     vu(RD_KAFKA_VTYPE_OPAQUE).u.ptr = slot;
     acks_->Sent(a);

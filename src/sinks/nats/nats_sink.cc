@@ -12,8 +12,8 @@
 #include "seedance/sink.h"
 #include "sinks/common/event_encoding.h"
 #include "sinks/common/event_template.h"
+#include "sinks/common/header_selection.h"
 #include "sinks/common/message_acks.h"
-#include "sinks/http/http_client.h"
 #include "sinks/nats/nats_library.h"
 #include "sinks/nats/nats_subject.h"
 #include "util/event_loop.h"
@@ -54,9 +54,6 @@ struct NatsSinkOptions {
   milliseconds connect_timeout{2000};
 };
 
-// The most bytes of event headers one message carries.
-constexpr size_t kMaxEventHeaderBytes = 8192;
-
 std::string StatusText(const NatsLibrary& lib, natsStatus s) {
   const char* text = lib.natsStatus_GetText(s);
   return text != nullptr ? text : fmt::format("status {}", static_cast<int>(s));
@@ -70,7 +67,8 @@ class NatsPublisher : public std::enable_shared_from_this<NatsPublisher> {
       : lib_(lib),
         o_(std::move(o)),
         ctx_(std::move(ctx)),
-        acks_(std::make_shared<MessageAcks>(*ctx_.loop)) {}
+        acks_(std::make_shared<MessageAcks>(*ctx_.loop)),
+        headers_(o_.event_headers, /*text_fields=*/true) {}
   ~NatsPublisher() { Close(); }
 
   Status Start();
@@ -98,6 +96,7 @@ class NatsPublisher : public std::enable_shared_from_this<NatsPublisher> {
   natsConnection* nc_ = nullptr;
   jsCtx* js_ = nullptr;
   std::shared_ptr<MessageAcks> acks_;
+  HeaderSelection headers_;
   std::mutex mu_;  // guards pending_ (libnats's thread and the loop)
   struct Slot {
     MessageAcks::Handle attempt;
@@ -236,22 +235,11 @@ void NatsPublisher::SetHeaders(natsMsg* m, const Event& e) {
                              ? fmt::format("{}-{}", ctx_.instance, e.queue_sequence)
                              : fmt::format("{}-m-{:x}-{:x}", ctx_.instance, e.ingest_time_ns, e.id);
   lib_.natsMsgHeader_Set(m, "Nats-Msg-Id", id.c_str());
-  size_t bytes = 0;
-  for (const Header& h : e.headers) {
-    const bool wanted =
-        std::any_of(o_.event_headers.begin(), o_.event_headers.end(), [&](const std::string& w) {
-          return w.ends_with('*') ? h.name.starts_with(std::string_view(w).substr(0, w.size() - 1))
-                                  : h.name == w;
-        });
-    if (!wanted || bytes + h.name.size() + h.value.size() > kMaxEventHeaderBytes) continue;
-    // Header fields as HTTP's: a name that is not a token or a value with a line break
-    // (which would start another field) is left out.
-    if (!CheckHeaderFields(StringPairs{{h.name, h.value}}).ok() || h.name == "Nats-Msg-Id") {
-      continue;
-    }
-    bytes += h.name.size() + h.value.size();
-    lib_.natsMsgHeader_Set(m, h.name.c_str(), h.value.c_str());
-  }
+  // Header fields as HTTP's: a name that is not a token or a value with a line break is left
+  // out (and Nats-Msg-Id is ours).
+  headers_.ForEach(e, [&](const Header& h) {
+    if (h.name != "Nats-Msg-Id") lib_.natsMsgHeader_Set(m, h.name.c_str(), h.value.c_str());
+  });
 }
 
 void NatsPublisher::Attempt(uint64_t id, const Batch& batch, AttemptCallback done) {
