@@ -225,3 +225,51 @@ sinks:
             assert sd.stop() == 0
     finally:
         server.stop()
+
+
+def test_nkey_authentication(broker, tmp_path):
+    from testing.nkeys import user_key_pair
+    public, seed = user_key_pair()
+    other_public, other_seed = user_key_pair()
+    seed_file = tmp_path / "gw.nk"
+    seed_file.write_text(seed + "\n")
+    other_seed_file = tmp_path / "other.nk"
+    other_seed_file.write_text(other_seed + "\n")
+    # The gateway's key is known to the server; a second user reads the stream back.
+    server = NatsCluster(nodes=1, extra=f"authorization {{ users: [ {{nkey: {public}}}, "
+                                        "{user: reader, password: r} ] }").start()
+    reader_url = server.urls[0].replace("nats://", "nats://reader:r@")
+    try:
+        def cfg(key, file):
+            return f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "site/#"
+sinks:
+  - type: nats
+    servers: [{server.urls[0]}]
+    subject: "telemetry.{{topic.2}}"
+    stream: NKEY
+    create_stream: {{subjects: ["telemetry.>"]}}
+    nkey: {{public_key: {key}, seed_file: {file}}}
+"""
+        sd = Seedance(cfg(public, seed_file)).start(timeout=30)
+        try:
+            assert sd.wait_log("connected to"), sd.stderr()
+            time.sleep(0.3)
+            publish_all(broker.port, [("site/a/b", json.dumps({"n": i})) for i in range(20)])
+            assert wait_until(lambda: server.count("NKEY", "telemetry.>", timeout=5, info_only=True,
+                                                   url=reader_url)["stream_msgs"] >= 20, 20, 0.2), \
+                sd.stderr()[-3000:]
+        finally:
+            assert sd.stop() == 0
+        # A key the server does not know: refused, and said so.
+        sd = Seedance(cfg(other_public, other_seed_file))
+        sd.start(wait_ready=False)
+        try:
+            assert sd.wait_log(r"(?i)authori[sz]ation", 20), sd.stderr()
+        finally:
+            sd.stop()
+    finally:
+        server.stop()

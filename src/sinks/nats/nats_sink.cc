@@ -42,6 +42,11 @@ struct NatsSinkOptions {
   std::string password;
   std::string token;
   std::string credentials;  // a .creds file (JWT and NKey seed)
+  struct NKey {
+    std::string public_key;  // U...
+    std::string seed_file;   // holding the seed, SU...
+  };
+  std::optional<NKey> nkey;
   struct Tls {
     bool enabled = false;
     std::string ca_file;
@@ -135,6 +140,11 @@ Status NatsPublisher::Start() {
   if (!o_.credentials.empty()) {
     s = lib_.natsOptions_SetUserCredentialsFromFiles(opts_, o_.credentials.c_str(), nullptr);
     if (s != NATS_OK) return fail("credentials " + o_.credentials, s);
+  }
+  if (o_.nkey) {
+    s = lib_.natsOptions_SetNKeyFromSeed(opts_, o_.nkey->public_key.c_str(),
+                                         o_.nkey->seed_file.c_str());
+    if (s != NATS_OK) return fail("nkey", s);
   }
   if (o_.tls.enabled || !o_.tls.ca_file.empty()) {
     if ((s = lib_.natsOptions_SetSecure(opts_, true)) != NATS_OK) return fail("TLS", s);
@@ -471,6 +481,18 @@ const Options<NatsSinkOptions>& NatsSinkSchema() {
           .Add(&S::credentials, {.name = "credentials",
                                  .doc = "a .creds file (user JWT and NKey seed)",
                                  .validator = util::CheckReadableFile})
+          .Section(
+              &S::nkey,
+              {.name = "nkey", .doc = "NKey authentication (without a JWT: see credentials)"},
+              Options<NatsSinkOptions::NKey>()
+                  .Add(&NatsSinkOptions::NKey::public_key, {.name = "public_key",
+                                                            .doc = "the user's public NKey (U...)",
+                                                            .required = true})
+                  .Add(&NatsSinkOptions::NKey::seed_file,
+                       {.name = "seed_file",
+                        .doc = "file holding the user's seed (SU...)",
+                        .required = true,
+                        .validator = util::CheckReadableFile}))
           .Section(&S::tls, {.name = "tls", .doc = "TLS (also on for tls:// servers)"},
                    Options<Tls>()
                        .Add(&Tls::enabled,
