@@ -11,6 +11,7 @@ import pytest
 from testing.influxd import Influxd
 from testing.mqtt_publish import publish_all
 from testing.seedance_process import BIN, Seedance
+from testing.waiting import wait_until
 
 # An hour ago, in whole seconds: inside the watermark's allowed lateness.
 BASE_NS = (int(time.time()) - 3600) * 1_000_000_000
@@ -194,3 +195,46 @@ def test_bad_sections_name_the_file_and_line(tmp_path, section, message):
     r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
     assert r.returncode == 2, r.stderr
     assert "c.yaml:" in r.stderr and message in r.stderr, r.stderr
+
+
+def test_v1_basic_authentication_and_a_retention_policy(broker, tmp_path):
+    server = Influxd(auth=True).start()
+    try:
+        # The first user of a server with auth on may be made without credentials.
+        server.query("CREATE USER admin WITH PASSWORD 'admin-secret' WITH ALL PRIVILEGES")
+        server.query("CREATE DATABASE edge")
+        server.query("CREATE RETENTION POLICY week ON edge DURATION 7d REPLICATION 1")
+        server.query("CREATE USER gw WITH PASSWORD 'gw-secret'")
+        server.query("GRANT WRITE ON edge TO gw")
+        extra = "    username: gw\n    password: gw-secret\n    retention_policy: week\n"
+        sd = Seedance(config(broker, server, tmp_path, extra)).start()
+        try:
+            assert sd.wait_log("connected to"), sd.stderr()
+            time.sleep(0.3)
+            publish_all(broker.port, [("site/north/climate",
+                                       json.dumps({"ts": BASE_NS + i, "n": i, "device": "d"}))
+                                      for i in range(100)])
+            got = wait_count(server, 'SELECT count(n) FROM "edge"."week"."climate"', 100, timeout=30)
+            assert got == 100, sd.stderr()[-3000:]
+            # Nothing in the default policy: the points went where retention_policy said.
+            assert server.rows('SELECT count(n) FROM "edge"."autogen"."climate"', "edge") == []
+        finally:
+            assert sd.stop() == 0
+        # A wrong password: InfluxDB answers 401, the batch goes to `rejected` with that.
+        wrong = config(broker, server, tmp_path, extra.replace("gw-secret", "nope"))
+        sd = Seedance(wrong).start()
+        try:
+            assert sd.wait_log("connected to"), sd.stderr()
+            time.sleep(0.3)
+            publish_all(broker.port, [("site/north/climate", json.dumps({"ts": BASE_NS, "n": 1000}))])
+            assert wait_until(lambda: any("HTTP 401" in l["headers"]["reason"]
+                                          for l in rejected_lines(tmp_path)), 20), sd.stderr()[-3000:]
+        finally:
+            assert sd.stop() == 0
+    finally:
+        server.stop()
+
+
+def rejected_lines(tmp_path):
+    f = tmp_path / "rejected.ndjson"
+    return [json.loads(l) for l in f.read_text().splitlines()] if f.exists() else []

@@ -15,7 +15,8 @@ INFLUXD = shutil.which("influxd") or "/usr/bin/influxd"
 
 
 class Influxd:
-    def __init__(self):
+    def __init__(self, auth=False, admin=("admin", "admin-secret")):
+        self.admin = admin if auth else None
         self.dir = tempfile.mkdtemp(prefix="seedance-influxd-")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -32,6 +33,7 @@ bind-address = "127.0.0.1:{free_port()}"
 [http]
   bind-address = "127.0.0.1:{self.port}"
   log-enabled = false
+  auth-enabled = {"true" if auth else "false"}
 [monitor]
   store-enabled = false
 [continuous_queries]
@@ -71,8 +73,13 @@ bind-address = "127.0.0.1:{free_port()}"
         params = {"q": q, "epoch": "ns"}
         if db:
             params["db"] = db
+        # The first admin is made without credentials (what influxd allows while it has no
+        # user); influxd reads u and p from the URL, not the form.
+        url = self.url + "/query"
+        if self.admin and not q.startswith(f"CREATE USER {self.admin[0]} "):
+            url += "?" + urllib.parse.urlencode({"u": self.admin[0], "p": self.admin[1]})
         data = urllib.parse.urlencode(params).encode()
-        with urllib.request.urlopen(self.url + "/query", data=data, timeout=30) as r:
+        with urllib.request.urlopen(url, data=data, timeout=30) as r:
             body = json.loads(r.read())
         result = body["results"][0]
         if "error" in result:
