@@ -66,14 +66,17 @@ def test_50000_events_through_a_broker_down_a_leader_change_and_timeouts(broker,
                 publish_all(broker.port, msgs[part:part + 25_000], timeout=300)
         publisher = threading.Thread(target=publish)
         publisher.start()
-        time.sleep(1.0)
-        kafka.command("down 1")                 # a broker (leader of some partitions) goes
+        # The faults while records flow: some in the topic, far from all.
+        assert wait_until(lambda: kafka.count()["messages"] >= 2_000, 60, 0.2), sd.stderr()[-3000:]
+        kafka.command("down 1")                 # a broker (leader of a partition) goes
         time.sleep(1.5)
         kafka.command("up 1")
-        kafka.command("leader 0 2")             # partition 0 changes leader
+        kafka.command("leader 0 2")             # partitions change leader
         kafka.command("leader 1 3")
         kafka.command(f"produce_errors 5 {REQUEST_TIMED_OUT}")
         kafka.command(f"produce_errors 3 {NOT_LEADER_FOR_PARTITION}")
+        during = kafka.count()["messages"]
+        assert during < n, f"all {n} were in before the faults ended: they tested nothing"
         publisher.join()
         counted = {}
 
@@ -82,8 +85,6 @@ def test_50000_events_through_a_broker_down_a_leader_change_and_timeouts(broker,
             return counted["unique"] >= n
         assert wait_until(all_in, 120, 1.0), (counted, sd.stderr()[-3000:])
         print(f"kafka: {counted} after a broker down, leader changes and request errors")
-        # The faults were real: the producer saw the broker go.
-        assert sd.wait_log(r"Disconnected|Connect to .* failed", 1), sd.stderr()[-3000:]
         assert counted["unique"] == n
         assert counted["keyed"] == counted["messages"]   # every record has its key
         # The idempotent producer retries without duplicates; a batch the runner sent again
