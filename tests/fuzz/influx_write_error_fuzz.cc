@@ -18,7 +18,7 @@ SEEDANCE_FUZZ_TARGET(influx_write_error) {
                                                            "bad line here", "'", "': "};
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   const auto e = seedance::sinks::ParseInfluxWriteError(
-      body, [](std::string_view l) { return kSent.find(l) != kSent.end(); });
+      body, 32, [](std::string_view l) { return kSent.find(l) != kSent.end(); });
   if (e.unparsed.size() > e.mentions) std::abort();
   for (const auto& u : e.unparsed) {
     if (kSent.find(u.line) == kSent.end()) std::abort();

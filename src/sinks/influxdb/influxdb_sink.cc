@@ -82,14 +82,16 @@ class LineProtocolCodec final : public HttpBatchCodec {
     // The line each event was sent as (again: the error path only).
     std::unordered_multimap<std::string, size_t> lines;
     std::string line, why;
+    size_t longest = 0;
     for (size_t i = 0; i < batch.events.size(); ++i) {
       line.clear();
       if (!AppendPoint(mapping_, batch.events[i], line, &why)) continue;
       line.pop_back();  // '\n'
+      longest = std::max(longest, line.size());
       lines.emplace(line, i);
     }
     const InfluxWriteError e = ParseInfluxWriteError(
-        a.body, [&](std::string_view l) { return lines.count(std::string(l)) > 0; });
+        a.body, longest, [&](std::string_view l) { return lines.count(std::string(l)) > 0; });
     if (lines.size() <= 1) return AttemptOutcome::Rejected("influxdb: HTTP 400: " + e.message);
     const bool all_named =
         !e.unparsed.empty() && e.unparsed.size() == e.mentions && e.dropped.value_or(0) == 0;

@@ -28,7 +28,7 @@ std::string ErrorText(std::string_view body) {
 
 }  // namespace
 
-InfluxWriteError ParseInfluxWriteError(std::string_view body,
+InfluxWriteError ParseInfluxWriteError(std::string_view body, size_t max_line_bytes,
                                        const std::function<bool(std::string_view)>& is_line) {
   InfluxWriteError e;
   const std::string decoded = ErrorText(body);
@@ -40,6 +40,7 @@ InfluxWriteError ParseInfluxWriteError(std::string_view body,
     auto [end, ec] = std::from_chars(begin, text.data() + text.size(), n);
     if (ec == std::errc() && end != begin) e.dropped = n;
   }
+  size_t budget = kInfluxParseBudgetBytes;  // candidate bytes tried, over every quote
   size_t at = 0;
   while ((at = text.find(kUnableToParse, at)) != std::string_view::npos) {
     ++e.mentions;
@@ -47,7 +48,13 @@ InfluxWriteError ParseInfluxWriteError(std::string_view body,
     // The line ends at a "': " after which the quoted text is a line that was sent.
     size_t end = line_start;
     bool found = false;
-    while ((end = text.find("': ", end)) != std::string_view::npos) {
+    while ((end = text.find("': ", end)) != std::string_view::npos &&
+           end - line_start <= max_line_bytes) {
+      if (end - line_start > budget) {
+        e.incomplete = true;
+        return e;
+      }
+      budget -= end - line_start;
       if (is_line(text.substr(line_start, end - line_start))) {
         found = true;
         break;

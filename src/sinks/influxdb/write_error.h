@@ -25,11 +25,16 @@ struct InfluxWriteError {
   std::vector<Unparsed> unparsed;   // every "unable to parse '<line>': <why>" whose line is known
   size_t mentions = 0;              // "unable to parse '" in the message, known lines or not
   std::optional<uint64_t> dropped;  // "dropped=N"
+  bool incomplete = false;          // the answer was too costly to read whole (see below)
 };
 
 // `is_line(candidate)` says whether a quoted text is a line that was sent: a line may itself
-// hold "': ", so each possible end is tried.
-InfluxWriteError ParseInfluxWriteError(std::string_view body,
+// hold "': ", so each possible end is tried, up to `max_line_bytes` (the longest line sent).
+// The answer comes from the server: at most kInfluxParseBudgetBytes of candidates are tried
+// in all (a 1 MiB body of quotes would otherwise cost time quadratic in its size); past that
+// the result is `incomplete`.
+inline constexpr size_t kInfluxParseBudgetBytes = 8 << 20;
+InfluxWriteError ParseInfluxWriteError(std::string_view body, size_t max_line_bytes,
                                        const std::function<bool(std::string_view)>& is_line);
 
 }  // namespace seedance::sinks

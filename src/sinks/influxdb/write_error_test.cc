@@ -2,13 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 namespace seedance::sinks {
 namespace {
 
 InfluxWriteError Parse(std::string_view body, std::set<std::string> lines) {
-  return ParseInfluxWriteError(body,
+  size_t longest = 0;
+  for (const auto& l : lines) longest = std::max(longest, l.size());
+  return ParseInfluxWriteError(body, longest,
                                [&](std::string_view l) { return lines.count(std::string(l)) > 0; });
 }
 
@@ -48,6 +51,30 @@ TEST(InfluxWriteErrorTest, AQuotedLineThatWasNotSentIsCountedNotNamed) {
   const auto e = Parse(R"({"error":"unable to parse 'other': x"})", {"mine"});
   EXPECT_TRUE(e.unparsed.empty());
   EXPECT_EQ(e.mentions, 1u);
+}
+
+// A hostile server's 1 MiB answer of quotes: every "': " after every quote is a candidate.
+// The longest line sent and a budget bound the work; past the budget the answer is
+// incomplete (the sink then halves the batch instead of trusting it).
+TEST(InfluxWriteErrorTest, AnAnswerMadeOfQuotesCostsABoundedAmountOfWork) {
+  std::string body;
+  while (body.size() < (1 << 20)) body += "unable to parse '': ";
+  size_t calls = 0, bytes = 0;
+  const auto e = ParseInfluxWriteError(body, 1 << 20, [&](std::string_view l) {
+    ++calls;
+    bytes += l.size();
+    return false;
+  });
+  EXPECT_TRUE(e.incomplete);
+  EXPECT_LE(bytes, kInfluxParseBudgetBytes);
+  // With short lines sent, each quote tries only the ends within the longest line.
+  calls = 0;
+  const auto short_lines = ParseInfluxWriteError(body, 64, [&](std::string_view) {
+    ++calls;
+    return false;
+  });
+  EXPECT_FALSE(short_lines.incomplete);
+  EXPECT_LE(calls, 4 * short_lines.mentions);
 }
 
 TEST(InfluxWriteErrorTest, V2MessagesAndBodiesThatAreNotJson) {
