@@ -52,6 +52,23 @@ sinks:
 """
 
 
+def one_server_config(broker, server, stream, extra):
+    """MQTT in, one nats-server out, the stream made by the sink; `extra`: more sink keys."""
+    return f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "site/#"
+sinks:
+  - type: nats
+    servers: [{server.urls[0]}]
+    subject: "telemetry.{{topic.2}}"
+    stream: {stream}
+    create_stream: {{subjects: ["telemetry.>"]}}
+    {extra}
+"""
+
+
 def test_100000_events_survive_a_nats_server_kill_and_a_seedance_kill(broker, cluster, tmp_path):
     n = 100_000
     work = tmp_path / "sd"
@@ -153,19 +170,7 @@ sinks:""")
 def test_user_password_and_token_authentication(broker, tmp_path, auth, server_side):
     server = NatsCluster(nodes=1, extra=server_side).start()
     try:
-        cfg = f"""
-sources:
-  - type: mqtt
-    uri: "{broker.uri}"
-    topic: "site/#"
-sinks:
-  - type: nats
-    servers: [{server.urls[0]}]
-    subject: "telemetry.{{topic.2}}"
-    stream: AUTH
-    create_stream: {{subjects: ["telemetry.>"]}}
-    {auth}
-"""
+        cfg = one_server_config(broker, server, "AUTH", auth)
         sd = Seedance(cfg).start(timeout=30)
         try:
             assert sd.wait_log("connected to"), sd.stderr()
@@ -194,20 +199,7 @@ sinks:
 def test_a_server_down_at_start_is_waited_for_and_the_stream_made_then(broker, tmp_path):
     server = NatsCluster(nodes=1)  # configured, not started yet
     try:
-        cfg = f"""
-sources:
-  - type: mqtt
-    uri: "{broker.uri}"
-    topic: "site/#"
-sinks:
-  - type: nats
-    servers: [{server.urls[0]}]
-    subject: "telemetry.{{topic.2}}"
-    stream: LATE
-    create_stream: {{subjects: ["telemetry.>"]}}
-    reconnect_wait: 100ms
-    retry_max: 200ms
-"""
+        cfg = one_server_config(broker, server, "LATE", "reconnect_wait: 100ms\n    retry_max: 200ms")
         sd = Seedance(cfg).start(timeout=10)  # ready at once: it does not wait for the server
         try:
             assert sd.wait_log("could not connect to"), sd.stderr()
@@ -241,19 +233,8 @@ def test_nkey_authentication(broker, tmp_path):
     reader_url = server.urls[0].replace("nats://", "nats://reader:r@")
     try:
         def cfg(key, file):
-            return f"""
-sources:
-  - type: mqtt
-    uri: "{broker.uri}"
-    topic: "site/#"
-sinks:
-  - type: nats
-    servers: [{server.urls[0]}]
-    subject: "telemetry.{{topic.2}}"
-    stream: NKEY
-    create_stream: {{subjects: ["telemetry.>"]}}
-    nkey: {{public_key: {key}, seed_file: {file}}}
-"""
+            return one_server_config(broker, server, "NKEY",
+                                     f"nkey: {{public_key: {key}, seed_file: {file}}}")
         sd = Seedance(cfg(public, seed_file)).start(timeout=30)
         try:
             assert sd.wait_log("connected to"), sd.stderr()
