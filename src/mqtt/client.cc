@@ -9,9 +9,15 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <optional>
 
 #include "mqtt/codec.h"
+#include "mqtt/read_pacer.h"
 #include "util/log.h"
 #include "util/scratch_buffer.h"
 #include "util/strings.h"
@@ -617,18 +623,29 @@ awaitable<Result<Packet>> Client::ReadPacket() {
 awaitable<Status> Client::ReadLoop() {
   asio::co_spawn(io_, KeepAlive(shared_from_this(), generation_), asio::detached);
   bool linger_before_read = false;  // the last read did not fill the buffer
+  ReadPacer pacer(opts_.read_linger);
+  auto read_at = std::chrono::steady_clock::now();
+  size_t taken_since_read = 0;  // packets the last read brought
   while (!stopped_) {
     Result<bool> p = TakeBufferedPacket();
     if (!p) co_return p.error();
     if (!*p) {  // read more, here: a call to ReadPacket() would cost a frame
       if (!IsOpen()) co_return UnavailableError("connection closed");
       error_code ec;
+      pacer.OnRead(read_at, taken_since_read);
+      std::optional<std::chrono::steady_clock::time_point> linger_start;
       if (linger_before_read && inbound_.size() < kLingerMaxUnacked) {
+        linger_start = std::chrono::steady_clock::now();
+        // Acknowledge what has arrived at the TCP level now: a broker sending with Nagle's
+        // algorithm (mosquitto's default) holds its next messages until our ACK, which the
+        // kernel would otherwise delay — at QoS 0, with no PUBACK of ours to carry it, up to
+        // its delayed-ACK timer.
+        RequestQuickAck();
         // Edge-triggered epoll would wake the loop for every message that arrives during the
         // linger; with the receive low-water mark at a buffer's worth the kernel wakes it only
         // for that much. Setting it back to 1 signals what is there (the read below takes it).
         SetReceiveLowWatermark(read_buffer_.size());
-        read_linger_timer_.expires_after(opts_.read_linger);
+        read_linger_timer_.expires_after(pacer.Linger());
         co_await read_linger_timer_.async_wait(asio::redirect_error(use_awaitable, ec));
         SetReceiveLowWatermark(1);
         if (stopped_ || !IsOpen()) continue;
@@ -640,10 +657,14 @@ awaitable<Status> Client::ReadLoop() {
                : co_await socket_->async_read_some(asio::buffer(read_buffer_),
                                                    asio::redirect_error(use_awaitable, ec));
       if (Status read = Received(ec, n); !read.ok()) co_return read;
+      read_at = std::chrono::steady_clock::now();
+      read_waited_ = linger_start ? read_at - *linger_start : std::chrono::nanoseconds(0);
+      taken_since_read = 0;
       // A full buffer: more is waiting, read it at once.
       linger_before_read = opts_.read_linger.count() > 0 && n < read_buffer_.size();
       continue;
     }
+    ++taken_since_read;
     bool refused = false;
     Status s = HandlePacket(rx_packet_, &refused);
     if (!s.ok()) co_return s;
@@ -787,6 +808,12 @@ void Client::AckOnLoop(uint64_t token) {
       Queue(PubResponse{.type = PacketType::kPuback, .packet_id = in.packet_id});
     }
   }
+}
+
+void Client::RequestQuickAck() {
+  if (!socket_) return;
+  int one = 1;  // a failure only costs latency
+  ::setsockopt(socket_->native_handle(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
 }
 
 void Client::SetReceiveLowWatermark(size_t bytes) {

@@ -92,9 +92,10 @@ struct ClientOptions {
   std::chrono::milliseconds reconnect_max{30000};
   size_t max_packet_size = 16 * 1024 * 1024;
   uint32_t max_publish_in_flight = 65535;  // QoS 1/2 messages published and not yet complete
-  // After a read that did not fill the read buffer, wait this long before the next read, so
-  // that messages arriving meanwhile are taken in (and handed on, and acknowledged) as one
-  // batch: one wake-up per linger instead of one per message at steady rates. Not while
+  // After a read that did not fill the read buffer, wait before the next read, so that
+  // messages arriving meanwhile are taken in (and handed on, and acknowledged) as one batch:
+  // one wake-up per batch instead of one per message at steady rates. The wait follows the
+  // rate (ReadPacer: about 10 messages' time) and is at most this. Not while
   // kLingerMaxUnacked or more QoS 1/2 messages are unacknowledged (a broker's in-flight window
   // would stall). 0: read at once.
   std::chrono::microseconds read_linger{0};
@@ -118,9 +119,11 @@ class Client : public std::enable_shared_from_this<Client> {
   using PublishedHandler = std::function<void(const OutboundSession::Completion& completion)>;
   // A connection that lasts this long ends an outage and resets the reconnect backoff.
   static constexpr std::chrono::seconds kStableAfter{10};
-  // ClientOptions::read_linger applies only below this many unacknowledged messages: half of
-  // mosquitto's default in-flight window (max_inflight_messages 20).
-  static constexpr size_t kLingerMaxUnacked = 10;
+  // ClientOptions::read_linger applies only below this many unacknowledged messages: with
+  // mosquitto's default in-flight window (max_inflight_messages 20) the broker can still send
+  // a few while the batch just read is processed and acknowledged. A read's batch (about
+  // ReadPacer::kBatch) stays below it, so a steady stream keeps lingering.
+  static constexpr size_t kLingerMaxUnacked = 16;
 
   Client(boost::asio::io_context& io, ClientOptions options, MessageHandler on_message,
          StateHandler on_state = nullptr);
@@ -152,6 +155,9 @@ class Client : public std::enable_shared_from_this<Client> {
   // Why the last connection attempt failed or ended; empty while connected.
   const std::string& last_error() const { return last_error_; }
   uint64_t connects() const { return connects_; }
+  // While a read's messages are handed on: how long before the read they may have started to
+  // arrive — the linger before it (0 when it did not linger). A source dates them from then.
+  std::chrono::nanoseconds read_waited() const { return read_waited_; }
 
  private:
   struct Inbound {
@@ -173,6 +179,8 @@ class Client : public std::enable_shared_from_this<Client> {
   void Send(const Packet& packet);
   // SO_RCVLOWAT of the socket: the kernel signals it readable from this many bytes on.
   void SetReceiveLowWatermark(size_t bytes);
+  // TCP_QUICKACK: the kernel acknowledges what arrives at once instead of delaying the ACK.
+  void RequestQuickAck();
   // Encodes `packet` behind what is waiting to be written; FlushWrites() sends it. False (and
   // the state says why) when it cannot be encoded.
   bool Queue(const Packet& packet);
@@ -208,6 +216,7 @@ class Client : public std::enable_shared_from_this<Client> {
   // The bytes being written; reused (with its storage) once no write holds it any more.
   std::shared_ptr<std::string> tx_writing_;
   bool writing_ = false;
+  std::chrono::nanoseconds read_waited_{0};  // see read_waited()
 
   // Acknowledge() from other threads: tokens gathered here and drained on the loop in one go.
   std::mutex ack_mu_;
