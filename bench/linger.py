@@ -10,9 +10,9 @@ import time
 from common import RELEASE_BIN, ROOT, Broker, Receiver, cpu_seconds, free_port
 
 LOAD = os.path.join(ROOT, "build-release", "mqtt_load")
-# batch_linger values with the source's default read_linger (2 ms), then both off ("0s/0s":
+# batch_linger values with the source's default read_linger, then both off ("0s/0s":
 # read_linger/batch_linger).
-LINGERS = ["0s/0s", "0s", "1ms", "3ms", "5ms", "10ms"]
+LINGERS = ["0s/0s", "0s", "2ms", "3ms", "5ms", "10ms"]
 RATES = [1000, 5000]
 SECONDS = 8
 

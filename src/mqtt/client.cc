@@ -383,6 +383,7 @@ awaitable<Status> Client::ConnectOnce() {
   co_await asio::async_connect(*socket_, endpoints, asio::redirect_error(use_awaitable, ec));
   if (ec) co_return UnavailableError(fmt::format("cannot connect to {}: {}", where, ec.message()));
   socket_->set_option(tcp::no_delay(true), ec);
+  socket_->non_blocking(true, ec);  // ReadLoop's read after a linger must not block
 
   if (opts_.tls.enabled) {
     if (!ssl_ctx_) {
@@ -651,12 +652,23 @@ awaitable<Status> Client::ReadLoop() {
         if (stopped_ || !IsOpen()) continue;
         ec.clear();
       }
-      const size_t n =
-          tls_ ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
-                                                asio::redirect_error(use_awaitable, ec))
-               : co_await socket_->async_read_some(asio::buffer(read_buffer_),
-                                                   asio::redirect_error(use_awaitable, ec));
-      if (Status read = Received(ec, n); !read.ok()) co_return read;
+      size_t n = 0;
+      bool read = false;
+      if (linger_start && !tls_) {
+        // After a linger the data is usually there: a non-blocking read takes it without an
+        // asynchronous operation, whose memory came from the heap each time (the timer's
+        // recycled block is smaller than a read's).
+        n = socket_->read_some(asio::buffer(read_buffer_), ec);
+        read = ec != asio::error::would_block && ec != asio::error::try_again;
+        if (!read) ec.clear();
+      }
+      if (!read) {
+        n = tls_ ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
+                                                  asio::redirect_error(use_awaitable, ec))
+                 : co_await socket_->async_read_some(asio::buffer(read_buffer_),
+                                                     asio::redirect_error(use_awaitable, ec));
+      }
+      if (Status status = Received(ec, n); !status.ok()) co_return status;
       read_at = std::chrono::steady_clock::now();
       read_waited_ = linger_start ? read_at - *linger_start : std::chrono::nanoseconds(0);
       taken_since_read = 0;

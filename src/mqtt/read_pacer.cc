@@ -1,7 +1,5 @@
 #include "mqtt/read_pacer.h"
 
-#include <algorithm>
-
 namespace seedance::mqtt {
 
 void ReadPacer::OnRead(Clock::time_point at, size_t messages) {
@@ -20,6 +18,7 @@ std::chrono::microseconds ReadPacer::Linger() const {
   if (rate_ <= 0) return max_linger_;
   const double us = static_cast<double>(kBatch) * 1e6 / rate_;
   if (us >= static_cast<double>(max_linger_.count())) return max_linger_;
+  if (us <= static_cast<double>(min_linger_.count())) return min_linger_;
   return std::chrono::microseconds(static_cast<int64_t>(us));
 }
 

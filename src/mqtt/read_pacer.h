@@ -1,18 +1,21 @@
 // ReadPacer: how long the MQTT client waits before its next socket read, so that a read takes
-// in about kBatch messages at the rate they have been arriving, and never waits longer than
-// the configured read_linger.
+// in about kBatch messages at the rate they have been arriving, never longer than the
+// configured read_linger and never shorter than kMinLinger (or read_linger if that is less).
 //
 // At a steady rate every read then gathers the same batch whatever the rate: at 5k msg/s the
 // wait is 2 ms, at 1k msg/s 10 ms (capped by read_linger). The batch, not the rate, sets how
 // often the event loop, the processing thread and the sink wake up: a fixed wait gathered 2
 // messages per wake-up at 1k msg/s and 10 at 5k. The cost is latency at low rates, bounded
-// by read_linger. A quiet connection takes its next message at once (the read waits for
-// data after the linger), so a lone message is not delayed.
+// by read_linger. Above 5k msg/s the wait stays at kMinLinger: shorter waits at a burst made
+// more, smaller reads (QoS 0 burst: 0.55 -> 0.83 CPU s per 100k events). A quiet connection takes
+// its next message at once (the read waits for data after the linger), so a lone message is not
+// delayed.
 //
 // The rate is an exponential moving average of messages per second between reads. Not
 // thread-safe (the client's io thread only).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 
@@ -25,18 +28,21 @@ class ReadPacer {
   // (max_inflight_messages 20), so the broker can send a batch while the previous one is
   // still being acknowledged.
   static constexpr size_t kBatch = 10;
+  static constexpr std::chrono::microseconds kMinLinger{2000};
 
-  explicit ReadPacer(std::chrono::microseconds max_linger) : max_linger_(max_linger) {}
+  explicit ReadPacer(std::chrono::microseconds max_linger)
+      : max_linger_(max_linger), min_linger_(std::min(kMinLinger, max_linger)) {}
 
   // A read finished at `at` and took in `messages` (they arrived since the read before it).
   void OnRead(Clock::time_point at, size_t messages);
-  // How long to wait before the next read: kBatch messages at the recent rate, at most the
-  // configured linger (the whole linger while the rate is unknown).
+  // How long to wait before the next read: kBatch messages at the recent rate, within
+  // [kMinLinger, the configured linger] (the whole linger while the rate is unknown).
   std::chrono::microseconds Linger() const;
   double messages_per_s() const { return rate_; }
 
  private:
   const std::chrono::microseconds max_linger_;
+  const std::chrono::microseconds min_linger_;
   Clock::time_point last_read_{};
   bool have_last_ = false;
   double rate_ = 0;  // messages per second; 0 = unknown

@@ -45,13 +45,18 @@ TEST(ReadPacerTest, NeverWaitsLongerThanTheConfiguredLinger) {
   EXPECT_EQ(pacer.Linger(), milliseconds(10));
 }
 
-TEST(ReadPacerTest, ABurstShortensTheWaitAndOneOddGapDoesNotUndoIt) {
+TEST(ReadPacerTest, AboveFiveThousandMessagesASecondTheWaitStaysAtItsLeast) {
   ReadPacer pacer(milliseconds(10));
   auto t = Feed(pacer, {}, microseconds(500), 50, 20);  // 100k msg/s
-  EXPECT_LT(pacer.Linger(), microseconds(200));
+  EXPECT_EQ(pacer.Linger(), ReadPacer::kMinLinger);
+  // A configured linger below the least is kept.
+  ReadPacer short_linger(microseconds(500));
+  Feed(short_linger, {}, microseconds(500), 50, 20);
+  EXPECT_EQ(short_linger.Linger(), microseconds(500));
+  // One slow read does not undo the estimate.
   t += milliseconds(5);
-  pacer.OnRead(t, 1);  // one slow read
-  EXPECT_LT(pacer.Linger(), microseconds(300));
+  pacer.OnRead(t, 1);
+  EXPECT_EQ(pacer.Linger(), ReadPacer::kMinLinger);
 }
 
 }  // namespace

@@ -92,6 +92,21 @@ using Request = http::request<http::string_body, Fields>;
 using ResponseParser = http::response_parser<http::string_body, FieldsAllocator>;
 using tcp = asio::ip::tcp;
 
+// Feeds what `buffer` holds to `parser`, consuming it. True when the message is then
+// complete; false (ec clear) when the parser needs more than the buffer has.
+bool ParseBuffered(ResponseParser& parser, beast::flat_buffer& buffer, error_code& ec) {
+  while (!parser.is_done() && buffer.size() > 0) {
+    const size_t used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (ec == http::error::need_more) {
+      ec = {};
+      return false;
+    }
+    if (ec || used == 0) return false;
+  }
+  return parser.is_done();
+}
+
 // A connection: a socket, or TLS over one, and its read buffer. Timeouts are the client's
 // watchdog's (see HttpClient), not per-operation timers: those would allocate per request.
 struct Connection {
@@ -463,6 +478,12 @@ void HttpClient::ReadResponse(Delivery* d) {
                                   ec = http::error::body_limit;
                               }
                               if (ec || d->parser->is_done()) return self->ResponseRead(d, ec);
+                              // The body usually came with the header: parsed here from the
+                              // buffer, as async_read would, without its posted completion
+                              // (a heap allocation per request).
+                              if (ParseBuffered(*d->parser, d->conn->buffer, ec) || ec) {
+                                return self->ResponseRead(d, ec);
+                              }
                               d->conn->With([&self, d](auto& stream) {
                                 http::async_read(stream, d->conn->buffer, *d->parser,
                                                  self->Step(d, [self, d](error_code ec, size_t) {
