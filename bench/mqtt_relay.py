@@ -55,8 +55,10 @@ def ceiling(broker):
     return N / elapsed, (cpu_seconds(broker.proc.pid) - cpu0) / elapsed
 
 
-def relay(broker, work, out):
-    """Relays from `broker` to `out` (the same broker or another)."""
+def relay(broker, base, out):
+    """Relays from `broker` to `out` (the same broker or another), from a fresh data directory:
+    a queue left by an earlier run would deliver its remainder into this one's count."""
+    work = tempfile.mkdtemp(prefix="run-", dir=base)
     config = os.path.join(work, "config.yaml")
     with open(config, "w") as f:
         f.write(f"""
@@ -65,6 +67,8 @@ sources:
     uri: "{broker.uri}"
     topic: "sensor/+/temperature"
     client_id: bench-relay-in
+    # Else the broker keeps the session between runs and queues the ceiling's messages for it.
+    persistent_session: false
 sinks:
   - type: mqtt
     uri: "{out.uri}"
