@@ -654,6 +654,7 @@ awaitable<Status> Client::ReadLoop() {
       }
       size_t n = 0;
       bool read = false;
+      bool lingered_data = false;  // what this read takes arrived during the linger
       if (linger_start && !tls_) {
         // After a linger the data is usually there: a non-blocking read takes it without an
         // asynchronous operation, whose memory came from the heap each time (the timer's
@@ -661,16 +662,22 @@ awaitable<Status> Client::ReadLoop() {
         n = socket_->read_some(asio::buffer(read_buffer_), ec);
         read = ec != asio::error::would_block && ec != asio::error::try_again;
         if (!read) ec.clear();
+        lingered_data = read;
       }
       if (!read) {
+        const auto waiting_since = std::chrono::steady_clock::now();
         n = tls_ ? co_await tls_->async_read_some(asio::buffer(read_buffer_),
                                                   asio::redirect_error(use_awaitable, ec))
                  : co_await socket_->async_read_some(asio::buffer(read_buffer_),
                                                      asio::redirect_error(use_awaitable, ec));
+        // Over TLS the linger's data is read here, at once; a read that had to wait took
+        // something that arrived after the linger (dated now, not from the linger's start).
+        lingered_data =
+            linger_start && tls_ && std::chrono::steady_clock::now() - waiting_since < kReadAtOnce;
       }
       if (Status status = Received(ec, n); !status.ok()) co_return status;
       read_at = std::chrono::steady_clock::now();
-      read_waited_ = linger_start ? read_at - *linger_start : std::chrono::nanoseconds(0);
+      read_waited_ = lingered_data ? read_at - *linger_start : std::chrono::nanoseconds(0);
       taken_since_read = 0;
       // A full buffer: more is waiting, read it at once.
       linger_before_read = opts_.read_linger.count() > 0 && n < read_buffer_.size();

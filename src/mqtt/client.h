@@ -124,6 +124,8 @@ class Client : public std::enable_shared_from_this<Client> {
   // a few while the batch just read is processed and acknowledged. A read's batch (about
   // ReadPacer::kBatch) stays below it, so a steady stream keeps lingering.
   static constexpr size_t kLingerMaxUnacked = 16;
+  // A TLS read after a linger that completes within this took data that was already there.
+  static constexpr std::chrono::microseconds kReadAtOnce{500};
 
   Client(boost::asio::io_context& io, ClientOptions options, MessageHandler on_message,
          StateHandler on_state = nullptr);

@@ -2,6 +2,7 @@
 messages that arrive during the linger are taken in as one batch, so the process wakes once per
 batch instead of once per message; the wait follows the rate (about 10 messages' time) with
 read_linger as its most; nothing is lost or reordered on the way."""
+import datetime
 import json
 import statistics
 import threading
@@ -106,3 +107,36 @@ def test_a_sinks_batch_linger_counts_from_the_read_lingers_start(broker, tmp_pat
     run(broker, tmp_path, "100ms", n=150, rate=50, delays=delays, qos=0, batch_linger="100ms")
     median = statistics.median(delays)
     assert median < 0.085, f"messages took {median * 1000:.0f} ms (median) to arrive"
+
+
+def test_a_message_after_a_quiet_spell_is_dated_when_it_arrived(broker, tmp_path):
+    # Dating from the linger's start holds only for what arrived during the linger: a message
+    # that comes a second after the last one is read by a read that waited for it, and its time
+    # (the event time, in the file envelope) is when it arrived, not the linger's start.
+    out = tmp_path / "out.ndjson"
+    sd = Seedance(f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "sensor/#"
+    client_id: linger-quiet
+    read_linger: 200ms
+    qos: 0
+sinks:
+  - type: file
+    path: "{out}"
+""", workdir=str(tmp_path)).start()
+    try:
+        assert sd.wait_log("connected to"), sd.stderr()
+        time.sleep(0.3)
+        publish_all(broker.port, [("sensor/a", json.dumps({"id": 0}))], qos=0)
+        time.sleep(1.0)
+        sent = time.time()
+        publish_all(broker.port, [("sensor/a", json.dumps({"id": 1}))], qos=0)
+        assert wait_until(lambda: out.exists() and len(out.read_text().splitlines()) >= 2, 10)
+        second = json.loads(out.read_text().splitlines()[1])
+        dated = datetime.datetime.strptime(second["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+            tzinfo=datetime.timezone.utc).timestamp()
+        assert dated >= sent - 0.005, f"dated {sent - dated:.3f} s before it was sent"
+    finally:
+        sd.stop()
