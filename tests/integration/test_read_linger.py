@@ -31,16 +31,14 @@ def watch(out, n, start, rate, delays):
         time.sleep(0.002)
 
 
-def run(broker, tmp_path, linger, n=N, rate=RATE, delays=None, qos=1, batch_linger="0s"):
-    out = tmp_path / f"out-{linger}.ndjson"
-    work = tmp_path / f"work-{linger}"
-    work.mkdir()
-    sd = Seedance(f"""
+def start_job(broker, work, client_id, linger, qos, out, batch_linger="0s"):
+    """MQTT source (`read_linger`, `qos`) to a file sink (`batch_linger`), started."""
+    return Seedance(f"""
 sources:
   - type: mqtt
     uri: "{broker.uri}"
     topic: "sensor/#"
-    client_id: linger-{linger}
+    client_id: {client_id}
     read_linger: {linger}
     qos: {qos}
 sinks:
@@ -48,6 +46,13 @@ sinks:
     path: "{out}"
     batch_linger: {batch_linger}
 """, workdir=str(work)).start()
+
+
+def run(broker, tmp_path, linger, n=N, rate=RATE, delays=None, qos=1, batch_linger="0s"):
+    out = tmp_path / f"out-{linger}.ndjson"
+    work = tmp_path / f"work-{linger}"
+    work.mkdir()
+    sd = start_job(broker, work, f"linger-{linger}", linger, qos, out, batch_linger)
     try:
         assert sd.wait_log("connected to"), sd.stderr()
         time.sleep(0.3)
@@ -114,18 +119,7 @@ def test_a_message_after_a_quiet_spell_is_dated_when_it_arrived(broker, tmp_path
     # that comes a second after the last one is read by a read that waited for it, and its time
     # (the event time, in the file envelope) is when it arrived, not the linger's start.
     out = tmp_path / "out.ndjson"
-    sd = Seedance(f"""
-sources:
-  - type: mqtt
-    uri: "{broker.uri}"
-    topic: "sensor/#"
-    client_id: linger-quiet
-    read_linger: 200ms
-    qos: 0
-sinks:
-  - type: file
-    path: "{out}"
-""", workdir=str(tmp_path)).start()
+    sd = start_job(broker, tmp_path, "linger-quiet", "200ms", 0, out)
     try:
         assert sd.wait_log("connected to"), sd.stderr()
         time.sleep(0.3)
