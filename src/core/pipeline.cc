@@ -253,6 +253,7 @@ Status Pipeline::Start() {
   for (auto& s : sinks_) s.runner->NotifyAppended();  // deliver what a previous run left queued
   processing_ = std::thread([this] {
     util::NameThisThread("sd-process");
+    util::ScheduleThisThreadAsBatch();
     processing_loop_->Run();
   });
   started_ = true;

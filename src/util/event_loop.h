@@ -26,6 +26,7 @@ class EventLoop {
   void Start() {
     thread_ = std::thread([this] {
       util::NameThisThread("sd-io");
+      util::ScheduleThisThreadAsBatch();
       io_.run();
     });
   }

@@ -39,7 +39,7 @@ sinks:
         assert sd.stop() == 0
 
 
-def test_threads_are_named_for_top_and_perf(tmp_path):
+def test_threads_are_named_and_batch_scheduled(tmp_path):
     script = tmp_path / "f.lua"
     script.write_text("function process(e) return e end\n")
     sd = Seedance(f"""
@@ -54,9 +54,17 @@ sinks:
         time.sleep(0.3)
         import glob
         names = set()
-        for comm in glob.glob(f"/proc/{sd.proc.pid}/task/*/comm"):
-            with open(comm) as f:
-                names.add(f.read().strip())
+        policies = {}
+        for task in glob.glob(f"/proc/{sd.proc.pid}/task/*"):
+            with open(task + "/comm") as f:
+                name = f.read().strip()
+            names.add(name)
+            with open(task + "/stat") as f:  # field 41, policy; fields after ")" start at 3
+                policies.setdefault(name, set()).add(int(f.read().rsplit(")", 1)[1].split()[38]))
         assert {"seedance", "sd-io", "sd-process", "sd-lua-reload"} <= names, names
+        # The two threads that hand batches to each other do not preempt each other on wake-up.
+        SCHED_BATCH = 3
+        assert policies["sd-io"] == {SCHED_BATCH}, policies
+        assert policies["sd-process"] == {SCHED_BATCH}, policies
     finally:
         assert sd.stop() == 0
