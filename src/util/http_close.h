@@ -9,12 +9,10 @@
 // cannot hold the connection longer than that.
 #pragma once
 
-#include <array>
 #include <chrono>
 #include <cstddef>
-#include <memory>
+#include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it.
 
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
@@ -23,27 +21,8 @@ namespace seedance::util {
 inline constexpr std::chrono::seconds kLingerTime{2};
 inline constexpr size_t kLingerBytes = 1 << 20;
 
-inline boost::asio::awaitable<void> CloseAfterAnswer(boost::beast::tcp_stream& stream,
-                                                     bool unread_input) {
-  namespace asio = boost::asio;
-  boost::system::error_code ec;
-  if (unread_input) {
-    stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
-    stream.expires_after(kLingerTime);
-    // What is read is thrown away: one buffer per thread serves every connection (not one in
-    // each coroutine frame), and large reads keep the operations few. Allocated on first use:
-    // a thread_local array would be part of every thread's TLS block, zeroed (so resident) in
-    // each thread at its start, 64 KiB of idle RSS per thread for a path most never take.
-    static thread_local std::unique_ptr<std::array<char, 64 * 1024>> discard;
-    if (discard == nullptr) discard = std::make_unique<std::array<char, 64 * 1024>>();
-    size_t total = 0;
-    while (!ec && total < kLingerBytes) {
-      total += co_await stream.async_read_some(asio::buffer(*discard),
-                                               asio::redirect_error(asio::use_awaitable, ec));
-    }
-  }
-  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-  stream.socket().close(ec);
-}
+// One definition in http_close.cc (an inline coroutine's frame type is defined in every
+// translation unit that uses it, which link-time optimization reports as an ODR violation).
+boost::asio::awaitable<void> CloseAfterAnswer(boost::beast::tcp_stream& stream, bool unread_input);
 
 }  // namespace seedance::util
