@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "util/json_check.h"
 #include "util/strings.h"
 
@@ -76,8 +78,10 @@ Status AppendNumber(std::string& out, double d) {
     out.append(buf, r.ptr);
     return Status::Ok();
   }
-  auto r = std::to_chars(buf, buf + sizeof buf, d);
-  out.append(buf, r.ptr);
+  // The shortest form that reads back as the same double (fmt's Dragonbox: std::to_chars's
+  // Ryu tables would add 0.13 MB to the binary for this one call).
+  auto r = fmt::format_to_n(buf, sizeof buf, "{}", d);
+  out.append(buf, r.out);
   return Status::Ok();
 }
 

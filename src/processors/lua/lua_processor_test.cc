@@ -249,6 +249,23 @@ TEST_F(LuaProcessorTest, ChangedPayloadIsReserializedKeepingKeyOrder) {
   EXPECT_EQ(out.main[0].topic, "converted/sensor/1/temperature");
 }
 
+TEST_F(LuaProcessorTest, NumbersAreWrittenInTheShortestFormThatReadsBackTheSame) {
+  auto p = Make(R"(code: |
+  function process(e)
+    e.payload = {a = 0.1 + 0.2, b = 1 / 3, c = 1e300, d = -2.5e-8, e = 2^53, f = -0.0, g = 1e15 + 0.5}
+    return e
+  end)");
+  RecordingOutput out;
+  p->Process(JsonEvent(R"({})"), out);
+  ASSERT_EQ(out.main.size(), 1u);
+  const std::string& json = out.main[0].payload;
+  for (const char* expected :
+       {"\"a\":0.30000000000000004", "\"b\":0.3333333333333333", "\"c\":1e+300", "\"d\":-2.5e-08",
+        "\"e\":9007199254740992", "\"f\":0", "\"g\":1000000000000000.5"}) {
+    EXPECT_NE(json.find(expected), std::string::npos) << expected << " not in " << json;
+  }
+}
+
 TEST_F(LuaProcessorTest, ListResultFansOutAndEmptyListDrops) {
   auto p = Make(R"(code: |
   function process(e)
