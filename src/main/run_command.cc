@@ -3,12 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <thread>
 
 #include "core/pipeline.h"
+#include "governor/startup_pages.h"
 #include "main/commands.h"
 #include "main/load_config.h"
 #include "observe/http_listener.h"
@@ -31,6 +33,24 @@ constexpr auto kShutdownGrace = std::chrono::seconds(1);
 // stuck system call) — the process exits with kExitRuntime. Nothing acknowledged upstream is
 // lost: it was committed to the durable queue before its acknowledgement, and the rest is sent
 // again by the source.
+// Start-up goes on for a moment after ready: the sources connect and subscribe. Once that has
+// settled, the code and read-only data start-up touched are dropped from the process's mappings
+// (governor/startup_pages.h).
+constexpr auto kStartupSettle = std::chrono::milliseconds(500);
+
+// The first signal that arrives within kStartupSettle, or 0 when none did.
+int WaitForSignalOrSettle(const sigset_t& signals) {
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(kStartupSettle);
+  const timespec settle{seconds.count(),
+                        std::chrono::nanoseconds(kStartupSettle - seconds).count()};
+  for (;;) {
+    const int n = sigtimedwait(&signals, nullptr, &settle);
+    if (n > 0) return n;
+    if (errno == EAGAIN) return 0;
+    // EINTR: another signal (one not in the set) interrupted the wait; wait again.
+  }
+}
+
 void StartShutdownWatchdog(std::chrono::nanoseconds timeout) {
   std::thread([timeout] {
     util::NameThisThread("sd-shutdown");
@@ -139,9 +159,16 @@ int Run(const RunOptions& options) {
                     config->sinks.size());
   util::NotifyServiceManager("READY=1");
 
-  int signal_number = 0;
-  while (sigwait(&signals, &signal_number) == 0 && signal_number == SIGHUP) {
+  int signal_number = WaitForSignalOrSettle(signals);
+  if (signal_number == 0) {
+    const governor::ReleasedPages released = governor::ReleaseStartupPages();
+    SEEDANCE_LOG_INFO("seedance", "start-up pages released: resident {} -> {} KiB ({} segments)",
+                      released.bytes_before / 1024, released.bytes_after / 1024, released.segments);
+    sigwait(&signals, &signal_number);
+  }
+  while (signal_number == SIGHUP) {
     Reload(options, registry, **pipeline);
+    if (sigwait(&signals, &signal_number) != 0) break;
   }
   SEEDANCE_LOG_INFO("seedance", "received {}, stopping",
                     signal_number == SIGINT ? "SIGINT" : "SIGTERM");
