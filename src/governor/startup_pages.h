@@ -4,8 +4,8 @@
 // Loading the config, YAML, CLI parsing, building the plugins and the TLS library's set-up run
 // once, but every page they touched stays mapped (on Linux a read fault maps up to 16 pages of
 // the page cache around it), so most of an idle process's RSS was code it would not run again:
-// about 4 MB of the 7.3-7.7 MB after the reference job started (bench/run startup). The pages are not
-// freed: they stay in the page cache (shared with every other process mapping the same file,
+// about 4 MB of the 7.3-7.7 MB after the reference job started (bench/run startup). The pages are
+// not freed: they stay in the page cache (shared with every other process mapping the same file,
 // reclaimable at no cost while unmapped); what the process runs after this faults back in
 // from there (a minor fault, no disk read while the page is cached).
 //
