@@ -43,5 +43,7 @@ queue:
         sd.proc.send_signal(signal.SIGHUP)
         assert sd.wait_log(r"reload done"), sd.stderr()
         assert sd.proc.poll() is None
+        # Released once, at start-up: not again by the reload.
+        assert len(re.findall(RELEASED, sd.stderr())) == 1, sd.stderr()
     finally:
         assert sd.stop() == 0, sd.stderr()[-3000:]
