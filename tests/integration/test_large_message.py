@@ -10,7 +10,7 @@ import time
 
 from testing.mqtt_publish import publish_all
 from testing.process_stats import rss_kb, status_kb
-from testing.seedance_process import SOURCE_DIR, Seedance
+from testing.seedance_process import SOURCE_DIR, Seedance, seed_job_config
 from testing.waiting import wait_until
 
 SEED_FILTER = os.path.join(SOURCE_DIR, "examples", "seed", "filter.lua")
@@ -34,16 +34,7 @@ def shapes():
 
 
 def run_job(broker, receiver, tmp_path, filter_path):
-    config = f"""
-sources:
-  - type: mqtt
-    uri: "{broker.uri}"
-    topic: "sensor/+/temperature"
-sinks:
-  - type: http
-    endpoint: "{receiver.url}/v1/metrics"
-    method: POST
-"""
+    config = seed_job_config(broker, receiver)
     return Seedance(config, filter_path=filter_path, workdir=str(tmp_path / "run")).start()
 
 

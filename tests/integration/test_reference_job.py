@@ -11,7 +11,7 @@ import subprocess
 
 from testing.broker import free_port
 from testing.mqtt_publish import publish_all
-from testing.seedance_process import SOURCE_DIR, Seedance, metric, scrape
+from testing.seedance_process import SOURCE_DIR, Seedance, metric, scrape, seed_job_config
 
 SEED_FILTER = os.path.join(SOURCE_DIR, "examples", "seed", "filter.lua")
 N = 10_000
@@ -53,22 +53,12 @@ def raw_items(body):
 def test_ten_thousand_messages_exactly_the_in_range_ones_arrive(broker, receiver, tmp_path):
     metrics_port = free_port()
     errors = tmp_path / "errors.ndjson"
-    config = f"""
-sources:
-  - type: mqtt
-    uri: "{broker.uri}"
-    topic: "sensor/+/temperature"
-sinks:
-  - type: http
-    endpoint: "{receiver.url}/v1/metrics"
-    method: POST
+    config = seed_job_config(broker, receiver, more_sinks=f"""\
   - type: file
     name: errors
     path: {errors}
     inputs: [error]
-metrics:
-  listen: 127.0.0.1:{metrics_port}
-"""
+""", rest=f"metrics:\n  listen: 127.0.0.1:{metrics_port}\n")
     sd = Seedance(config, filter_path=SEED_FILTER).start()
     try:
         assert sd.wait_log(r"connected to 127\.0\.0\.1"), sd.stderr()

@@ -1,10 +1,11 @@
 """The pages start-up touched are released once the process has settled (docs/governor.md, "Start-up pages"),
 and the process runs on as before: events flow, a SIGHUP reload and the shutdown work."""
+import datetime
 import re
 import signal
 
 from testing.mqtt_publish import publish_all
-from testing.seedance_process import SOURCE_DIR, Seedance
+from testing.seedance_process import SOURCE_DIR, Seedance, seed_job_config
 from testing.proc_stats import status_kb
 
 SEED_FILTER = f"{SOURCE_DIR}/examples/seed/filter.lua"
@@ -12,22 +13,17 @@ RELEASED = r"start-up pages released: resident (\d+) -> (\d+) KiB \((\d+) segmen
 
 
 def test_startup_pages_are_released_and_the_job_runs_on(broker, receiver, tmp_path):
-    config = f"""
-sources:
-  - type: mqtt
-    uri: "{broker.uri}"
-    topic: "sensor/+/temperature"
-sinks:
-  - type: http
-    endpoint: "{receiver.url}/v1/metrics"
-queue:
-  data_dir: {tmp_path / "data"}
-"""
+    config = seed_job_config(broker, receiver, rest=f"queue:\n  data_dir: {tmp_path / 'data'}\n")
     sd = Seedance(config, filter_path=SEED_FILTER, extra_args=["--log-level", "debug"]).start()
     try:
         assert sd.wait_log(r"connected to 127\.0\.0\.1"), sd.stderr()
         assert sd.wait_log(RELEASED, timeout=5), sd.stderr()
         before, after, segments = map(int, re.search(RELEASED, sd.stderr()).groups())
+        # Half a second after ready (each log line starts with its UTC time in milliseconds).
+        stamp = lambda rx: datetime.datetime.fromisoformat(
+            next(l for l in sd.stderr_lines if re.search(rx, l)).split()[0].rstrip("Z"))
+        settle = (stamp(RELEASED) - stamp(r" ready in ")).total_seconds()
+        assert 0.49 <= settle < 2.0, settle  # millisecond stamps
         # The binary's, libc's, libm's and the loader's text and read-only data at least.
         assert segments >= 8, sd.stderr()
         # Most of what was resident was start-up's code: the reference job drops 4 of 7 MiB.

@@ -9,7 +9,7 @@ import json
 import os
 
 from testing.mqtt_publish import publish_all
-from testing.seedance_process import SOURCE_DIR, Seedance
+from testing.seedance_process import SOURCE_DIR, Seedance, seed_job_config
 from testing.waiting import wait_until
 
 SEED_FILTER = os.path.join(SOURCE_DIR, "examples", "seed", "filter.lua")
@@ -17,20 +17,12 @@ SEED_FILTER = os.path.join(SOURCE_DIR, "examples", "seed", "filter.lua")
 
 def test_deep_and_huge_nesting_go_to_error_and_the_pipeline_goes_on(broker, receiver, tmp_path):
     errors = tmp_path / "errors.ndjson"
-    config = f"""
-sources:
-  - type: mqtt
-    uri: "{broker.uri}"
-    topic: "sensor/+/temperature"
-sinks:
-  - type: http
-    endpoint: "{receiver.url}/v1/metrics"
-    method: POST
+    config = seed_job_config(broker, receiver, more_sinks=f"""\
   - type: file
     name: errors
     path: {errors}
     inputs: [error]
-"""
+""")
     sd = Seedance(config, filter_path=SEED_FILTER).start()
     try:
         assert sd.wait_log(r"connected to 127\.0\.0\.1"), sd.stderr()
@@ -53,19 +45,12 @@ sinks:
 def test_bytes_that_are_not_utf8_reach_the_error_file_as_valid_json(broker, receiver, tmp_path):
     """Finding 3: the payload went to `error` but the file line was not valid JSON."""
     errors = tmp_path / "errors.ndjson"
-    config = f"""
-sources:
-  - type: mqtt
-    uri: "{broker.uri}"
-    topic: "sensor/+/temperature"
-sinks:
-  - type: http
-    endpoint: "{receiver.url}/v1/metrics"
+    config = seed_job_config(broker, receiver, more_sinks=f"""\
   - type: file
     name: errors
     path: {errors}
     inputs: [error]
-"""
+""")
     bad = [b'{"temperature": "\xff\xfe"}', b"\xc0\xaf\x00\x1b[2J raw", b'{"t": "\xed\xa0\x80"}']
     sd = Seedance(config, filter_path=SEED_FILTER).start()
     try:

@@ -100,3 +100,19 @@ def metric(text, name, **labels):
             total += float(m.group(4))
             found = True
     return total if found else None
+
+
+def seed_job_config(broker, receiver, more_sinks="", rest=""):
+    """The reference job (examples/seed/config.yaml) on a test's broker and receiver: MQTT
+    `sensor/+/temperature` -> HTTP POST to /v1/metrics. `more_sinks` (YAML list items, indented
+    like the HTTP sink) follow it under `sinks:`; `rest` (top-level YAML) ends the file."""
+    return f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "sensor/+/temperature"
+sinks:
+  - type: http
+    endpoint: "{receiver.url}/v1/metrics"
+    method: POST
+{more_sinks}{rest}"""
