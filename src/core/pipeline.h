@@ -131,6 +131,7 @@ class Pipeline : private SourceOutput {
   // Events with storage, from the processing thread back to the sources (bounded).
   std::mutex event_pool_mu_;
   std::vector<Event> event_pool_;
+  size_t event_pool_bytes_ = 0;  // payload capacity the pool holds
   std::atomic<bool> stopping_{false};
   std::unique_ptr<Checkpointer> checkpoint_;  // null without stateful processors
   RedeliveryGuard redelivery_;

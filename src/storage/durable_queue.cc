@@ -130,6 +130,7 @@ Result<std::unique_ptr<DurableQueue>> DurableQueue::Open(const QueueConfig& conf
   // The log's end as last saved: records below it were written, so any beyond the end found
   // now were lost (a power cut before they were synced, a file cut or removed).
   q->head_path_ = c.data_dir + "/queue/HEAD";
+  q->head_tmp_path_ = q->head_path_ + ".tmp";
   uint64_t head = 0;
   if (ReadCursorFile(fs, q->head_path_, &head) == CursorFile::kOk) {
     highest_checked = std::max(highest_checked, head);
@@ -266,7 +267,7 @@ void DurableQueue::SaveHead() {
   // Processing thread (Tick) or shutdown; written like a position.
   const uint64_t end = log_->flushed_next();
   if (end == head_saved_) return;
-  if (storage::WriteCursorFile(log_->fs(), head_path_, head_path_ + ".tmp", end)) {
+  if (storage::WriteCursorFile(log_->fs(), head_path_, head_tmp_path_, end)) {
     head_saved_ = end;
   }
 }

@@ -130,6 +130,7 @@ class DurableQueue {
   // <data_dir>/queue/HEAD: the log's flushed end, saved with the positions, so a lost tail is
   // counted at the next start even when no sink had read it.
   std::string head_path_;
+  std::string head_tmp_path_;  // built once: saving HEAD allocates nothing
   uint64_t head_saved_ = 0;
   void SaveHead();
   observe::MetricsRegistry& metrics_;

@@ -484,5 +484,62 @@ TEST_F(DurableQueueTest, AReadThatFindsNothingLeavesTheBatchAndItsStorage) {
   EXPECT_EQ(batch[4].payload.data(), storage) << "decoded into the element already there";
 }
 
+TEST_F(DurableQueueTest, EventsAShorterReadLeavesAreKeptWithTheirStorageForALongerRead) {
+  // At 5k msg/s batch sizes vary by dozens of events; a spare of 16 let the rest go, and
+  // every one was allocated again (bench/run alloc: 0.02 allocations per event).
+  auto q = Open(Config());
+  auto c = q->OpenCursor("out", {Output::kMain});
+  auto append = [&](int n, size_t bytes) {
+    for (int i = 0; i < n; ++i) {
+      Event e = Ev(i);
+      e.payload.assign(bytes, 'x');
+      ASSERT_TRUE(q->Append(Output::kMain, std::move(e)).ok());
+    }
+    ASSERT_TRUE(q->Commit().ok());
+  };
+  std::vector<Event> batch;
+  uint64_t first = 0, last = 0;
+  append(60, 100);
+  ASSERT_TRUE(c->Read(100, &batch, &first, &last));
+  ASSERT_EQ(batch.size(), 60u);
+  c->Done(first, last);
+  append(1, 100);
+  ASSERT_TRUE(c->Read(100, &batch, &first, &last));
+  ASSERT_EQ(batch.size(), 1u);
+  c->Done(first, last);
+  EXPECT_EQ(c->spare_events(), 59u);
+  EXPECT_GE(c->spare_payload_bytes(), 59u * 100);
+  append(60, 100);
+  ASSERT_TRUE(c->Read(100, &batch, &first, &last));
+  ASSERT_EQ(batch.size(), 60u);
+  EXPECT_EQ(c->spare_events(), 0u) << "the longer read took them back";
+  EXPECT_EQ(c->spare_payload_bytes(), 0u);
+  for (const Event& e : batch) EXPECT_EQ(e.payload, std::string(100, 'x'));
+}
+
+TEST_F(DurableQueueTest, TheEventsAShorterReadLeavesHoldAtMost64KiBOfPayloadStorage) {
+  // Pooled memory is not counted by the memory budget: large payloads are not kept.
+  auto q = Open(Config());
+  auto c = q->OpenCursor("out", {Output::kMain});
+  for (int i = 0; i < 100; ++i) {
+    Event e = Ev(i);
+    e.payload.assign(4000, 'x');
+    ASSERT_TRUE(q->Append(Output::kMain, std::move(e)).ok());
+  }
+  ASSERT_TRUE(q->Append(Output::kMain, Ev(100)).ok());
+  ASSERT_TRUE(q->Commit().ok());
+  std::vector<Event> batch;
+  uint64_t first = 0, last = 0;
+  ASSERT_TRUE(c->Read(100, &batch, &first, &last));
+  ASSERT_EQ(batch.size(), 100u);
+  c->Done(first, last);
+  ASSERT_TRUE(c->Read(100, &batch, &first, &last));
+  ASSERT_EQ(batch.size(), 1u);
+  EXPECT_EQ(batch[0].payload, "100");
+  EXPECT_EQ(c->spare_events(), 64u) << "at most 64 events";
+  EXPECT_LE(c->spare_payload_bytes(), 64u * 1024);
+  EXPECT_GE(c->spare_payload_bytes(), 16u * 4000) << "those that fit keep their storage";
+}
+
 }  // namespace
 }  // namespace seedance

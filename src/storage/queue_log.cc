@@ -270,15 +270,14 @@ Status QueueLog::FlushLocked() {
 Status QueueLog::Sync() {
   std::lock_guard<std::mutex> fd_lock(fd_mu_);  // fd_ stays open until this returns
   int fd = -1;
-  std::string path;
   {
     std::lock_guard<std::mutex> lock(mu_);
     SEEDANCE_RETURN_IF_ERROR(FlushLocked());
     if (fd_ < 0) return Status::Ok();
     fd = fd_;
-    path = segments_.back().path;
+    sync_path_ = segments_.back().path;  // into the storage it has: no allocation per sync
   }
-  if (fs_.Fdatasync(fd) != 0) return Error("fdatasync", path);
+  if (fs_.Fdatasync(fd) != 0) return Error("fdatasync", sync_path_);
   return Status::Ok();
 }
 

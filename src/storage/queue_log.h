@@ -144,6 +144,7 @@ class QueueLog {
   // Held while fd_ may be closed (rotation, destruction) and by Sync() during its fdatasync, so
   // the descriptor it syncs stays open. Taken before mu_.
   std::mutex fd_mu_;
+  std::string sync_path_;  // the segment Sync() is syncing (under fd_mu_), for its error
   mutable std::mutex mu_;
   std::vector<Segment> segments_;  // oldest first; the last one is active
   int fd_ = -1;                    // active segment

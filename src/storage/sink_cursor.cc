@@ -39,6 +39,7 @@ void SinkCursor::Decode(uint64_t sequence, uint8_t tag, std::string_view payload
     if (spare_.empty()) {
       out->emplace_back();
     } else {
+      spare_bytes_ -= spare_.back().payload.capacity();
       out->push_back(std::move(spare_.back()));
       spare_.pop_back();
     }
@@ -60,7 +61,11 @@ void SinkCursor::ReportGaps(storage::QueueReader& reader) {
 
 void SinkCursor::Truncate(std::vector<Event>* out, size_t n) {
   while (out->size() > n && spare_.size() < kSpareEvents) {
-    spare_.push_back(std::move(out->back()));
+    Event& e = out->back();
+    // Over the byte bound the event is kept without its payload's storage.
+    if (spare_bytes_ + e.payload.capacity() > kSpareBytes) std::string().swap(e.payload);
+    spare_bytes_ += e.payload.capacity();
+    spare_.push_back(std::move(e));
     out->pop_back();
   }
   out->resize(n);
