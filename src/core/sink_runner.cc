@@ -104,12 +104,20 @@ void SinkRunner::TrimPool() {
     if (b.use_count() != 1 || b->events.capacity() == 0) continue;
     if (kept < kKeepBatches && !HoldsLargePayloads(*b)) {
       ++kept;
-      if (b->events.size() > kKeepEvents) b->events.resize(kKeepEvents);
+      if (b->events.size() > kKeepEvents) Shrink(b->events, kKeepEvents);
       if (b->events.capacity() > 2 * kKeepEvents) b->events.shrink_to_fit();
       continue;
     }
-    b->events.clear();
+    Shrink(b->events, 0);
     b->events.shrink_to_fit();
+  }
+}
+
+void SinkRunner::Shrink(std::vector<Event>& events, size_t n) {
+  if (cursor_) {
+    cursor_->Truncate(&events, n);  // what the batch lets go is kept for the next long read
+  } else {
+    events.resize(n);
   }
 }
 

@@ -191,6 +191,8 @@ class SinkRunner final : public governor::BatchHolder {
 
   // A batch from the pool (one nobody else holds any more), or a new one. REQUIRES: mu_ held.
   std::shared_ptr<Batch> TakeBatch();
+  // Resizes a pooled batch's `events` to `n` (under mu_).
+  void Shrink(std::vector<Event>& events, size_t n);
   // Free pooled batches keep their events' storage for reuse, but only a few, of at most 16
   // events each, without large payloads: the pool must not hold memory nobody counts.
   // REQUIRES: mu_ held.

@@ -38,6 +38,10 @@ class SinkCursor {
   void Return(uint64_t first, uint64_t last);
   // Ranges returned and not read again yet.
   size_t returned() const { return returned_.size(); }
+  // Resizes `out` to `n`, keeping what it lets go as spare events (within their bounds) for
+  // the next read that needs more than its batch holds: a pooled batch trimmed after a burst
+  // gives its events here instead of freeing them.
+  void Truncate(std::vector<Event>* out, size_t n);
   // The events kept for a longer read, and their payloads' storage (for tests).
   size_t spare_events() const { return spare_.size(); }
   size_t spare_payload_bytes() const { return spare_bytes_; }
@@ -77,8 +81,6 @@ class SinkCursor {
   size_t spare_bytes_ = 0;  // payload capacity held by spare_
   static constexpr size_t kSpareEvents = 64;
   static constexpr size_t kSpareBytes = 64 * 1024;
-  // Resizes `out` to `n`, moving a shrink's tail to spare_.
-  void Truncate(std::vector<Event>* out, size_t n);
   std::mutex save_mu_;  // Save runs on the event loop (Done) and the processing thread (Tick)
   std::chrono::steady_clock::time_point last_save_{};
   uint64_t saved_ = 0;
