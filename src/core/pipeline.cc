@@ -311,43 +311,9 @@ void Pipeline::WhenWritable(std::function<void()> callback) {
 
 uint64_t Pipeline::NextEventId() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
 
-namespace {
-// 128 events, at most 1 MiB of payload storage (what 64 events of the largest pooled payload
-// held before): 64 ran dry at 5k msg/s when a read brought more than that.
-constexpr size_t kEventPoolSize = 128;
-constexpr size_t kPooledPayloadMax = 16 * 1024;  // larger buffers are not kept
-constexpr size_t kEventPoolBytes = 1024 * 1024;
-}  // namespace
+Event Pipeline::TakeEvent() { return event_pool_.Take(); }
 
-Event Pipeline::TakeEvent() {
-  std::lock_guard<std::mutex> lock(event_pool_mu_);
-  if (event_pool_.empty()) return Event();
-  Event e = std::move(event_pool_.back());
-  event_pool_.pop_back();
-  event_pool_bytes_ -= e.payload.capacity();
-  return e;
-}
-
-void Pipeline::RecycleEvents(std::vector<IngestItem>& items) {
-  std::lock_guard<std::mutex> lock(event_pool_mu_);
-  if (event_pool_.capacity() < kEventPoolSize) event_pool_.reserve(kEventPoolSize);
-  for (IngestItem& item : items) {
-    Event& e = item.event;
-    if (event_pool_.size() >= kEventPoolSize) break;
-    if (e.payload.capacity() == 0 || e.payload.capacity() > kPooledPayloadMax) continue;
-    if (event_pool_bytes_ + e.payload.capacity() > kEventPoolBytes) continue;
-    e.id = 0;
-    e.queue_sequence = 0;
-    e.event_time_ns = e.ingest_time_ns = 0;
-    e.format = PayloadFormat::kJson;
-    e.headers.clear();
-    e.source.clear();
-    e.topic.clear();
-    e.payload.clear();
-    event_pool_bytes_ += e.payload.capacity();
-    event_pool_.push_back(std::move(e));
-  }
-}
+void Pipeline::RecycleEvents(std::vector<IngestItem>& items) { event_pool_.GiveAll(items); }
 
 bool Pipeline::Shutdown() {
   if (!started_ || shut_down_) return true;

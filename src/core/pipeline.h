@@ -32,6 +32,7 @@
 
 #include "config/config.h"
 #include "core/checkpointer.h"
+#include "core/event_pool.h"
 #include "core/ingest_queue.h"
 #include "core/processing_loop.h"
 #include "core/redelivery_guard.h"
@@ -128,10 +129,7 @@ class Pipeline : private SourceOutput {
   std::unique_ptr<Router> router_;
   std::thread processing_;
   std::atomic<uint64_t> next_id_{1};
-  // Events with storage, from the processing thread back to the sources (bounded).
-  std::mutex event_pool_mu_;
-  std::vector<Event> event_pool_;
-  size_t event_pool_bytes_ = 0;  // payload capacity the pool holds
+  EventPool event_pool_;  // from the processing thread back to the sources
   std::atomic<bool> stopping_{false};
   std::unique_ptr<Checkpointer> checkpoint_;  // null without stateful processors
   RedeliveryGuard redelivery_;
