@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 
+#include <cstring>
 #include <string_view>
 
+#include "storage/log_format.h"
 #include "storage/record_scanner.h"
 
 namespace seedance::storage {
@@ -12,21 +14,57 @@ namespace {
 constexpr uint8_t kCursorTag = 0;
 // Positions beyond this are damage: sequence numbers must have room to grow.
 constexpr uint64_t kMaxPosition = uint64_t{1} << 62;
+constexpr size_t kGenerationBytes = 8;
+// A slot's record: the header and the generation.
+constexpr size_t kSlotRecordBytes = kHeaderSize + kGenerationBytes;
+constexpr size_t kMaxFileBytes = kCursorSlotStride + kSlotRecordBytes;
 
-}  // namespace
+struct Slot {
+  bool valid = false;
+  uint64_t position = 0;
+  uint64_t generation = 0;
+};
 
-CursorFile ReadCursorFile(FileSystem& fs, const std::string& path, uint64_t* position) {
-  auto data = fs.ReadFile(path, 4096);
+// The slot whose record starts at `offset` of `bytes`. At offset 0 an empty payload is the
+// form written by earlier builds (one record, the whole file): generation 0.
+Slot ReadSlot(std::string_view bytes, size_t offset) {
+  Slot slot;
+  if (offset >= bytes.size()) return slot;
+  size_t pos = offset;
+  ScannedRecord record;
+  size_t skipped = 0;
+  if (ScanRecord(bytes, &pos, &record, &skipped) != ScanResult::kRecord ||
+      record.offset != offset || record.tag != kCursorTag || record.sequence > kMaxPosition) {
+    return slot;
+  }
+  if (record.payload.size() == kGenerationBytes) {
+    uint8_t le[kGenerationBytes];
+    std::memcpy(le, record.payload.data(), kGenerationBytes);
+    for (size_t i = 0; i < kGenerationBytes; ++i) slot.generation |= uint64_t{le[i]} << (8 * i);
+  } else if (!(offset == 0 && record.payload.empty())) {
+    return slot;
+  }
+  slot.valid = true;
+  slot.position = record.sequence;
+  return slot;
+}
+
+// ReadCursorFile, and which slot was the newest (0 or 1; 0 for the older forms).
+CursorFile ReadNewest(FileSystem& fs, const std::string& path, uint64_t* position,
+                      uint64_t* generation, int* slot_index) {
+  auto data = fs.ReadFile(path, kMaxFileBytes);
   if (!data)
     return data.error().code() == StatusCode::kNotFound ? CursorFile::kMissing
                                                         : CursorFile::kDamaged;
   const std::string& bytes = *data;
-  size_t pos = 0;
-  ScannedRecord record;
-  size_t skipped = 0;
-  if (ScanRecord(bytes, &pos, &record, &skipped) == ScanResult::kRecord && pos == bytes.size() &&
-      record.tag == kCursorTag && record.payload.empty() && record.sequence <= kMaxPosition) {
-    *position = record.sequence;
+  const Slot first = ReadSlot(bytes, 0);
+  const Slot second = ReadSlot(bytes, kCursorSlotStride);
+  if (first.valid || second.valid) {
+    const Slot& newest =
+        !second.valid || (first.valid && first.generation > second.generation) ? first : second;
+    *position = newest.position;
+    *generation = newest.generation;
+    *slot_index = &newest == &first ? 0 : 1;
     return CursorFile::kOk;
   }
   std::string_view text(bytes);
@@ -38,21 +76,58 @@ CursorFile ReadCursorFile(FileSystem& fs, const std::string& path, uint64_t* pos
     value = value * 10 + static_cast<uint64_t>(c - '0');
   }
   *position = value;
+  *generation = 0;
+  *slot_index = 0;
   return CursorFile::kText;
 }
 
-bool WriteCursorFile(FileSystem& fs, const std::string& path, const std::string& tmp_path,
-                     uint64_t position) {
-  thread_local std::string record;
-  record.clear();
-  EncodeRecord(position, kCursorTag, {}, record);
-  const int fd = fs.Open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return false;
-  const bool written = fs.WriteAll(fd, record) == 0;
-  fs.Close(fd);
-  if (written && fs.Rename(tmp_path, path) == 0) return true;
-  fs.Unlink(tmp_path);
-  return false;
+}  // namespace
+
+CursorFile ReadCursorFile(FileSystem& fs, const std::string& path, uint64_t* position,
+                          uint64_t* generation) {
+  uint64_t unused_generation = 0;
+  int unused_slot = 0;
+  return ReadNewest(fs, path, position, generation ? generation : &unused_generation, &unused_slot);
+}
+
+CursorWriter::CursorWriter(FileSystem& fs, std::string path) : fs_(fs), path_(std::move(path)) {
+  record_.reserve(kSlotRecordBytes);
+}
+
+CursorWriter::~CursorWriter() {
+  if (fd_ >= 0) fs_.Close(fd_);
+}
+
+bool CursorWriter::Write(uint64_t position) {
+  if (next_generation_ == 0) {
+    // Continue after the newest slot in the file, overwriting the other one first: the newest
+    // stays as it is until a newer one is whole.
+    uint64_t saved = 0, generation = 0;
+    int newest = 1;  // no file: the first write goes to slot 0
+    const CursorFile found = ReadNewest(fs_, path_, &saved, &generation, &newest);
+    if (found != CursorFile::kOk && found != CursorFile::kText) newest = 1;
+    next_generation_ = found == CursorFile::kOk ? generation + 1 : 1;
+    next_slot_ = 1 - newest;
+  }
+  if (fd_ < 0) {
+    fd_ = fs_.Open(path_, O_WRONLY | O_CREAT, 0644);
+    if (fd_ < 0) return false;
+  }
+  char le[kGenerationBytes];
+  for (size_t i = 0; i < kGenerationBytes; ++i) {
+    le[i] = static_cast<char>((next_generation_ >> (8 * i)) & 0xff);
+  }
+  record_.clear();
+  EncodeRecord(position, kCursorTag, std::string_view(le, sizeof le), record_);
+  const off_t offset = static_cast<off_t>(next_slot_ * kCursorSlotStride);
+  if (fs_.PWriteAll(fd_, record_, offset) != 0) {
+    fs_.Close(fd_);  // reopened by the next try (the file may have been replaced meanwhile)
+    fd_ = -1;
+    return false;
+  }
+  ++next_generation_;
+  next_slot_ = 1 - next_slot_;
+  return true;
 }
 
 }  // namespace seedance::storage

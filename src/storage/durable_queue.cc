@@ -129,10 +129,9 @@ Result<std::unique_ptr<DurableQueue>> DurableQueue::Open(const QueueConfig& conf
   if (d != nullptr) ::closedir(d);
   // The log's end as last saved: records below it were written, so any beyond the end found
   // now were lost (a power cut before they were synced, a file cut or removed).
-  q->head_path_ = c.data_dir + "/queue/HEAD";
-  q->head_tmp_path_ = q->head_path_ + ".tmp";
+  q->head_writer_ = std::make_unique<storage::CursorWriter>(fs, c.data_dir + "/queue/HEAD");
   uint64_t head = 0;
-  if (ReadCursorFile(fs, q->head_path_, &head) == CursorFile::kOk) {
+  if (ReadCursorFile(fs, q->head_writer_->path(), &head) == CursorFile::kOk) {
     highest_checked = std::max(highest_checked, head);
     highest = std::max(highest, head);
     q->head_saved_ = head;
@@ -267,7 +266,7 @@ void DurableQueue::SaveHead() {
   // Processing thread (Tick) or shutdown; written like a position.
   const uint64_t end = log_->flushed_next();
   if (end == head_saved_) return;
-  if (storage::WriteCursorFile(log_->fs(), head_path_, head_tmp_path_, end)) {
+  if (head_writer_->Write(end)) {
     head_saved_ = end;
   }
 }

@@ -41,6 +41,7 @@
 #include "observe/metrics.h"
 #include "seedance/event.h"
 #include "seedance/result.h"
+#include "storage/cursor_file.h"
 #include "storage/file_system.h"
 #include "storage/queue_log.h"
 #include "storage/queue_reader.h"
@@ -129,8 +130,7 @@ class DurableQueue {
   std::chrono::steady_clock::time_point last_cursor_save_{};
   // <data_dir>/queue/HEAD: the log's flushed end, saved with the positions, so a lost tail is
   // counted at the next start even when no sink had read it.
-  std::string head_path_;
-  std::string head_tmp_path_;  // built once: saving HEAD allocates nothing
+  std::unique_ptr<storage::CursorWriter> head_writer_;
   uint64_t head_saved_ = 0;
   void SaveHead();
   observe::MetricsRegistry& metrics_;

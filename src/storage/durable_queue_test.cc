@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "storage/cursor_file.h"
 #include "storage/log_format.h"
 #include "storage/record_scanner.h"
 #include "testing/fault_file_system.h"
@@ -108,9 +109,11 @@ void CutBefore(const std::string& path, uint64_t seq) {
 }
 
 uint64_t SavedPosition(const std::string& path) {
-  const auto layout = RecordLayout(path);
-  EXPECT_EQ(layout.size(), 1u) << path;
-  return layout.empty() ? 0 : layout.begin()->first;
+  uint64_t position = 0;
+  EXPECT_EQ(storage::ReadCursorFile(storage::PosixFileSystem(), path, &position),
+            storage::CursorFile::kOk)
+      << path;
+  return position;
 }
 
 std::set<int> AsSet(const std::vector<int>& v) { return {v.begin(), v.end()}; }

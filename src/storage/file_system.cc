@@ -20,6 +20,9 @@ class Posix final : public FileSystem {
   }
   int Close(int fd) override { return ::close(fd); }
   ssize_t Write(int fd, const void* data, size_t size) override { return ::write(fd, data, size); }
+  ssize_t PWrite(int fd, const void* data, size_t size, off_t offset) override {
+    return ::pwrite(fd, data, size, offset);
+  }
   ssize_t PRead(int fd, void* data, size_t size, off_t offset) override {
     return ::pread(fd, data, size, offset);
   }
@@ -49,6 +52,19 @@ int FileSystem::WriteAll(int fd, std::string_view data) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return errno;
     if (n == 0) return EIO;  // a write that makes no progress would loop forever
+    off += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+int FileSystem::PWriteAll(int fd, std::string_view data, off_t offset) {
+  size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n =
+        PWrite(fd, data.data() + off, data.size() - off, offset + static_cast<off_t>(off));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return EIO;
     off += static_cast<size_t>(n);
   }
   return 0;

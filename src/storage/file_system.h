@@ -24,6 +24,8 @@ class FileSystem {
   virtual int Close(int fd) = 0;
   // May write less than `size` (a short write); the caller retries the rest.
   virtual ssize_t Write(int fd, const void* data, size_t size) = 0;
+  // Writes at `offset` (the file position is unchanged); may be short, like Write.
+  virtual ssize_t PWrite(int fd, const void* data, size_t size, off_t offset) = 0;
   virtual ssize_t PRead(int fd, void* data, size_t size, off_t offset) = 0;
   virtual int Fdatasync(int fd) = 0;
   virtual int Ftruncate(int fd, off_t size) = 0;
@@ -34,6 +36,8 @@ class FileSystem {
 
   // Writes all of `data`, retrying short writes and EINTR. 0, or the errno of the failure.
   int WriteAll(int fd, std::string_view data);
+  // The same at `offset`.
+  int PWriteAll(int fd, std::string_view data, off_t offset);
   // The whole file (at most `max_bytes`). kNotFound when it does not exist, kUnavailable on
   // other errors (the message names the path and the reason).
   Result<std::string> ReadFile(const std::string& path, size_t max_bytes = SIZE_MAX);

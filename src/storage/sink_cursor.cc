@@ -18,8 +18,7 @@ SinkCursor::SinkCursor(DurableQueue& queue, std::string name, std::vector<Output
       read_next_(start),
       committed_(start),
       saved_(start),
-      path_(queue.CursorPath(name_)),
-      tmp_path_(path_ + ".tmp") {
+      writer_(queue.log_->fs(), queue.CursorPath(name_)) {
   for (Output o : inputs) wanted_[static_cast<int>(o)] = true;
   spare_.reserve(kSpareEvents);
 }
@@ -145,7 +144,7 @@ void SinkCursor::Save() {
   std::lock_guard<std::mutex> lock(save_mu_);
   const uint64_t c = committed_.load();
   if (c == saved_) return;
-  if (storage::WriteCursorFile(queue_.log_->fs(), path_, tmp_path_, c)) saved_ = c;
+  if (writer_.Write(c)) saved_ = c;
 }
 
 }  // namespace seedance

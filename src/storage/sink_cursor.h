@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "seedance/event.h"
+#include "storage/cursor_file.h"
 #include "storage/queue_reader.h"
 #include "storage/queue_settings.h"
 
@@ -84,8 +85,7 @@ class SinkCursor {
   std::mutex save_mu_;  // Save runs on the event loop (Done) and the processing thread (Tick)
   std::chrono::steady_clock::time_point last_save_{};
   uint64_t saved_ = 0;
-  const std::string path_;      // <data_dir>/cursors/<name>
-  const std::string tmp_path_;  // written, then renamed to path_
+  storage::CursorWriter writer_;  // <data_dir>/cursors/<name>
 };
 
 }  // namespace seedance

@@ -1,6 +1,7 @@
 #include "testing/fault_file_system.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -154,8 +155,19 @@ int FaultFileSystem::Close(int fd) {
 }
 
 ssize_t FaultFileSystem::Write(int fd, const void* data, size_t size) {
+  return WriteAt(fd, data, size, -1);
+}
+
+ssize_t FaultFileSystem::PWrite(int fd, const void* data, size_t size, off_t offset) {
+  return WriteAt(fd, data, size, offset);
+}
+
+ssize_t FaultFileSystem::WriteAt(int fd, const void* data, size_t size, off_t offset) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::string path = fds_.count(fd) ? fds_[fd].first : "?";
+  const auto write = [&](size_t n) {
+    return offset < 0 ? ::write(fd, data, n) : ::pwrite(fd, data, n, offset);
+  };
   if (crashed_) {
     errno = EIO;
     return -1;
@@ -165,7 +177,7 @@ ssize_t FaultFileSystem::Write(int fd, const void* data, size_t size) {
     // Torn: half of it reaches the file, then the process is gone.
     crashed_ = true;
     crash_point_ = "write " + path;
-    if (size > 1) (void)!::write(fd, data, size / 2);
+    if (size > 1) (void)!write(size / 2);
     errno = EIO;
     return -1;
   }
@@ -182,15 +194,21 @@ ssize_t FaultFileSystem::Write(int fd, const void* data, size_t size) {
   size_t n = size;
   if (short_writes_ && n > 1) n /= 2;
   if (space_limit_ != UINT64_MAX) {
+    // Only bytes past the file's end take space: a PWrite in place needs none (storage's
+    // Writes all append).
+    struct stat st {};
+    const uint64_t in_place = offset >= 0 && ::fstat(fd, &st) == 0 && st.st_size > offset
+                                  ? static_cast<uint64_t>(st.st_size - offset)
+                                  : 0;
     const uint64_t used = UsedBytes();
     const uint64_t room = used >= space_limit_ ? 0 : space_limit_ - used;
-    if (room == 0) {
+    if (room == 0 && in_place == 0) {
       errno = ENOSPC;
       return -1;
     }
-    n = static_cast<size_t>(std::min<uint64_t>(n, room));
+    n = static_cast<size_t>(std::min<uint64_t>(n, in_place + room));
   }
-  return ::write(fd, data, n);
+  return write(n);
 }
 
 ssize_t FaultFileSystem::PRead(int fd, void* data, size_t size, off_t offset) {

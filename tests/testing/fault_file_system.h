@@ -43,6 +43,7 @@ class FaultFileSystem final : public storage::FileSystem {
   int Open(const std::string& path, int flags, mode_t mode) override;
   int Close(int fd) override;
   ssize_t Write(int fd, const void* data, size_t size) override;
+  ssize_t PWrite(int fd, const void* data, size_t size, off_t offset) override;
   ssize_t PRead(int fd, void* data, size_t size, off_t offset) override;
   int Fdatasync(int fd) override;
   int Ftruncate(int fd, off_t size) override;
@@ -51,6 +52,8 @@ class FaultFileSystem final : public storage::FileSystem {
   int SyncDir(const std::string& dir) override;
 
  private:
+  // Write and PWrite (offset -1: at the file position), with the same faults.
+  ssize_t WriteAt(int fd, const void* data, size_t size, off_t offset);
   // Counts a mutating operation; false (errno set) when it must fail.
   bool Begin(Op op, const std::string& what);
   void Snapshot();
