@@ -95,7 +95,7 @@ struct ClientOptions {
   // After a read that did not fill the read buffer, wait before the next read, so that
   // messages arriving meanwhile are taken in (and handed on, and acknowledged) as one batch:
   // one wake-up per batch instead of one per message at steady rates. The wait follows the
-  // rate (ReadPacer: about 10 messages' time) and is at most this. Not while
+  // rate (ReadPacer: about 14 messages' time) and is at most this. Not while
   // kLingerMaxUnacked or more QoS 1/2 messages are unacknowledged (a broker's in-flight window
   // would stall). 0: read at once.
   std::chrono::microseconds read_linger{0};
