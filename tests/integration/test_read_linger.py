@@ -1,6 +1,6 @@
 """The MQTT source's read_linger (docs/mqtt.md, "Batching in time"): at a steady rate the
 messages that arrive during the linger are taken in as one batch, so the process wakes once per
-batch instead of once per message; the wait follows the rate (about 10 messages' time) with
+batch instead of once per message; the wait follows the rate (about 14 messages' time) with
 read_linger as its most; nothing is lost or reordered on the way."""
 import datetime
 import json
@@ -92,7 +92,7 @@ def test_a_linger_takes_messages_in_batches(broker, tmp_path):
 
 
 def test_the_wait_follows_the_rate_and_read_linger_is_only_its_most(broker, tmp_path):
-    # 2,000 msg/s: 10 messages take 5 ms, so each read waits about 5 ms even with a 300 ms
+    # 2,000 msg/s: 14 messages take 7 ms, so each read waits about 7 ms even with a 300 ms
     # read_linger. A fixed 300 ms wait would hold the last messages at least that long. QoS 0:
     # at QoS 1 a read of 16 or more unacknowledged messages is followed by an immediate one.
     delays = []
