@@ -48,6 +48,7 @@ class CursorFileTest : public ::testing::Test {
   // The sequence of the record at `offset`, or -1 when there is none.
   int64_t RecordAt(size_t offset) const {
     const std::string bytes = Bytes();
+    if (offset >= bytes.size()) return -1;
     size_t pos = offset;
     ScannedRecord record;
     size_t skipped = 0;
