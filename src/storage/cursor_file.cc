@@ -108,10 +108,14 @@ bool CursorWriter::Write(uint64_t position) {
     if (found != CursorFile::kOk && found != CursorFile::kText) newest = 1;
     next_generation_ = found == CursorFile::kOk ? generation + 1 : 1;
     next_slot_ = 1 - newest;
+    // A damaged file longer than two slots reads as damaged whatever its slots hold: emptied,
+    // so that the first save repairs it.
+    truncate_ = found == CursorFile::kDamaged;
   }
   if (fd_ < 0) {
-    fd_ = fs_.Open(path_, O_WRONLY | O_CREAT, 0644);
+    fd_ = fs_.Open(path_, O_WRONLY | O_CREAT | (truncate_ ? O_TRUNC : 0), 0644);
     if (fd_ < 0) return false;
+    truncate_ = false;
   }
   char le[kGenerationBytes];
   for (size_t i = 0; i < kGenerationBytes; ++i) {

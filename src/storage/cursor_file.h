@@ -57,6 +57,7 @@ class CursorWriter {
   int fd_ = -1;
   uint64_t next_generation_ = 0;  // 0: not read from the file yet
   int next_slot_ = 0;             // the slot not holding the newest position
+  bool truncate_ = false;         // the file read as damaged: emptied when opened
   std::string record_;
 };
 

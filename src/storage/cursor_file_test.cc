@@ -154,6 +154,27 @@ TEST_F(CursorFileTest, TheFormsWrittenBeforeAreReadAndKeptUntilANewerSlotIsWhole
   EXPECT_EQ(Read(&position), CursorFile::kDamaged);
 }
 
+TEST_F(CursorFileTest, ADamagedFileIsRepairedByTheFirstSaveWhateverItsSize) {
+  for (const size_t size : {size_t{100}, kCursorSlotStride + 100, size_t{3} * kCursorSlotStride}) {
+    {
+      std::ofstream out(path_, std::ios::binary | std::ios::trunc);
+      out << std::string(size, '\xa5');
+    }
+    uint64_t position = 0;
+    ASSERT_EQ(Read(&position), CursorFile::kDamaged) << size;
+    {
+      CursorWriter writer(PosixFileSystem(), path_);
+      ASSERT_TRUE(writer.Write(7)) << size;
+    }
+    ASSERT_EQ(Read(&position), CursorFile::kOk) << size;
+    EXPECT_EQ(position, 7u) << size;
+    CursorWriter writer(PosixFileSystem(), path_);  // a later start keeps both slots
+    ASSERT_TRUE(writer.Write(8)) << size;
+    EXPECT_EQ(RecordAt(0), 7) << size;
+    EXPECT_EQ(RecordAt(kCursorSlotStride), 8) << size;
+  }
+}
+
 TEST_F(CursorFileTest, ASaveIsOneWriteInPlaceWithNoFileCreatedOrRenamed) {
   FaultFileSystem faults(dir_);
   CursorWriter writer(faults, path_);
