@@ -56,6 +56,7 @@
 #include "util/handler_slot.h"
 #include "util/log.h"
 #include "util/loop_signal.h"
+#include "util/random_seed.h"
 
 namespace seedance {
 
@@ -255,7 +256,7 @@ class SinkRunner final : public governor::BatchHolder {
   util::SharedSlot linger_slot_ = util::MakeSlot();
   bool failing_ = false;
   util::LogLimiter limiter_;
-  std::mt19937 rng_{std::random_device{}()};
+  std::mt19937 rng_{util::RandomSeed()};
 };
 
 }  // namespace seedance

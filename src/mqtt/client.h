@@ -61,6 +61,7 @@
 #include "seedance/result.h"
 #include "util/handler_slot.h"
 #include "util/loop_signal.h"
+#include "util/random_seed.h"
 #include "util/ring_queue.h"
 
 namespace seedance::mqtt {
@@ -259,7 +260,7 @@ class Client : public std::enable_shared_from_this<Client> {
   bool stopped_ = false;
   bool closed_ = false;
   uint64_t connects_ = 0;
-  std::mt19937 rng_{std::random_device{}()};
+  std::mt19937 rng_{util::RandomSeed()};
 };
 
 }  // namespace seedance::mqtt

@@ -32,6 +32,12 @@ TEST(Crc32cTest, HardwareAndSoftwarePathsAgree) {
   }
 }
 
+#if defined(__x86_64__)
+TEST(Crc32cTest, TheOneCpuidCheckAgreesWithTheCompilersCpuModel) {
+  EXPECT_EQ(util::internal::HaveHardware(), __builtin_cpu_supports("sse4.2") != 0);
+}
+#endif
+
 TEST(Crc32cTest, TheHeaderFormIsTheCrcOfBothParts) {
   std::string bytes;
   for (int i = 0; i < 20; ++i) bytes.push_back(static_cast<char>(i * 29 + 3));
