@@ -94,7 +94,7 @@ def test_a_linger_takes_messages_in_batches(broker, tmp_path):
 def test_the_wait_follows_the_rate_and_read_linger_is_only_its_most(broker, tmp_path):
     # 2,000 msg/s: 14 messages take 7 ms, so each read waits about 7 ms even with a 300 ms
     # read_linger. A fixed 300 ms wait would hold the last messages at least that long. QoS 0:
-    # at QoS 1 a read of 16 or more unacknowledged messages is followed by an immediate one.
+    # at QoS 1 a read of 20 or more unacknowledged messages is followed by an immediate one.
     delays = []
     per_message = run(broker, tmp_path, "300ms", n=2000, rate=2000, delays=delays, qos=0)
     median = statistics.median(delays)

@@ -193,7 +193,7 @@ const Options<MqttSourceSettings>& MqttSourceSchema() {
                 .doc = "after a read that did not fill the buffer, wait before the next, so "
                        "messages arriving meanwhile are taken in as one batch (one wake-up per "
                        "batch, not per message): about 14 messages' time at the recent rate, "
-                       "at least 2 ms, at most this; not while 16 or more QoS 1/2 messages are "
+                       "at least 2 ms, at most this; not while 20 or more QoS 1/2 messages are "
                        "unacknowledged. 0 = read at once",
                 .default_value = "15ms",
                 .validator = [](const ParamValue& v) {
