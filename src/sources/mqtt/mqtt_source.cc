@@ -153,9 +153,10 @@ struct MqttSourceSettings {
   uint16_t receive_maximum = 1024;
   PayloadFormat format = PayloadFormat::kJson;
   // 15 ms: at 1k msg/s a read then takes in its 14 messages (10 at the 10 ms of before): 0.56-0.58
-  // -> 0.42-0.43 context switches per event, CPU per message 1.05-1.25x -> 0.89-1.06x the
+  // -> 0.41-0.43 context switches per event, CPU per message 1.05-1.25x -> 0.89-1.2x the
   // broker's, P50 14.6 -> 20.6 ms, P99 19.6 -> 27.8 ms (bench/run pipeline, 2026-12-02, two
-  // interleaved pairs of runs). 2k msg/s and more (7 ms and less) do not reach it.
+  // interleaved pairs of runs and two more after). 2k msg/s and more (7 ms and less) do not
+  // reach it.
   std::chrono::microseconds read_linger{15000};
 };
 
