@@ -167,8 +167,6 @@ Client::Client(asio::io_context& io, ClientOptions options, MessageHandler on_me
       opts_(std::move(options)),
       on_message_(std::move(on_message)),
       on_state_(std::move(on_state)),
-      acked_(65536, 0),
-      awaiting_rel_(65536, 0),
       resume_timer_(io),
       read_linger_timer_(io),
       outbound_(opts_.max_publish_in_flight),
@@ -448,7 +446,7 @@ awaitable<Status> Client::ConnectOnce() {
   skip_bytes_ = 0;
   warned_receive_maximum_ = false;
   inbound_.clear();
-  std::fill(acked_.begin(), acked_.end(), 0);
+  acked_.Clear();
   last_rx_ = std::chrono::steady_clock::now();
 
   uint32_t broker_receive_maximum = 65535;
@@ -735,11 +733,11 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
     uint64_t token = 0;
     if (pub->qos > 0) {
       uint16_t id = pub->packet_id;
-      if (pub->qos == 2 && awaiting_rel_[id]) {
+      if (pub->qos == 2 && awaiting_rel_.Get(id) != 0) {
         Send(PubResponse{.type = PacketType::kPubrec, .packet_id = id});
         return Status::Ok();
       }
-      if (acked_[id] != 0) return Status::Ok();  // redelivery of a message we still hold
+      if (acked_.Get(id) != 0) return Status::Ok();  // redelivery of a message we still hold
       if (opts_.version == Version::kV5 && inbound_.size() >= opts_.receive_maximum &&
           !warned_receive_maximum_) {
         // The spec's answer would be DISCONNECT 0x93, but mosquitto 2.0.11 does this under
@@ -753,7 +751,7 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
                           "messages (a protocol violation; tolerated)",
                           opts_.receive_maximum);
       }
-      acked_[id] = 1;
+      acked_.Set(id, 1);
       inbound_.push_back(Inbound{id, pub->qos});
       token = (generation_ << 16) | id;
     }
@@ -767,7 +765,7 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
   }
   if (auto* r = std::get_if<PubResponse>(&packet)) {
     if (r->type == PacketType::kPubrel) {
-      awaiting_rel_[r->packet_id] = 0;
+      awaiting_rel_.Set(r->packet_id, 0);
       Send(PubResponse{.type = PacketType::kPubcomp, .packet_id = r->packet_id});
       return Status::Ok();
     }
@@ -814,14 +812,14 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
 void Client::AckOnLoop(uint64_t token) {
   const uint64_t generation = token >> 16;
   const auto id = static_cast<uint16_t>(token & 0xFFFF);
-  if (generation != generation_ || !IsOpen() || acked_[id] != 1) return;
-  acked_[id] = 2;
-  while (!inbound_.empty() && acked_[inbound_.front().packet_id] == 2) {
+  if (generation != generation_ || !IsOpen() || acked_.Get(id) != 1) return;
+  acked_.Set(id, 2);
+  while (!inbound_.empty() && acked_.Get(inbound_.front().packet_id) == 2) {
     Inbound in = inbound_.front();
     inbound_.pop_front();
-    acked_[in.packet_id] = 0;
+    acked_.Set(in.packet_id, 0);
     if (in.qos == 2) {
-      awaiting_rel_[in.packet_id] = 1;
+      awaiting_rel_.Set(in.packet_id, 1);
       Queue(PubResponse{.type = PacketType::kPubrec, .packet_id = in.packet_id});
     } else {
       Queue(PubResponse{.type = PacketType::kPuback, .packet_id = in.packet_id});

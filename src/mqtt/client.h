@@ -58,6 +58,7 @@
 
 #include "mqtt/outbound.h"
 #include "mqtt/packet.h"
+#include "mqtt/packet_id_states.h"
 #include "seedance/result.h"
 #include "util/handler_slot.h"
 #include "util/loop_signal.h"
@@ -233,11 +234,11 @@ class Client : public std::enable_shared_from_this<Client> {
   std::unique_ptr<util::LoopSignal> ack_signal_;
   util::SharedSlot write_slot_ = util::MakeSlot();  // the one write in progress (writing_)
 
-  uint64_t generation_ = 0;            // counts connections; part of every ack token
-  util::RingQueue<Inbound> inbound_;   // QoS 1/2 messages not yet acknowledged, in arrival order
-  std::vector<uint8_t> acked_;         // by packet id: acknowledged but not yet sent (order)
-  std::vector<uint8_t> awaiting_rel_;  // QoS 2: PUBREC sent, waiting for PUBREL
-  std::optional<Publish> refused_;     // message the handler refused, redelivered on Resume
+  uint64_t generation_ = 0;           // counts connections; part of every ack token
+  util::RingQueue<Inbound> inbound_;  // QoS 1/2 messages not yet acknowledged, in arrival order
+  PacketIdStates acked_;            // by packet id: 1 held, 2 acknowledged but not yet sent (order)
+  PacketIdStates awaiting_rel_;     // QoS 2: 1 once PUBREC is sent, until the PUBREL
+  std::optional<Publish> refused_;  // message the handler refused, redelivered on Resume
   uint64_t refused_token_ = 0;
   std::string refused_invalid_;
   boost::asio::steady_timer resume_timer_;

@@ -134,3 +134,58 @@ def test_a_message_after_a_quiet_spell_is_dated_when_it_arrived(broker, tmp_path
         assert dated >= sent - 0.005, f"dated {sent - dated:.3f} s before it was sent"
     finally:
         sd.stop()
+
+
+def late_message_delay(tmp_path, unacknowledged):
+    """A scripted broker sends `unacknowledged` QoS 1 messages in one write, then one more
+    100 ms later; returns how long after it was sent that last message reached the file.
+
+    The SUBACK comes 2 s after the SUBSCRIBE and the burst 1 s after it, so the read pacer
+    estimates a low rate and its linger is the whole read_linger (600 ms): a read that leaves
+    fewer than 20 messages unacknowledged lingers before the next read, one that leaves 20 (the
+    broker's in-flight window: it sends nothing more until our PUBACKs) reads at once."""
+    import socket
+    import struct
+    from testing.fake_broker import FakeBroker, connack, publish, suback
+    sent = {}
+
+    def script(_index, c):
+        c.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        c.send(connack(True))  # the source speaks MQTT 5 by default
+        _, body = c.read_packet()  # SUBSCRIBE
+        time.sleep(2.0)
+        c.send(suback(struct.unpack(">H", body[:2])[0], 1, True))
+        time.sleep(1.0)
+        c.send(b"".join(publish(b"sensor/a", json.dumps({"id": i}).encode(), qos=1,
+                                packet_id=i + 1, v5=True) for i in range(unacknowledged)))
+        time.sleep(0.1)
+        sent["late"] = time.monotonic()
+        c.send(publish(b"sensor/a", json.dumps({"id": unacknowledged}).encode(), qos=1,
+                       packet_id=unacknowledged + 1, v5=True))
+        c.drain(5)
+
+    fake = FakeBroker(script).start()
+    out = tmp_path / f"out-{unacknowledged}.ndjson"
+    work = tmp_path / f"work-{unacknowledged}"
+    work.mkdir()
+    sd = start_job(fake, work, f"window-{unacknowledged}", "600ms", 1, out)
+    try:
+        def count():
+            return len(out.read_text().splitlines()) if out.exists() else 0
+        assert wait_until(lambda: count() >= unacknowledged + 1, 15, step=0.002), sd.stderr()
+        seen = time.monotonic()
+        ids = [json.loads(line)["payload"]["id"] for line in out.read_text().splitlines()]
+        assert ids == list(range(unacknowledged + 1)), "lost, repeated or reordered messages"
+        return seen - sent["late"]
+    finally:
+        sd.stop()
+        fake.stop()
+
+
+def test_no_linger_while_the_brokers_in_flight_window_is_full(tmp_path):
+    # docs/mqtt.md: "not while 20 or more QoS 1/2 messages are unacknowledged". With 19 the
+    # read lingers (the control: without it the test could not tell), with 20 it does not.
+    lingered = late_message_delay(tmp_path, 19)
+    full_window = late_message_delay(tmp_path, 20)
+    assert lingered > 0.35, f"19 unacknowledged: the late message took {lingered:.3f} s"
+    assert full_window < 0.25, f"20 unacknowledged: the late message took {full_window:.3f} s"
