@@ -72,6 +72,15 @@ DurableQueue::DurableQueue(QueueConfig config, std::unique_ptr<storage::QueueLog
                  "Saved sink positions that could not be used as they were, by reason.",
                  {{"reason", reason}});
   }
+  if (config_.fsync.mode == QueueConfig::Fsync::kInterval) {
+    background_sync_ = std::make_unique<storage::BackgroundSync>(config_.fsync.interval, [this] {
+      const auto t0 = std::chrono::steady_clock::now();
+      const bool ok = log_->SyncWritten().ok();
+      fsync_latency_.Observe(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      return ok;
+    });
+  }
 }
 
 DurableQueue::~DurableQueue() { SaveCursors(); }
@@ -386,6 +395,7 @@ Status DurableQueue::AppendNoWait(Output output, const Event& event) {
     NoteNoSpace(s);  // the record is the log's now, buffered: the next Commit writes it
     return Status::Ok();
   }
+  MarkWritten();
   if (on_commit_) on_commit_();
   return Status::Ok();
 }
@@ -399,7 +409,6 @@ Status DurableQueue::Commit() {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   } else {
     s = log_->Flush();
-    if (s.ok()) dirty_ = true;
   }
   auto write = [&] {
     return config_.fsync.mode == QueueConfig::Fsync::kAlways ? log_->Sync() : log_->Flush();
@@ -420,6 +429,7 @@ Status DurableQueue::Commit() {
     SEEDANCE_LOG_INFO("queue", "the file system has space again; writing resumed");
   }
   disk_gauge_.Set(static_cast<int64_t>(log_->disk_bytes()));
+  MarkWritten();
   if (on_commit_) on_commit_();
   return Status::Ok();
 }
@@ -435,13 +445,6 @@ void DurableQueue::Tick() {
     }
     SaveHead();
   }
-  if (config_.fsync.mode != QueueConfig::Fsync::kInterval || !dirty_) return;
-  if (now - last_sync_ < config_.fsync.interval) return;
-  Status s = log_->Sync();
-  fsync_latency_.Observe(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - now).count());
-  last_sync_ = now;
-  if (s.ok()) dirty_ = false;
 }
 
 void DurableQueue::CollectGarbage() {

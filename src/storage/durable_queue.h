@@ -23,7 +23,8 @@
 // counted once in seedance_queue_lost_records_total{reason}.
 //
 // Thread-safety: Append/Commit/Tick from the processing thread; AppendNoWait and the
-// SinkCursor methods from the event loop; everything else from any thread.
+// SinkCursor methods from the event loop; everything else from any thread. The interval
+// fsync runs on its own thread (sd-fsync).
 #pragma once
 
 #include <atomic>
@@ -41,6 +42,7 @@
 #include "observe/metrics.h"
 #include "seedance/event.h"
 #include "seedance/result.h"
+#include "storage/background_sync.h"
 #include "storage/cursor_file.h"
 #include "storage/file_system.h"
 #include "storage/queue_log.h"
@@ -69,7 +71,8 @@ class DurableQueue {
   // listener. kUnavailable on I/O errors, kResourceExhausted while the file system is full
   // (nothing may be acknowledged then; call again, the records stay buffered).
   Status Commit();
-  // Interval fsync and periodic position saves; call often (at least every 100 ms).
+  // Periodic position saves; call often (at least every 100 ms). The interval fsync runs on
+  // a thread of its own (storage::BackgroundSync), so a slow disk does not hold up the caller.
   void Tick();
   // Any thread: from now on appends wait for space no later than `deadline` (shutdown).
   void SetShutdownDeadline(std::chrono::steady_clock::time_point deadline) {
@@ -120,8 +123,6 @@ class DurableQueue {
   std::vector<SinkCursor*> cursors_;
   std::mutex space_mu_;
   std::condition_variable space_cv_;
-  std::chrono::steady_clock::time_point last_sync_ = std::chrono::steady_clock::now();
-  bool dirty_ = false;  // flushed but not synced
   std::atomic<int64_t> shutdown_deadline_ns_{INT64_MAX};
   uint64_t log_end_at_open_ = 0;  // next sequence after recovery, before any SkipTo
   std::mutex gaps_mu_;
@@ -133,6 +134,12 @@ class DurableQueue {
   std::unique_ptr<storage::CursorWriter> head_writer_;
   uint64_t head_saved_ = 0;
   void SaveHead();
+  // The interval policy's fdatasync (null under the other policies). Declared after log_:
+  // destroyed, and its thread stopped, before the log.
+  std::unique_ptr<storage::BackgroundSync> background_sync_;
+  void MarkWritten() {
+    if (background_sync_) background_sync_->MarkDirty();
+  }
   observe::MetricsRegistry& metrics_;
   observe::Gauge& disk_gauge_;
   observe::Counter& appended_;

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
 #include <thread>
 
@@ -542,6 +544,69 @@ TEST_F(DurableQueueTest, TheEventsAShorterReadLeavesHoldAtMost64KiBOfPayloadStor
   EXPECT_EQ(c->spare_events(), 64u) << "at most 64 events";
   EXPECT_LE(c->spare_payload_bytes(), 64u * 1024);
   EXPECT_GE(c->spare_payload_bytes(), 16u * 4000) << "those that fit keep their storage";
+}
+
+// The real file system, with an fdatasync that waits until the test lets it go (a slow disk).
+class SlowSyncFileSystem final : public FileSystem {
+ public:
+  explicit SlowSyncFileSystem(std::shared_future<void> released) : released_(released) {}
+  std::future<void> Entered() { return entered_.get_future(); }
+  int Open(const std::string& path, int flags, mode_t mode) override {
+    return real_.Open(path, flags, mode);
+  }
+  int Close(int fd) override { return real_.Close(fd); }
+  ssize_t Write(int fd, const void* data, size_t size) override {
+    return real_.Write(fd, data, size);
+  }
+  ssize_t PWrite(int fd, const void* data, size_t size, off_t offset) override {
+    return real_.PWrite(fd, data, size, offset);
+  }
+  ssize_t PRead(int fd, void* data, size_t size, off_t offset) override {
+    return real_.PRead(fd, data, size, offset);
+  }
+  int Fdatasync(int fd) override {
+    if (!entered_once_.exchange(true)) entered_.set_value();
+    released_.wait();
+    return real_.Fdatasync(fd);
+  }
+  int Ftruncate(int fd, off_t size) override { return real_.Ftruncate(fd, size); }
+  int Rename(const std::string& from, const std::string& to) override {
+    return real_.Rename(from, to);
+  }
+  int Unlink(const std::string& path) override { return real_.Unlink(path); }
+  int SyncDir(const std::string& dir) override { return real_.SyncDir(dir); }
+
+ private:
+  FileSystem& real_ = storage::PosixFileSystem();
+  std::shared_future<void> released_;
+  std::promise<void> entered_;
+  std::atomic<bool> entered_once_{false};
+};
+
+TEST_F(DurableQueueTest, TheIntervalFsyncDoesNotHoldUpAppendsCommitsOrTicks) {
+  std::promise<void> release;
+  SlowSyncFileSystem slow(release.get_future().share());
+  QueueConfig c = Config();
+  c.fsync.mode = QueueConfig::Fsync::kInterval;
+  c.fsync.interval = std::chrono::milliseconds(1);
+  auto q = Open(c, slow);
+  ASSERT_TRUE(q);
+  std::future<void> entered = slow.Entered();
+  ASSERT_TRUE(AppendIds(*q, 0, 10).ok());
+  ASSERT_EQ(entered.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "the committed records were never synced";
+  // The fdatasync is stuck on the disk now; the processing thread's work goes on.
+  auto work = std::async(std::launch::async, [&] {
+    for (int i = 1; i < 20; ++i) {
+      if (!AppendIds(*q, i * 10, i * 10 + 10).ok()) return false;
+      q->Tick();
+    }
+    return true;
+  });
+  const bool finished = work.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  release.set_value();
+  EXPECT_TRUE(finished) << "appends, commits or ticks waited for the fdatasync";
+  EXPECT_TRUE(work.get());
 }
 
 }  // namespace

@@ -267,12 +267,16 @@ Status QueueLog::FlushLocked() {
   return Status::Ok();
 }
 
-Status QueueLog::Sync() {
+Status QueueLog::Sync() { return SyncActive(/*flush=*/true); }
+
+Status QueueLog::SyncWritten() { return SyncActive(/*flush=*/false); }
+
+Status QueueLog::SyncActive(bool flush) {
   std::lock_guard<std::mutex> fd_lock(fd_mu_);  // fd_ stays open until this returns
   int fd = -1;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    SEEDANCE_RETURN_IF_ERROR(FlushLocked());
+    if (flush) SEEDANCE_RETURN_IF_ERROR(FlushLocked());
     if (fd_ < 0) return Status::Ok();
     fd = fd_;
     sync_path_ = segments_.back().path;  // into the storage it has: no allocation per sync

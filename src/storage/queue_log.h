@@ -84,6 +84,9 @@ class QueueLog {
   // Flush() and fdatasync. The fdatasync runs without the lock the other methods take (a
   // reader on the event loop never waits for the disk); only a rotation waits for it.
   Status Sync();
+  // fdatasync of what Flush() has written, leaving the buffer alone: the interval policy's
+  // sync on its own thread (BackgroundSync), while appends and commits go on.
+  Status SyncWritten();
 
   // Sequence numbers continue from `sequence` at least (never backwards): records that other
   // state (a sink's saved position) proves were written are not numbered again.
@@ -132,6 +135,8 @@ class QueueLog {
   explicit QueueLog(LogOptions options);
   Status Recover(RecoveryReport* report);
   Status OpenActive(uint64_t first_sequence);
+  // Sync() (flush first) and SyncWritten() (only what is written).
+  Status SyncActive(bool flush);
   Status FlushLocked();
   Status RotateLocked();
   // Empties the active segment and renames it to start at `first_sequence` (buffered records,

@@ -1,6 +1,6 @@
 // Names the calling thread (at most 15 bytes; longer names are cut), so `top -H`, `perf` and
 // /proc/PID/task/*/comm show what each thread is: sd-io (the event loop), sd-process (the
-// processing thread), sd-lua-reload, sd-shutdown.
+// processing thread), sd-fsync (the durable queue's interval fsync), sd-lua-reload, sd-shutdown.
 #pragma once
 
 #include <pthread.h>

@@ -61,7 +61,7 @@ sinks:
             names.add(name)
             with open(task + "/stat") as f:  # field 41, policy; fields after ")" start at 3
                 policies.setdefault(name, set()).add(int(f.read().rsplit(")", 1)[1].split()[38]))
-        assert {"seedance", "sd-io", "sd-process", "sd-lua-reload"} <= names, names
+        assert {"seedance", "sd-io", "sd-process", "sd-fsync", "sd-lua-reload"} <= names, names
         # The two threads that hand batches to each other do not preempt each other on wake-up.
         SCHED_BATCH = 3
         assert policies["sd-io"] == {SCHED_BATCH}, policies
