@@ -108,7 +108,7 @@ TEST(BackgroundSyncTest, StopsWhileASyncIsDue) {
     sync.MarkDirty();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);  // not the hour
-  EXPECT_EQ(counter.count(), 0);  // the owner syncs at shutdown, not this
+  EXPECT_EQ(counter.count(), 0);                            // the owner syncs at shutdown, not this
 }
 
 }  // namespace
