@@ -62,7 +62,11 @@ DurableQueue::DurableQueue(QueueConfig config, std::unique_ptr<storage::QueueLog
                                   {})),
       disk_full_(m.GetCounter("seedance_queue_disk_full_total",
                               "Times a write found the file system full (ENOSPC, EDQUOT).", {})),
-      fsync_latency_(m.GetHistogram("seedance_queue_fsync_seconds", "Time taken by fsync.", {})) {
+      fsync_latency_(m.GetHistogram("seedance_queue_fsync_seconds", "Time taken by fsync.", {})),
+      fsync_failures_(m.GetCounter("seedance_queue_fsync_failures_total",
+                                   "Interval fsyncs of the durable queue that failed (each is "
+                                   "tried again after the next interval).",
+                                   {})) {
   for (auto reason : {storage::LossReason::kCorrupt, storage::LossReason::kMissingSegment,
                       storage::LossReason::kTornTail, storage::LossReason::kLostTail}) {
     Lost(reason);  // every reason shows from the start, at 0
@@ -73,17 +77,36 @@ DurableQueue::DurableQueue(QueueConfig config, std::unique_ptr<storage::QueueLog
                  {{"reason", reason}});
   }
   if (config_.fsync.mode == QueueConfig::Fsync::kInterval) {
-    background_sync_ = std::make_unique<storage::BackgroundSync>(config_.fsync.interval, [this] {
-      const auto t0 = std::chrono::steady_clock::now();
-      const bool ok = log_->SyncWritten().ok();
-      fsync_latency_.Observe(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      return ok;
-    });
+    background_sync_ = std::make_unique<storage::BackgroundSync>(
+        config_.fsync.interval, [this] { return BackgroundSyncOnce(); });
   }
 }
 
 DurableQueue::~DurableQueue() { SaveCursors(); }
+
+bool DurableQueue::BackgroundSyncOnce() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status s = log_->SyncWritten();
+  fsync_latency_.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (!s.ok()) {
+    fsync_failures_.Add();
+    // Once per episode: a failing disk fails every interval.
+    if (!fsync_failing_) {
+      SEEDANCE_LOG_ERROR(
+          "queue",
+          "{}; what was written since the last fsync is not yet safe "
+          "from a power cut; tried again every {} ms",
+          s.message(),
+          std::chrono::duration_cast<std::chrono::milliseconds>(config_.fsync.interval).count());
+    }
+    fsync_failing_ = true;
+    return false;
+  }
+  if (fsync_failing_) SEEDANCE_LOG_INFO("queue", "fsync succeeds again");
+  fsync_failing_ = false;
+  return true;
+}
 
 observe::Counter& DurableQueue::Lost(storage::LossReason reason) {
   return metrics_.GetCounter("seedance_queue_lost_records_total",

@@ -137,6 +137,9 @@ class DurableQueue {
   // The interval policy's fdatasync (null under the other policies). Declared after log_:
   // destroyed, and its thread stopped, before the log.
   std::unique_ptr<storage::BackgroundSync> background_sync_;
+  bool fsync_failing_ = false;  // sd-fsync only: the last background sync failed
+  // One background fdatasync (on sd-fsync): timed, failures counted and logged once per episode.
+  bool BackgroundSyncOnce();
   void MarkWritten() {
     if (background_sync_) background_sync_->MarkDirty();
   }
@@ -149,6 +152,7 @@ class DurableQueue {
   observe::Counter& damaged_bytes_;
   observe::Counter& disk_full_;
   observe::Histogram& fsync_latency_;
+  observe::Counter& fsync_failures_;
 };
 
 }  // namespace seedance

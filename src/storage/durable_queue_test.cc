@@ -609,5 +609,24 @@ TEST_F(DurableQueueTest, TheIntervalFsyncDoesNotHoldUpAppendsCommitsOrTicks) {
   EXPECT_TRUE(work.get());
 }
 
+TEST_F(DurableQueueTest, AFailedIntervalFsyncIsCountedAndTriedAgain) {
+  FaultFileSystem faults(dir_);
+  QueueConfig c = Config();
+  c.fsync.mode = QueueConfig::Fsync::kInterval;
+  c.fsync.interval = std::chrono::milliseconds(1);
+  auto q = Open(c, faults);
+  ASSERT_TRUE(q);
+  faults.FailNext(FaultFileSystem::Op::kFdatasync, EIO, 2);
+  ASSERT_TRUE(AppendIds(*q, 0, 10).ok()) << "a commit does not wait for the interval fsync";
+  const observe::Histogram& syncs = metrics_->GetHistogram("seedance_queue_fsync_seconds", "", {});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (syncs.Count() < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(syncs.Count(), 3u) << "two failed fsyncs, then one that succeeded, then none";
+  EXPECT_EQ(Counter("seedance_queue_fsync_failures_total"), 2u);
+  EXPECT_EQ(Drain(*q->OpenCursor("out", {Output::kMain})).size(), 10u) << "records lost";
+}
+
 }  // namespace
 }  // namespace seedance
