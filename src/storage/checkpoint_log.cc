@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "storage/log_format.h"
 #include "storage/record_scanner.h"
@@ -20,6 +21,8 @@ namespace {
 
 constexpr uint8_t kPut = 1;
 constexpr uint8_t kDelete = 2;
+// Ends a commit: the records since the previous one take effect together, or not at all.
+constexpr uint8_t kCommitEnd = 3;
 
 }  // namespace
 
@@ -68,6 +71,9 @@ Result<std::unique_ptr<CheckpointLog>> CheckpointLog::Open(const std::string& di
   // The file's name is durable before anything synced into it counts.
   if (fs.SyncDir(dir) != 0) return log->Error("sync directory", dir);
   SEEDANCE_RETURN_IF_ERROR(log->Replay());
+  // A new file starts with an end of commit (an empty commit), so that a first commit torn by
+  // a kill is not taken for a file written before end markers existed.
+  if (log->file_bytes_ == 0) EncodeRecord(log->next_sequence_++, kCommitEnd, {}, log->pending_);
   return log;
 }
 
@@ -111,6 +117,28 @@ Status CheckpointLog::Replay() {
   bool have_expected = false;
   uint64_t expected = 0;
   bool damaged_since_good = false;  // damage after the last sound record: one lost at least
+  // The records of the commit being read: applied at its end marker, together. A process
+  // killed inside a commit's write leaves a prefix of it (the kernel stops a write at a page
+  // when a fatal signal is pending): applying that prefix would keep part of a batch's
+  // effects without the rest (window state without the redelivery ids that go with it).
+  struct Pending {
+    uint8_t tag;
+    std::string_view payload;
+  };
+  std::vector<Pending> group;
+  size_t group_start = 0;        // where the commit being read began
+  uint64_t group_sequence = 0;   // its first record's sequence
+  bool seen_marker = false;  // a file written before end markers existed: every record counts
+  const auto apply_group = [&] {
+    for (const Pending& p : group) {
+      if (Apply(p.tag, p.payload)) {
+        ++recovered_records_;
+      } else {
+        ++lost_records_;  // sound CRC, malformed content
+      }
+    }
+    group.clear();
+  };
   while (true) {
     ScannedRecord r;
     size_t skipped = 0;
@@ -128,16 +156,33 @@ Status CheckpointLog::Replay() {
       expected = r.sequence + 1;
       have_expected = true;
     }
-    if (Apply(r.tag, r.payload)) {
-      ++recovered_records_;
-    } else {
-      ++lost_records_;  // sound CRC, malformed content
+    if (r.tag == kCommitEnd) {
+      seen_marker = true;
+      apply_group();
+      group_start = pos;
+      continue;
+    }
+    if (group.empty()) group_sequence = r.sequence;
+    group.push_back(Pending{r.tag, r.payload});
+  }
+  if (seen_marker) {
+    // A commit without its end (whole records, then perhaps an incomplete one), torn by a
+    // kill in its write: none of it takes effect, and it is cut so that the next commit's end
+    // does not complete it. Not lost: its batch was never acknowledged, so its sources send
+    // it again.
+    valid_end = group_start;
+    if (!group.empty()) expected = group_sequence;  // the next commit takes its sequences
+    group.clear();
+  } else {
+    // A file without markers: every sound record counts; an incomplete one at the very end
+    // is a torn write.
+    apply_group();
+    if (valid_end < data.size()) {
+      lost_records_ += CountRecordStarts(std::string_view(data).substr(valid_end));
     }
   }
   if (valid_end < data.size()) {
-    // An incomplete record at the very end: a torn write, the end of the log.
     truncated_bytes_ = data.size() - valid_end;
-    lost_records_ += CountRecordStarts(std::string_view(data).substr(valid_end));
     if (fs_.Ftruncate(fd_, static_cast<off_t>(valid_end)) != 0) return Error("truncate", path_);
   }
   if (damaged_since_good) ++lost_records_;
@@ -177,11 +222,21 @@ void CheckpointLog::Put(std::string_view component, std::string_view key, std::s
     entries[std::string(key)] = std::string(value);
     live_bytes_ += key.size() + value.size() + component.size();
   }
+  if (marker_bytes_ > 0) {  // a failed commit's end marker: this change joins that commit
+    pending_.resize(pending_.size() - marker_bytes_);
+    --next_sequence_;
+    marker_bytes_ = 0;
+  }
   Encode(pending_, !value.empty(), component, key, value);
 }
 
 Status CheckpointLog::Commit() {
   if (!pending_.empty()) {
+    if (marker_bytes_ == 0) {  // kept across a failed write, so a retry writes the same
+      const size_t before = pending_.size();
+      EncodeRecord(next_sequence_++, kCommitEnd, {}, pending_);
+      marker_bytes_ = pending_.size() - before;
+    }
     if (const int err = fs_.WriteAll(fd_, pending_); err != 0) {
       // Cut a partial write so the next one starts on a record boundary.
       fs_.Ftruncate(fd_, static_cast<off_t>(file_bytes_));
@@ -190,6 +245,7 @@ Status CheckpointLog::Commit() {
     }
     file_bytes_ += pending_.size();
     pending_.clear();
+    marker_bytes_ = 0;
     unsynced_ = true;
   }
   // A failed fdatasync is tried again by the next Commit, even with nothing new to write.
@@ -211,9 +267,11 @@ void CheckpointLog::Tick() {
 
 Status CheckpointLog::Compact() {
   std::string all;
+  EncodeRecord(next_sequence_++, kCommitEnd, {}, all);  // the file uses end markers
   for (const auto& [component, entries] : live_) {
     for (const auto& [key, value] : entries) Encode(all, true, component, key, value);
   }
+  EncodeRecord(next_sequence_++, kCommitEnd, {}, all);
   const std::string tmp = path_ + ".tmp";
   const int fd = fs_.Open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0644);
   if (fd < 0) return Error("open", tmp);

@@ -3,14 +3,17 @@
 // <data_dir>/checkpoint/state.log.
 //
 // Records use the durable queue's framing (record_scanner.h, docs/formats/queue-log.md): the
-// tag is the operation (1 put, 2 delete), the payload [u16 component length][component]
-// [u32 key length][key][value], sequences consecutive. Each Commit() appends the entries
-// changed since the last one in a single write (and fdatasync per the queue's fsync policy).
+// tag is the operation (1 put, 2 delete, 3 end of commit), the payload [u16 component length]
+// [component][u32 key length][key][value] (empty for an end of commit), sequences
+// consecutive. Each Commit() appends the entries changed since the last one and an end of
+// commit in a single write (and fdatasync per the queue's fsync policy).
 //
-// Opening replays the file (last write of a key wins) with the queue's corruption policy: a
-// damaged record is skipped and the replay resynchronises on the next sound one; the records
-// lost are counted by their sequence gap (lost_records()); only an incomplete record at the
-// very end (a torn write) is truncated. A file in the framing used before 0.3 is read and
+// Commits are atomic: opening replays the file (last write of a key wins) one commit at a
+// time, and a commit whose end marker is missing (a process killed inside its write keeps a
+// prefix of it) takes no effect and is cut, whole. A file written before end markers existed has
+// none; all its records count. The queue's corruption policy applies: a damaged record is skipped
+// and the replay resynchronises on the next sound one; the records lost are counted by their
+// sequence gap (lost_records()). A file in the framing used before 0.3 is read and
 // rewritten in this one. When the file grows past 4× the live entries (and 1 MiB) it is
 // rewritten compactly (temporary file, fdatasync, rename, directory sync).
 //
@@ -89,6 +92,7 @@ class CheckpointLog {
   uint64_t damaged_bytes_ = 0;
   uint64_t truncated_bytes_ = 0;
   std::string pending_;
+  size_t marker_bytes_ = 0;  // pending_ ends with the commit's end marker, this long
 };
 
 }  // namespace seedance::storage

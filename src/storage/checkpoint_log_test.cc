@@ -7,6 +7,8 @@
 #include <fstream>
 
 #include "storage/log_format.h"
+#include "storage/record_scanner.h"
+#include "testing/fault_file_system.h"
 #include "util/crc32c.h"
 #include "util/little_endian.h"
 
@@ -69,6 +71,83 @@ TEST_F(CheckpointLogTest, TornTailIsTruncatedAndEverythingBeforeItKept) {
   auto log = Open();
   EXPECT_EQ(log->entries().at("w").at("k3"), "v3");
   EXPECT_FALSE(log->truncated_tail());
+}
+
+// A process killed inside a commit's write leaves a prefix of it on disk (the kernel stops a
+// write at a page boundary when a fatal signal is pending). Cut at every byte of the second
+// commit, the log must come back with all of that commit or none of it: a window's state
+// without the redelivery ids committed with it counts the batch twice when it is redelivered.
+TEST_F(CheckpointLogTest, AKillInsideACommitsWriteTakesNoneOfIt) {
+  const std::string path = dir_ + "/state.log";
+  uintmax_t first_commit = 0;
+  {
+    auto log = Open();
+    log->Put("window", "k:a", "a1");
+    log->Put("window", "k:b", "b1");
+    log->Put("redelivery", "m\n0", "ids1");
+    ASSERT_TRUE(log->Commit().ok());
+    first_commit = std::filesystem::file_size(path);
+    log->Put("window", "k:a", "a2");
+    log->Put("window", "k:b", "");
+    log->Put("redelivery", "m\n1", "ids2");
+    ASSERT_TRUE(log->Commit().ok());
+  }
+  std::string whole;
+  {
+    std::ifstream in(path, std::ios::binary);
+    whole.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_GT(whole.size(), first_commit);
+  for (size_t cut = first_commit; cut <= whole.size(); ++cut) {
+    SCOPED_TRACE("file cut at byte " + std::to_string(cut) + " of " +
+                 std::to_string(whole.size()));
+    {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out.write(whole.data(), static_cast<std::streamsize>(cut));
+    }
+    const bool complete = cut == whole.size();
+    {
+      auto log = Open();
+      ASSERT_NE(log, nullptr);
+      const auto& e = log->entries();
+      EXPECT_EQ(e.at("window").at("k:a"), complete ? "a2" : "a1");
+      EXPECT_EQ(e.at("window").count("k:b"), complete ? 0u : 1u);
+      EXPECT_EQ(e.at("redelivery").count("m\n1"), complete ? 1u : 0u);
+      EXPECT_EQ(log->lost_records(), 0u) << "a torn commit was never acknowledged: not lost";
+      EXPECT_EQ(log->truncated_tail(), cut > first_commit && !complete);
+      // The next commit starts where the torn one was cut, and is not completed by it.
+      log->Put("window", "k:c", "c");
+      ASSERT_TRUE(log->Commit().ok());
+    }
+    auto log = Open();
+    EXPECT_EQ(log->entries().at("window").at("k:c"), "c");
+    EXPECT_EQ(log->entries().at("window").at("k:a"), complete ? "a2" : "a1");
+    EXPECT_EQ(log->lost_records(), 0u);
+    EXPECT_FALSE(log->truncated_tail());
+    if (HasFailure()) return;
+  }
+}
+
+// A commit whose write failed stays pending; changes made before the retry join it, and the
+// retry writes them as one commit.
+TEST_F(CheckpointLogTest, ChangesAfterAFailedCommitJoinItsRetry) {
+  std::filesystem::create_directories(dir_);
+  seedance::testing::FaultFileSystem faults(dir_);
+  {
+    auto opened = CheckpointLog::Open(dir_, CheckpointLog::Fsync::kNever,
+                                      std::chrono::seconds(1), faults);
+    ASSERT_TRUE(opened.has_value()) << opened.error().message();
+    auto log = std::move(opened).value();
+    log->Put("w", "a", "1");
+    faults.FailNext(seedance::testing::FaultFileSystem::Op::kWrite, EIO);
+    EXPECT_FALSE(log->Commit().ok());
+    log->Put("w", "b", "2");
+    ASSERT_TRUE(log->Commit().ok());
+  }
+  auto log = Open();
+  EXPECT_EQ(log->entries().at("w").at("a"), "1");
+  EXPECT_EQ(log->entries().at("w").at("b"), "2");
+  EXPECT_EQ(log->lost_records(), 0u) << "the retry kept the sequences consecutive";
 }
 
 TEST_F(CheckpointLogTest, CompactionKeepsTheLiveEntriesOnly) {
@@ -148,6 +227,39 @@ TEST_F(CheckpointLogTest, ADamagedHeaderIsSkippedByResynchronising) {
   EXPECT_EQ(log->lost_records(), 1u);
   EXPECT_EQ(log->entries().at("w").size(), 19u);
   EXPECT_EQ(log->entries().at("w").count("k19"), 1u);
+}
+
+// Files written before commits had end markers: every sound record counts, as it did.
+TEST_F(CheckpointLogTest, AFileWithoutEndMarkersIsReadWhole) {
+  std::string file;
+  uint64_t sequence = 1;
+  auto put = [&](std::string_view component, std::string_view key, std::string_view value) {
+    std::string body;
+    util::PutFixed16(body, static_cast<uint16_t>(component.size()));
+    body.append(component);
+    util::PutFixed32(body, static_cast<uint32_t>(key.size()));
+    body.append(key);
+    body.append(value);
+    EncodeRecord(sequence++, 1, body, file);
+  };
+  put("window", "k:a", "1");
+  put("window", "k:b", "2");
+  std::filesystem::create_directories(dir_);
+  {
+    std::ofstream out(dir_ + "/state.log", std::ios::binary);
+    out << file;
+  }
+  {
+    auto log = Open();
+    EXPECT_EQ(log->entries().at("window").at("k:a"), "1");
+    EXPECT_EQ(log->entries().at("window").at("k:b"), "2");
+    EXPECT_EQ(log->lost_records(), 0u);
+    log->Put("window", "k:c", "3");
+    ASSERT_TRUE(log->Commit().ok());
+  }
+  auto log = Open();
+  EXPECT_EQ(log->entries().at("window").size(), 3u);
+  EXPECT_EQ(log->lost_records(), 0u);
 }
 
 TEST_F(CheckpointLogTest, TheFramingUsedBefore03IsReadAndRewritten) {

@@ -97,7 +97,9 @@ void Workload(storage::FileSystem& fs, const std::string& dir, QueueConfig::Fsyn
     if (!Retry([&] { return (*q)->Commit(); })) return;
     out->acked.insert(ids.begin(), ids.end());
     out->acked_next = (*q)->log().next_sequence();
+    // Two entries a commit: a torn commit must not keep one without the other.
     (*cp)->Put("w", "batch", std::to_string(b));
+    (*cp)->Put("w", "mirror", std::to_string(b));
     if (!Retry([&] { return (*cp)->Commit(); })) return;
     out->checkpoint = b;
     uint64_t first = 0, last = 0;
@@ -161,6 +163,19 @@ class StorageCrashTest : public ::testing::TestWithParam<QueueConfig::Fsync> {
         const auto& e = (*cp)->entries();
         ASSERT_TRUE(e.count("w") && e.at("w").count("batch")) << "checkpoint lost";
         EXPECT_GE(std::stoi(e.at("w").at("batch")), out.checkpoint);
+      }
+    }
+    {
+      auto cp = CheckpointLog::Open(root_ + "/checkpoint", CheckpointLog::Fsync::kNever,
+                                    std::chrono::seconds(1));
+      ASSERT_TRUE(cp.has_value()) << cp.error().ToString();
+      const auto& e = (*cp)->entries();
+      if (e.count("w")) {
+        const auto& w = e.at("w");
+        EXPECT_EQ(w.count("batch"), w.count("mirror")) << "half a checkpoint commit kept";
+        if (w.count("batch") && w.count("mirror")) {
+          EXPECT_EQ(w.at("batch"), w.at("mirror")) << "half a checkpoint commit kept";
+        }
       }
     }
     // The queue takes new records after any of it.
