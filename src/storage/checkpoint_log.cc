@@ -126,9 +126,9 @@ Status CheckpointLog::Replay() {
     std::string_view payload;
   };
   std::vector<Pending> group;
-  size_t group_start = 0;        // where the commit being read began
-  uint64_t group_sequence = 0;   // its first record's sequence
-  bool seen_marker = false;  // a file written before end markers existed: every record counts
+  size_t group_start = 0;       // where the commit being read began
+  uint64_t group_sequence = 0;  // its first record's sequence
+  bool seen_marker = false;     // a file written before end markers existed: every record counts
   const auto apply_group = [&] {
     for (const Pending& p : group) {
       if (Apply(p.tag, p.payload)) {

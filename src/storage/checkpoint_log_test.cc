@@ -99,8 +99,7 @@ TEST_F(CheckpointLogTest, AKillInsideACommitsWriteTakesNoneOfIt) {
   }
   ASSERT_GT(whole.size(), first_commit);
   for (size_t cut = first_commit; cut <= whole.size(); ++cut) {
-    SCOPED_TRACE("file cut at byte " + std::to_string(cut) + " of " +
-                 std::to_string(whole.size()));
+    SCOPED_TRACE("file cut at byte " + std::to_string(cut) + " of " + std::to_string(whole.size()));
     {
       std::ofstream out(path, std::ios::binary | std::ios::trunc);
       out.write(whole.data(), static_cast<std::streamsize>(cut));
@@ -134,8 +133,8 @@ TEST_F(CheckpointLogTest, ChangesAfterAFailedCommitJoinItsRetry) {
   std::filesystem::create_directories(dir_);
   seedance::testing::FaultFileSystem faults(dir_);
   {
-    auto opened = CheckpointLog::Open(dir_, CheckpointLog::Fsync::kNever,
-                                      std::chrono::seconds(1), faults);
+    auto opened =
+        CheckpointLog::Open(dir_, CheckpointLog::Fsync::kNever, std::chrono::seconds(1), faults);
     ASSERT_TRUE(opened.has_value()) << opened.error().message();
     auto log = std::move(opened).value();
     log->Put("w", "a", "1");
