@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace seedance {
 
@@ -18,15 +19,31 @@ namespace observe {
 class MetricsRegistry;  // observe/metrics.h
 }
 
-// Sources whose upstream redelivers after a restart (MQTT QoS 1/2) ask it whether a message
-// was already committed before the crash (pipelines with stateful processors: counting it
-// again would change their state). Thread-safe.
+// Sources whose upstream sends a message again until it has our acknowledgement (MQTT QoS
+// 1/2: after a reconnect, with DUP set) ask it whether a message's effect is already
+// committed (pipelines with stateful processors: counting it again would change their
+// state). The rule is core/redelivery_guard.h's. Thread-safe.
 class RedeliveryFilter {
  public:
+  enum class Verdict {
+    kNew,         // process it; it is registered as in the pipeline under its packet id
+    kCommitted,   // its first copy is committed: acknowledge this one now, do not emit it
+    kInPipeline,  // its first copy is still being processed: do not emit this one; the
+                  // pipeline calls `ack_when_committed` once the first copy is committed
+  };
   virtual ~RedeliveryFilter() = default;
-  // True when message `packet_id` from source `source`, sent again (`dup`), was committed
-  // already and must be acknowledged without being emitted.
-  virtual bool Skip(const std::string& source, uint16_t packet_id, bool dup) = 0;
+  // Before a QoS 1/2 message (`dup`: sent again; `fingerprint`: of its topic and payload) is
+  // emitted.
+  virtual Verdict Admit(const std::string& source, uint16_t packet_id, bool dup,
+                        uint64_t fingerprint, const std::function<void()>& ack_when_committed) = 0;
+  // A kNew message that the pipeline refused after all (it is offered again later).
+  virtual void Withdraw(const std::string& source, uint16_t packet_id) = 0;
+  // The broker has processed our acknowledgements of these ids (its PINGRESP to a PINGREQ
+  // sent after them): it will not send those messages again.
+  virtual void Confirmed(const std::string& source, const std::vector<uint16_t>& packet_ids) = 0;
+  // Whether messages of `source` were committed and their acknowledgement not yet confirmed
+  // (a broker that then answers with a new session lost what was in flight).
+  virtual bool HasUnconfirmed(const std::string& source) const = 0;
 };
 
 // The pipeline's memory budget (`limits.memory`): what a plugin holds for events beyond

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "core/commit_retry.h"
-#include "util/clock.h"
 
 namespace seedance {
 
@@ -37,7 +36,7 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::Open(const storage::QueueSet
       ++restored;
     }
   }
-  redelivery.Restore(entries, util::WallNowNs());
+  redelivery.Restore(entries);
   metrics
       .GetCounter("seedance_checkpoint_lost_records_total",
                   "Checkpoint records found damaged or missing at start (skipped).", {})
@@ -62,10 +61,16 @@ bool Checkpointer::Save(const std::function<bool()>& past_deadline) {
     p.processor->TakeChangedState(
         [&](std::string_view key, std::string_view value) { log_->Put(p.name, key, value); });
   }
-  redelivery_.Commit(batch_ids_, util::WallNowNs(), *log_);
+  redelivery_.Commit(batch_ids_, *log_);
   batch_ids_.clear();
-  return CommitUntilDeadline([this] { return log_->Commit(); }, past_deadline, "checkpoint",
-                             "the checkpoint", log_limiter_);
+  if (!CommitUntilDeadline([this] { return log_->Commit(); }, past_deadline, "checkpoint",
+                           "the checkpoint", log_limiter_)) {
+    return false;
+  }
+  // Copies of messages that were still in the pipeline when they came again: their first
+  // copies are committed now.
+  for (const auto& ack : redelivery_.TakeReadyAcks()) ack();
+  return true;
 }
 
 }  // namespace seedance

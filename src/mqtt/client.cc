@@ -170,7 +170,8 @@ Client::Client(asio::io_context& io, ClientOptions options, MessageHandler on_me
       resume_timer_(io),
       read_linger_timer_(io),
       outbound_(opts_.max_publish_in_flight),
-      suback_timer_(io) {}
+      suback_timer_(io),
+      confirm_timer_(io) {}
 
 Client::~Client() = default;
 
@@ -197,6 +198,45 @@ void Client::DrainAcks() {
   for (uint64_t token : ack_draining_) AckOnLoop(token);
   ack_draining_.clear();
   FlushWrites();  // every acknowledgement of the batch in one write
+  ScheduleConfirmation();
+}
+
+void Client::ScheduleConfirmation() {
+  if (!on_confirmed_ || acked_unpinged_.empty() || confirm_armed_ || !pings_.empty()) return;
+  confirm_armed_ = true;
+  confirm_timer_.expires_after(kConfirmAfter);
+  confirm_timer_.async_wait(
+      [weak = weak_from_this(), generation = generation_](boost::system::error_code ec) {
+        auto self = weak.lock();
+        if (!self) return;
+        self->confirm_armed_ = false;
+        if (ec || generation != self->generation_ || !self->IsOpen()) return;
+        if (!self->acked_unpinged_.empty() && self->pings_.empty()) self->SendPing();
+      });
+}
+
+void Client::SendPing() {
+  if (on_confirmed_) {
+    pings_.push_back(std::move(acked_unpinged_));
+    acked_unpinged_.clear();
+  }
+  Send(PingReq{});
+}
+
+void Client::OnPingResp() {
+  if (pings_.empty()) return;  // a broker's extra PINGRESP confirms nothing
+  std::vector<Acked> acked = std::move(pings_.front());
+  pings_.pop_front();
+  std::vector<uint16_t> confirmed;
+  confirmed.reserve(acked.size());
+  for (const Acked& a : acked) {
+    auto it = latest_serial_.find(a.packet_id);
+    if (it == latest_serial_.end() || it->second != a.serial) continue;  // arrived again since
+    latest_serial_.erase(it);
+    confirmed.push_back(a.packet_id);
+  }
+  if (!confirmed.empty()) on_confirmed_(confirmed);
+  ScheduleConfirmation();
 }
 
 void Client::PublishMessage(mqtt::Publish message, uint64_t tag) {
@@ -448,6 +488,11 @@ awaitable<Status> Client::ConnectOnce() {
   inbound_.clear();
   acked_.Clear();
   last_rx_ = std::chrono::steady_clock::now();
+  session_present_ = connack->session_present;
+  // Acknowledgements of an earlier connection that were not confirmed may have been lost.
+  acked_unpinged_.clear();
+  pings_.clear();
+  latest_serial_.clear();
 
   uint32_t broker_receive_maximum = 65535;
   broker_max_packet_ = 0;
@@ -723,7 +768,7 @@ awaitable<void> Client::KeepAlive([[maybe_unused]] std::shared_ptr<Client> self,
       CloseSocket();  // no PINGRESP to the last PINGREQ: the connection is dead
       break;
     }
-    Send(PingReq{});
+    SendPing();
   }
 }
 
@@ -752,7 +797,11 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
                           opts_.receive_maximum);
       }
       acked_.Set(id, 1);
-      inbound_.push_back(Inbound{id, pub->qos});
+      const uint64_t serial = ++rx_serial_;
+      inbound_.push_back(Inbound{id, pub->qos, serial});
+      // An acknowledgement of this id waiting for confirmation is not confirmed by its
+      // PINGRESP: the id is in use again.
+      if (auto it = latest_serial_.find(id); it != latest_serial_.end()) it->second = serial;
       token = (generation_ << 16) | id;
     }
     if (!on_message_(*pub, token, rx_invalid_)) {
@@ -799,7 +848,10 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
     }
     return Status::Ok();
   }
-  if (std::holds_alternative<PingResp>(packet)) return Status::Ok();
+  if (std::holds_alternative<PingResp>(packet)) {
+    OnPingResp();
+    return Status::Ok();
+  }
   if (auto* d = std::get_if<Disconnect>(&packet)) {
     const Property* why = FindProperty(d->props, prop::kReasonString);
     return UnavailableError(fmt::format("broker sent DISCONNECT (0x{:02x} {}{}{})", d->reason,
@@ -818,6 +870,10 @@ void Client::AckOnLoop(uint64_t token) {
     Inbound in = inbound_.front();
     inbound_.pop_front();
     acked_.Set(in.packet_id, 0);
+    if (on_confirmed_) {
+      acked_unpinged_.push_back(Acked{in.packet_id, in.serial});
+      latest_serial_[in.packet_id] = in.serial;
+    }
     if (in.qos == 2) {
       awaiting_rel_.Set(in.packet_id, 1);
       Queue(PubResponse{.type = PacketType::kPubrec, .packet_id = in.packet_id});

@@ -32,6 +32,14 @@
 // gets no fast loop. During an outage (until a connection is stable again) each distinct
 // reason is news once: the state handler's `news` flag says whether to log it.
 //
+// Confirmations (OnConfirmed): a broker gives no answer to a PUBACK, and until it has processed
+// one it may send that message again after a reconnect. With a ConfirmedHandler, at most
+// kConfirmAfter after PUBACKs (PUBRECs) go out, the client sends a PINGREQ behind them; the
+// broker processes a connection's packets in order, so its PINGRESP confirms every
+// acknowledgement written before that PINGREQ, and the handler gets their packet ids. An id
+// that arrives again before the PINGRESP (a redelivery, or a new message using it) is not
+// confirmed by it. A connection that ends first confirms nothing.
+//
 // Threading: everything runs on the io_context's thread; Acknowledge() and Resume() may be
 // called from any thread (they post). Owned through shared_ptr: call Stop() before release.
 #pragma once
@@ -54,6 +62,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "mqtt/outbound.h"
@@ -119,6 +128,11 @@ class Client : public std::enable_shared_from_this<Client> {
   using StateHandler = std::function<void(ClientState state, const std::string& detail, bool news)>;
   // Called on the io thread when a published message is complete (see OutboundSession).
   using PublishedHandler = std::function<void(const OutboundSession::Completion& completion)>;
+  // Called on the io thread with the packet ids whose acknowledgements the broker processed.
+  using ConfirmedHandler = std::function<void(const std::vector<uint16_t>& packet_ids)>;
+  // How long after an acknowledgement the PINGREQ that confirms it is sent (at most one
+  // confirmation PINGREQ in flight; keep-alive PINGREQs confirm too).
+  static constexpr std::chrono::milliseconds kConfirmAfter{500};
   // A connection that lasts this long ends an outage and resets the reconnect backoff.
   static constexpr std::chrono::seconds kStableAfter{10};
   // ClientOptions::read_linger applies only below this many unacknowledged messages:
@@ -142,6 +156,8 @@ class Client : public std::enable_shared_from_this<Client> {
   void Start();
   // Before Start(): where PublishMessage() outcomes go.
   void OnPublished(PublishedHandler handler) { on_published_ = std::move(handler); }
+  // Before Start(): where confirmed acknowledgements go (see class comment).
+  void OnConfirmed(ConfirmedHandler handler) { on_confirmed_ = std::move(handler); }
   // io thread: publishes `message` (packet id and DUP are the session's); its outcome goes to
   // the PublishedHandler with `tag`. Queued while disconnected. A message larger than the
   // broker's Maximum Packet Size completes at once with 0x95 (packet too large).
@@ -164,6 +180,8 @@ class Client : public std::enable_shared_from_this<Client> {
   // Why the last connection attempt failed or ended; empty while connected.
   const std::string& last_error() const { return last_error_; }
   uint64_t connects() const { return connects_; }
+  // Whether the broker resumed a session at the last CONNACK.
+  bool session_present() const { return session_present_; }
   // While a read's messages are handed on: how long before the read they may have started to
   // arrive — the linger before it (0 when it did not linger). A source dates them from then.
   std::chrono::nanoseconds read_waited() const { return read_waited_; }
@@ -172,6 +190,11 @@ class Client : public std::enable_shared_from_this<Client> {
   struct Inbound {
     uint16_t packet_id;
     uint8_t qos;
+    uint64_t serial;  // counts the QoS 1/2 messages received (confirmations)
+  };
+  struct Acked {
+    uint16_t packet_id;
+    uint64_t serial;
   };
 
   boost::asio::awaitable<void> Run(std::shared_ptr<Client> self);
@@ -200,6 +223,12 @@ class Client : public std::enable_shared_from_this<Client> {
   // Queues the acknowledgements `token` releases (in order); the caller flushes.
   void AckOnLoop(uint64_t token);
   void DrainAcks();
+  // Sends a PINGREQ; with confirmations, it carries the acknowledgements written before it.
+  void SendPing();
+  // Arms the confirmation PINGREQ when acknowledgements wait for one.
+  void ScheduleConfirmation();
+  // A PINGRESP: confirms the acknowledgements of the oldest PINGREQ in flight.
+  void OnPingResp();
   void CloseSocket();
   void SetState(ClientState s, const std::string& detail);
   // Why the PUBLISH just decoded into rx_packet_ cannot be taken; empty when it can.
@@ -267,6 +296,15 @@ class Client : public std::enable_shared_from_this<Client> {
   bool closed_ = false;
   uint64_t connects_ = 0;
   std::mt19937 rng_{util::RandomSeed()};
+  // Confirmations (see class comment).
+  ConfirmedHandler on_confirmed_;
+  bool session_present_ = false;
+  uint64_t rx_serial_ = 0;
+  std::vector<Acked> acked_unpinged_;                     // acknowledged since the last PINGREQ
+  std::deque<std::vector<Acked>> pings_;                  // PINGREQs in flight, oldest first
+  std::unordered_map<uint16_t, uint64_t> latest_serial_;  // ids awaiting confirmation
+  boost::asio::steady_timer confirm_timer_;
+  bool confirm_armed_ = false;
 };
 
 }  // namespace seedance::mqtt

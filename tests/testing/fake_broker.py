@@ -22,21 +22,22 @@ def packet(first_byte, body):
     return bytes([first_byte]) + varint(len(body)) + body
 
 
-def connack(v5):
-    return packet(0x20, b"\x00\x00\x00" if v5 else b"\x00\x00")
+def connack(v5, session_present=False):
+    flags = b"\x01" if session_present else b"\x00"
+    return packet(0x20, flags + (b"\x00\x00" if v5 else b"\x00"))
 
 
 def suback(packet_id, code, v5):
     return packet(0x90, struct.pack(">H", packet_id) + (b"\x00" if v5 else b"") + bytes([code]))
 
 
-def publish(topic, payload, qos=1, packet_id=1, v5=False, props=b""):
+def publish(topic, payload, qos=1, packet_id=1, v5=False, props=b"", dup=False):
     body = struct.pack(">H", len(topic)) + topic
     if qos:
         body += struct.pack(">H", packet_id)
     if v5:
         body += varint(len(props)) + props
-    return packet(0x30 | (qos << 1), body + payload)
+    return packet(0x30 | (0x08 if dup else 0) | (qos << 1), body + payload)
 
 
 class Client:

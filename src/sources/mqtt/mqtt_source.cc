@@ -1,5 +1,7 @@
 #include "sources/mqtt/mqtt_source.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <memory>
 #include <variant>
@@ -12,6 +14,7 @@
 #include "observe/metrics.h"
 #include "seedance/options.h"
 #include "seedance/plugin_context.h"
+#include "util/crc32c.h"
 #include "util/event_loop.h"
 #include "util/log.h"
 #include "util/scratch_buffer.h"
@@ -29,6 +32,11 @@ class MqttSource final : public Source, public Acknowledger {
     paused_ = &ctx_.metrics->GetCounter(
         "seedance_source_paused_total",
         "Times the source stopped reading because the pipeline was full.", labels);
+    redelivered_ = &ctx_.metrics->GetCounter(
+        "seedance_source_redeliveries_recognised_total",
+        "Messages sent again by the broker whose effect was already committed (acknowledged, "
+        "not processed again; pipelines with stateful processors).",
+        labels);
   }
 
   Status Start(SourceOutput& output) override {
@@ -40,7 +48,19 @@ class MqttSource final : public Source, public Acknowledger {
         },
         [this](mqtt::ClientState s, const std::string& detail, bool news) {
           status_.OnState(s, detail, news);
+          if (s == mqtt::ClientState::kConnected) CheckSession();
         });
+    if (ctx_.redelivery != nullptr) {
+      client_->OnConfirmed(
+          [this](const std::vector<uint16_t>& ids) { ctx_.redelivery->Confirmed(ctx_.name, ids); });
+      if (options_.clean_start) {
+        SEEDANCE_LOG_WARN(ctx_.name,
+                          "feeds stateful processors without a persistent session "
+                          "(persistent_session: false or qos: 0): messages in flight when the "
+                          "process or the connection ends are not sent again, so windows "
+                          "may miss them");
+      }
+    }
     client_->Start();
     return Status::Ok();
   }
@@ -57,19 +77,31 @@ class MqttSource final : public Source, public Acknowledger {
  private:
   bool OnMessage(mqtt::Publish& m, uint64_t token, std::string_view invalid) {
     const auto packet_id = static_cast<uint16_t>(token & 0xFFFF);
-    if (token != 0 && ctx_.redelivery != nullptr &&
-        ctx_.redelivery->Skip(ctx_.name, packet_id, m.dup)) {
-      // Committed before a restart; its PUBACK was lost with the old process.
-      client_->Acknowledge(token);
-      ctx_.stats->Dropped("redelivered");
-      uint64_t suppressed = 0;
-      if (limiter_.Allow("redelivered", &suppressed)) {
-        SEEDANCE_LOG_INFO(ctx_.name,
-                          "acknowledged a redelivered message already committed before the "
-                          "restart (packet {}); not processed again",
-                          packet_id);
+    const bool guarded = token != 0 && ctx_.redelivery != nullptr;
+    if (guarded) {
+      using Verdict = RedeliveryFilter::Verdict;
+      std::weak_ptr<mqtt::Client> weak = client_;
+      const Verdict v =
+          ctx_.redelivery->Admit(ctx_.name, packet_id, m.dup, Fingerprint(m), [weak, token] {
+            if (auto c = weak.lock()) c->Acknowledge(token);
+          });
+      if (v != Verdict::kNew) {
+        // Its effect is committed (before a restart or a reconnect), or its first copy is
+        // still in the pipeline and this one is acknowledged once that is committed.
+        if (v == Verdict::kCommitted) client_->Acknowledge(token);
+        ctx_.stats->Dropped("redelivered");
+        redelivered_->Add();
+        uint64_t suppressed = 0;
+        if (limiter_.Allow("redelivered", &suppressed)) {
+          SEEDANCE_LOG_INFO(ctx_.name,
+                            "recognised a redelivered message whose effect is already {} "
+                            "(packet {}); acknowledged, not processed again{}",
+                            v == Verdict::kCommitted ? "committed" : "being committed", packet_id,
+                            suppressed ? fmt::format(" ({} more since the last line)", suppressed)
+                                       : std::string());
+        }
+        return true;
       }
-      return true;
     }
     // Copied into a pooled event: the client's packet keeps its storage for the next message.
     // A large payload is moved instead (swapped back if refused): a copy would double the
@@ -116,6 +148,7 @@ class MqttSource final : public Source, public Acknowledger {
     }
     // Refused: `m` is intact again; the client keeps it for redelivery.
     if (moved) e.payload.swap(m.payload);
+    if (guarded) ctx_.redelivery->Withdraw(ctx_.name, packet_id);
     paused_->Add();
     uint64_t suppressed = 0;
     if (limiter_.Allow("paused", &suppressed)) {
@@ -128,6 +161,26 @@ class MqttSource final : public Source, public Acknowledger {
     return false;
   }
 
+  // CRC-32C of topic and payload, and the payload's length: tells a redelivery from a new
+  // message that reuses the packet id.
+  static uint64_t Fingerprint(const mqtt::Publish& m) {
+    const uint64_t fp = (static_cast<uint64_t>(util::Crc32c(m.topic, m.payload)) << 32) |
+                        static_cast<uint32_t>(m.payload.size());
+    return fp == 0 ? 1 : fp;  // 0 stands for "any fingerprint" in restored old records
+  }
+
+  // A broker that answers with a new session although messages were committed and their
+  // acknowledgements not confirmed has lost what was in flight then: it sends none of it again.
+  void CheckSession() {
+    if (ctx_.redelivery == nullptr || options_.clean_start || client_->session_present()) return;
+    if (!ctx_.redelivery->HasUnconfirmed(ctx_.name) && client_->connects() <= 1) return;
+    SEEDANCE_LOG_WARN(ctx_.name,
+                      "the broker has no session for client id \"{}\" (it expired, the broker "
+                      "lost it, or another client took the id): messages it had in flight for "
+                      "us are not sent again, and windows may miss them",
+                      options_.client_id);
+  }
+
   mqtt::ClientOptions options_;
   PayloadFormat format_;
   PluginContext ctx_;
@@ -136,6 +189,7 @@ class MqttSource final : public Source, public Acknowledger {
   mqtt::ConnectionStatus status_{
       *ctx_.metrics, {{"component", ctx_.name}, {"kind", "source"}}, ctx_.name, ctx_.stats->errors};
   observe::Counter* paused_;
+  observe::Counter* redelivered_;
   util::LogLimiter limiter_{std::chrono::seconds(30)};
 };
 
