@@ -32,6 +32,9 @@ class RedeliveryFilter {
                   // pipeline calls `ack_when_committed` once the first copy is committed
   };
   virtual ~RedeliveryFilter() = default;
+  // False when the pipeline keeps no state that a redelivery would change (no stateful
+  // processors): sources then need not ask. Known before sources start.
+  virtual bool active() const = 0;
   // Before a QoS 1/2 message (`dup`: sent again; `fingerprint`: of its topic and payload) is
   // emitted.
   virtual Verdict Admit(const std::string& source, uint16_t packet_id, bool dup,
@@ -44,6 +47,33 @@ class RedeliveryFilter {
   // Whether messages of `source` were committed and their acknowledgement not yet confirmed
   // (a broker that then answers with a new session lost what was in flight).
   virtual bool HasUnconfirmed(const std::string& source) const = 0;
+};
+
+// Sources that read files by position (tail), in pipelines with stateful processors: the
+// position past each event (AckHandle::stream, stream_end) goes into the checkpoint commit
+// that holds the state the event changed, so after a kill the source resumes exactly where
+// that state ends. Thread-safe; core/stream_positions.h implements it.
+class PositionCheckpoint {
+ public:
+  struct Committed {
+    uint64_t offset = 0;      // just past the last event whose effect is committed
+    uint32_t head_crc = 0;    // CRC-32C of the file's first head_bytes bytes then
+    uint32_t head_bytes = 0;  // (tells a file that reuses the inode from the one committed)
+  };
+  virtual ~PositionCheckpoint() = default;
+  // False when the pipeline keeps no state (no stateful processors): not used then. Known
+  // before sources start.
+  virtual bool active() const = 0;
+  // A stream to name in AckHandle::stream: one per file (`key`: its identity) and content
+  // epoch; open a new one when the file is truncated (positions of the older one committed
+  // after that are ignored).
+  virtual uint32_t OpenStream(const std::string& source, const std::string& key) = 0;
+  // The stream's file starts with these bytes (as far as read).
+  virtual void SetHead(uint32_t stream, uint32_t head_crc, uint32_t head_bytes) = 0;
+  // The file is let go, everything read from it committed: its record is deleted.
+  virtual void CloseStream(uint32_t stream) = 0;
+  // What the checkpoint holds for the file `key` of `source`.
+  virtual bool Find(const std::string& source, const std::string& key, Committed* out) const = 0;
 };
 
 // The pipeline's memory budget (`limits.memory`): what a plugin holds for events beyond
@@ -78,8 +108,11 @@ struct PluginContext {
   };
   // True for `seedance validate`: check everything that needs no network, start nothing.
   bool validate_only = false;
-  // Set for pipelines with stateful processors: sources with redeliveries consult it.
+  // Sources with redeliveries consult it when it is active() (pipelines with stateful
+  // processors).
   RedeliveryFilter* redelivery = nullptr;
+  // Sources that read by position use it when it is active() (stateful processors).
+  PositionCheckpoint* positions = nullptr;
   // Set with `limits.memory`: processors charge what they hold for events here (sinks need
   // not: the sink runner charges a batch with the request built from it).
   MemoryAccount* memory = nullptr;

@@ -33,6 +33,10 @@ struct AckHandle {
   // How upstream names this message across a restart (MQTT: packet id + 1); 0 = no name.
   // Lets the pipeline recognise a redelivery of a message it had already committed.
   uint32_t redelivery_id = 0;
+  // A source that reads by position (PositionCheckpoint): the stream and the position just
+  // past this event, committed with the state it changed; 0 = none.
+  uint32_t stream = 0;
+  uint64_t stream_end = 0;
   void Ack() const {
     if (owner != nullptr) owner->Acknowledge(token);
   }

@@ -7,12 +7,17 @@
 namespace seedance {
 
 Checkpointer::Checkpointer(std::unique_ptr<storage::CheckpointLog> log,
-                           std::vector<Stateful> processors, RedeliveryGuard& redelivery)
-    : log_(std::move(log)), processors_(std::move(processors)), redelivery_(redelivery) {}
+                           std::vector<Stateful> processors, RedeliveryGuard& redelivery,
+                           StreamPositions& positions)
+    : log_(std::move(log)),
+      processors_(std::move(processors)),
+      redelivery_(redelivery),
+      positions_(positions) {}
 
 Result<std::unique_ptr<Checkpointer>> Checkpointer::Open(const storage::QueueSettings& q,
                                                          std::vector<Stateful> processors,
                                                          RedeliveryGuard& redelivery,
+                                                         StreamPositions& positions,
                                                          observe::MetricsRegistry& metrics) {
   using Fsync = storage::CheckpointLog::Fsync;
   const Fsync fsync = q.fsync.mode == storage::QueueSettings::Fsync::kAlways  ? Fsync::kAlways
@@ -37,6 +42,7 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::Open(const storage::QueueSet
     }
   }
   redelivery.Restore(entries);
+  positions.Restore(entries);
   metrics
       .GetCounter("seedance_checkpoint_lost_records_total",
                   "Checkpoint records found damaged or missing at start (skipped).", {})
@@ -53,7 +59,7 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::Open(const storage::QueueSet
                     q.data_dir, restored, restored == 1 ? "y" : "ies",
                     log->truncated_tail() ? " (torn tail truncated)" : "");
   return std::unique_ptr<Checkpointer>(
-      new Checkpointer(std::move(log), std::move(processors), redelivery));
+      new Checkpointer(std::move(log), std::move(processors), redelivery, positions));
 }
 
 bool Checkpointer::Save(const std::function<bool()>& past_deadline) {
@@ -63,6 +69,7 @@ bool Checkpointer::Save(const std::function<bool()>& past_deadline) {
   }
   redelivery_.Commit(batch_ids_, *log_);
   batch_ids_.clear();
+  positions_.Commit(*log_);
   if (!CommitUntilDeadline([this] { return log_->Commit(); }, past_deadline, "checkpoint",
                            "the checkpoint", log_limiter_)) {
     return false;

@@ -1,5 +1,6 @@
-// Checkpointer: the state of stateful processors (windows, watermarks) and the redelivery
-// guard's packet ids, in <data_dir>/checkpoint (storage::CheckpointLog).
+// Checkpointer: the state of stateful processors (windows, watermarks), the redelivery
+// guard's packet ids and the read positions of position-read sources (tail), in
+// <data_dir>/checkpoint (storage::CheckpointLog).
 //
 // At start it restores every stateful processor from the log (a processor refusing its state
 // is kDataLoss, naming the processor and key) and reports damaged or missing records
@@ -19,6 +20,7 @@
 
 #include "config/config.h"
 #include "core/redelivery_guard.h"
+#include "core/stream_positions.h"
 #include "observe/metrics.h"
 #include "seedance/processor.h"
 #include "seedance/result.h"
@@ -37,10 +39,13 @@ class Checkpointer {
   static Result<std::unique_ptr<Checkpointer>> Open(const storage::QueueSettings& queue,
                                                     std::vector<Stateful> processors,
                                                     RedeliveryGuard& redelivery,
+                                                    StreamPositions& positions,
                                                     observe::MetricsRegistry& metrics);
 
   // An event of this batch came with redelivery id `id` (a broker packet id) from `source`.
   void NoteRedelivery(const std::string& source, uint16_t id) { batch_ids_[source].push_back(id); }
+  // An event of this batch ended at `end` in a position-read stream (tail).
+  void NotePosition(uint32_t stream, uint64_t end) { positions_.Note(stream, end); }
   // Commits what the batch changed. Retries every 100 ms while `past_deadline()` is false;
   // false when it gave up.
   bool Save(const std::function<bool()>& past_deadline);
@@ -49,11 +54,12 @@ class Checkpointer {
 
  private:
   Checkpointer(std::unique_ptr<storage::CheckpointLog> log, std::vector<Stateful> processors,
-               RedeliveryGuard& redelivery);
+               RedeliveryGuard& redelivery, StreamPositions& positions);
 
   std::unique_ptr<storage::CheckpointLog> log_;
   std::vector<Stateful> processors_;
   RedeliveryGuard& redelivery_;
+  StreamPositions& positions_;
   std::map<std::string, std::vector<uint16_t>> batch_ids_;  // by source, this batch
   util::LogLimiter log_limiter_;
 };

@@ -46,12 +46,13 @@ class CheckpointerTest : public ::testing::Test {
   ~CheckpointerTest() override { fs::remove_all(queue_.data_dir); }
 
   Result<std::unique_ptr<Checkpointer>> Open(CountingProcessor& p) {
-    return Checkpointer::Open(queue_, {{"window", &p}}, redelivery_, metrics_);
+    return Checkpointer::Open(queue_, {{"window", &p}}, redelivery_, positions_, metrics_);
   }
 
   storage::QueueSettings queue_;
   observe::MetricsRegistry metrics_;
   RedeliveryGuard redelivery_;
+  StreamPositions positions_;
 };
 
 TEST_F(CheckpointerTest, WhatABatchChangedIsRestoredAfterARestart) {

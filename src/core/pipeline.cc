@@ -85,6 +85,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     ctx.stats = stats;
     ctx.validate_only = validate_only;
     ctx.redelivery = &p->redelivery_;
+    ctx.positions = &p->positions_;
     ctx.memory = p->budget_.get();
     return ctx;
   };
@@ -226,7 +227,10 @@ Status Pipeline::RestoreCheckpoint() {
     if (p.processor->stateful()) stateful.push_back({p.name, p.processor.get()});
   }
   if (stateful.empty()) return Status::Ok();
-  auto opened = Checkpointer::Open(config_.queue, std::move(stateful), redelivery_, metrics_);
+  redelivery_.Activate();
+  positions_.Activate();
+  auto opened =
+      Checkpointer::Open(config_.queue, std::move(stateful), redelivery_, positions_, metrics_);
   if (!opened) return opened.error();
   checkpoint_ = std::move(opened).value();
   return Status::Ok();

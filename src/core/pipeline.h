@@ -39,6 +39,7 @@
 #include "core/reloader.h"
 #include "core/router.h"
 #include "core/sink_runner.h"
+#include "core/stream_positions.h"
 #include "governor/memory_budget.h"
 #include "observe/component_stats.h"
 #include "observe/metrics.h"
@@ -133,6 +134,7 @@ class Pipeline : private SourceOutput {
   std::atomic<bool> stopping_{false};
   std::unique_ptr<Checkpointer> checkpoint_;  // null without stateful processors
   RedeliveryGuard redelivery_;
+  StreamPositions positions_;
   std::unique_ptr<Reloader> reloader_;
   std::unique_ptr<ProcessingLoop> processing_loop_;
   bool started_ = false;

@@ -58,9 +58,14 @@ void ProcessingLoop::Run() {
     util::WakeBatcher::Scope wake_once(parts_.wakes);  // the batch wakes the loop once
     if (parts_.reloader != nullptr) parts_.reloader->ApplyPending();
     for (IngestItem& item : items) {
-      if (parts_.checkpoint != nullptr && item.ack.redelivery_id != 0) {
-        parts_.checkpoint->NoteRedelivery(item.event.source,
-                                          static_cast<uint16_t>(item.ack.redelivery_id - 1));
+      if (parts_.checkpoint != nullptr) {
+        if (item.ack.redelivery_id != 0) {
+          parts_.checkpoint->NoteRedelivery(item.event.source,
+                                            static_cast<uint16_t>(item.ack.redelivery_id - 1));
+        }
+        if (item.ack.stream != 0) {
+          parts_.checkpoint->NotePosition(item.ack.stream, item.ack.stream_end);
+        }
       }
       ProcessOne(item);
     }

@@ -60,6 +60,9 @@ class RedeliveryGuard final : public RedeliveryFilter {
   static constexpr const char* kLegacyComponent = "redelivery";
   static constexpr uint64_t kAnyFingerprint = 0;
 
+  // The pipeline has stateful processors (before sources start).
+  void Activate() { active_ = true; }
+  bool active() const override { return active_; }
   // Rebuilds the unconfirmed ids from the checkpoint (at start, before sources run).
   void Restore(const storage::CheckpointLog::Entries& entries);
   // Records the packet ids of a committed batch as unconfirmed (with the fingerprints Admit
@@ -109,6 +112,7 @@ class RedeliveryGuard final : public RedeliveryFilter {
   std::vector<std::function<void()>> ready_acks_;
   uint64_t next_batch_ = 0;
   size_t suppressed_ = 0;
+  bool active_ = false;
 };
 
 }  // namespace seedance

@@ -41,6 +41,7 @@ class MqttSource final : public Source, public Acknowledger {
 
   Status Start(SourceOutput& output) override {
     output_ = &output;
+    if (ctx_.redelivery != nullptr && ctx_.redelivery->active()) guard_ = ctx_.redelivery;
     client_ = std::make_shared<mqtt::Client>(
         ctx_.loop->io(), options_,
         [this](mqtt::Publish& m, uint64_t token, std::string_view invalid) {
@@ -50,9 +51,9 @@ class MqttSource final : public Source, public Acknowledger {
           status_.OnState(s, detail, news);
           if (s == mqtt::ClientState::kConnected) CheckSession();
         });
-    if (ctx_.redelivery != nullptr) {
+    if (guard_ != nullptr) {
       client_->OnConfirmed(
-          [this](const std::vector<uint16_t>& ids) { ctx_.redelivery->Confirmed(ctx_.name, ids); });
+          [this](const std::vector<uint16_t>& ids) { guard_->Confirmed(ctx_.name, ids); });
       if (options_.clean_start) {
         SEEDANCE_LOG_WARN(ctx_.name,
                           "feeds stateful processors without a persistent session "
@@ -77,14 +78,13 @@ class MqttSource final : public Source, public Acknowledger {
  private:
   bool OnMessage(mqtt::Publish& m, uint64_t token, std::string_view invalid) {
     const auto packet_id = static_cast<uint16_t>(token & 0xFFFF);
-    const bool guarded = token != 0 && ctx_.redelivery != nullptr;
+    const bool guarded = token != 0 && guard_ != nullptr;
     if (guarded) {
       using Verdict = RedeliveryFilter::Verdict;
       std::weak_ptr<mqtt::Client> weak = client_;
-      const Verdict v =
-          ctx_.redelivery->Admit(ctx_.name, packet_id, m.dup, Fingerprint(m), [weak, token] {
-            if (auto c = weak.lock()) c->Acknowledge(token);
-          });
+      const Verdict v = guard_->Admit(ctx_.name, packet_id, m.dup, Fingerprint(m), [weak, token] {
+        if (auto c = weak.lock()) c->Acknowledge(token);
+      });
       if (v != Verdict::kNew) {
         // Its effect is committed (before a restart or a reconnect), or its first copy is
         // still in the pipeline and this one is acknowledged once that is committed.
@@ -148,7 +148,7 @@ class MqttSource final : public Source, public Acknowledger {
     }
     // Refused: `m` is intact again; the client keeps it for redelivery.
     if (moved) e.payload.swap(m.payload);
-    if (guarded) ctx_.redelivery->Withdraw(ctx_.name, packet_id);
+    if (guarded) guard_->Withdraw(ctx_.name, packet_id);
     paused_->Add();
     uint64_t suppressed = 0;
     if (limiter_.Allow("paused", &suppressed)) {
@@ -172,8 +172,8 @@ class MqttSource final : public Source, public Acknowledger {
   // A broker that answers with a new session although messages were committed and their
   // acknowledgements not confirmed has lost what was in flight then: it sends none of it again.
   void CheckSession() {
-    if (ctx_.redelivery == nullptr || options_.clean_start || client_->session_present()) return;
-    if (!ctx_.redelivery->HasUnconfirmed(ctx_.name) && client_->connects() <= 1) return;
+    if (guard_ == nullptr || options_.clean_start || client_->session_present()) return;
+    if (!guard_->HasUnconfirmed(ctx_.name) && client_->connects() <= 1) return;
     SEEDANCE_LOG_WARN(ctx_.name,
                       "the broker has no session for client id \"{}\" (it expired, the broker "
                       "lost it, or another client took the id): messages it had in flight for "
@@ -185,6 +185,7 @@ class MqttSource final : public Source, public Acknowledger {
   PayloadFormat format_;
   PluginContext ctx_;
   SourceOutput* output_ = nullptr;
+  RedeliveryFilter* guard_ = nullptr;  // set when the pipeline keeps state
   std::shared_ptr<mqtt::Client> client_;
   mqtt::ConnectionStatus status_{
       *ctx_.metrics, {{"component", ctx_.name}, {"kind", "source"}}, ctx_.name, ctx_.stats->errors};

@@ -68,6 +68,10 @@ struct Tracked {
   uint64_t size_seen = 0;
   uint64_t stored = 0;  // offset past the last line stored (acknowledged)
   uint64_t epoch = 0;   // +1 at each truncation: acks of lines from before it are stale
+  // With stateful processors: the file's stream in the checkpoint (one per epoch), and how
+  // much of its head the checkpoint knows.
+  uint32_t stream = 0;
+  size_t head_reported = 0;
 };
 
 class TailSource final : public Source, public Acknowledger {
@@ -91,6 +95,7 @@ class TailSource final : public Source, public Acknowledger {
     std::filesystem::create_directories(dir, ec);
     if (ec) return FailedPreconditionError("cannot create " + dir + ": " + ec.message());
     positions_path_ = dir + "/" + ctx_.name + ".positions";
+    if (ctx_.positions != nullptr && ctx_.positions->active()) checkpoint_ = ctx_.positions;
     for (FilePosition& p : LoadPositions(positions_path_)) {
       known_[{p.device, p.inode}] = p;
     }
@@ -222,6 +227,7 @@ class TailSource final : public Source, public Acknowledger {
       if (t.moved_away && now - t.quiet_since >= options_.rotate_wait && t.buffer.empty() &&
           AtEnd(t) && t.stored >= t.offset) {
         by_inode_.erase({t.device, t.inode});
+        if (checkpoint_ != nullptr) checkpoint_->CloseStream(t.stream);
         ::close(t.fd);
         it = files_.erase(it);
       } else {
@@ -256,13 +262,25 @@ class TailSource final : public Source, public Acknowledger {
     // (a new file, or one replaced while Seedance was down) its beginning.
     uint64_t start = 0;
     auto known = known_.find({t->device, t->inode});
-    if (known != known_.end() && SameHead(fd, known->second)) {
+    PositionCheckpoint::Committed committed;
+    if (checkpoint_ != nullptr && checkpoint_->Find(ctx_.name, FileKey(*t), &committed) &&
+        SameHead(fd, FilePosition{.fingerprint = committed.head_crc,
+                                  .head_bytes = committed.head_bytes})) {
+      // With stateful processors the checkpoint says where the state ends: it was committed
+      // with the lines it counted, before the positions file (saved once they are
+      // acknowledged) could follow.
+      start = std::min<uint64_t>(committed.offset, static_cast<uint64_t>(st.st_size));
+    } else if (known != known_.end() && SameHead(fd, known->second)) {
       start = std::min<uint64_t>(known->second.offset, static_cast<uint64_t>(st.st_size));
     } else if (!first_scan_done_ && first_start_ && options_.from_end) {
       start = static_cast<uint64_t>(st.st_size);
     }
     t->offset = t->buffer_start = t->stored = start;
     if (start > 0) LoadHead(*t);
+    if (checkpoint_ != nullptr) {
+      t->stream = checkpoint_->OpenStream(ctx_.name, FileKey(*t));
+      ReportHead(*t);
+    }
     SEEDANCE_LOG_INFO(ctx_.name, "following {} from byte {}", path, start);
     by_inode_[{t->device, t->inode}] = t->id;
     files_[t->id] = std::move(t);
@@ -304,6 +322,11 @@ class TailSource final : public Source, public Acknowledger {
       t.buffer.clear();
       t.skipping = false;
       t.head.clear();
+      if (checkpoint_ != nullptr) {  // new content: a new stream; the old one's lines lose
+        t.stream = checkpoint_->OpenStream(ctx_.name, FileKey(t));
+        t.head_reported = 0;
+        ReportHead(t);
+      }
     }
     char chunk[64 * 1024];
     // At most kReadPerTurn bytes per file and turn: a large file must not hold the event loop
@@ -325,7 +348,17 @@ class TailSource final : public Source, public Acknowledger {
       }
       t.buffer.append(chunk, static_cast<size_t>(n));
       t.offset += static_cast<uint64_t>(n);
+      if (checkpoint_ != nullptr && t.head.size() != t.head_reported) ReportHead(t);
     }
+  }
+
+  // The file's identity in the checkpoint: device and inode (its head tells reuse apart).
+  static std::string FileKey(const Tracked& t) {
+    return std::to_string(t.device) + ":" + std::to_string(t.inode);
+  }
+  void ReportHead(Tracked& t) {
+    checkpoint_->SetHead(t.stream, util::Crc32c(t.head), static_cast<uint32_t>(t.head.size()));
+    t.head_reported = t.head.size();
   }
 
   bool EmitLines(Tracked& t) {
@@ -402,7 +435,7 @@ class TailSource final : public Source, public Acknowledger {
         e.format = PayloadFormat::kRaw;
         e.SetHeader("tail_line", std::to_string(t.line_no));
         if (!output_->TryEmitInvalid(
-                e, AckHandle{this, token, 0},
+                e, AckHandle{this, token, 0, t.stream, end},
                 "line " + std::to_string(t.line_no) + " of " + t.path + ": " + s.message())) {
           DropToken(token);
           return false;
@@ -411,7 +444,7 @@ class TailSource final : public Source, public Acknowledger {
         return true;
       }
     }
-    if (!output_->TryEmit(e, AckHandle{this, token, 0})) {
+    if (!output_->TryEmit(e, AckHandle{this, token, 0, t.stream, end})) {
       DropToken(token);
       return false;
     }
@@ -429,7 +462,7 @@ class TailSource final : public Source, public Acknowledger {
     e.format = PayloadFormat::kRaw;
     const uint64_t token = NewToken(t, end);
     if (!output_->TryEmitInvalid(
-            e, AckHandle{this, token, 0},
+            e, AckHandle{this, token, 0, t.stream, end},
             "line " + std::to_string(line_no) + " of " + t.path + " is longer than max_line (" +
                 std::to_string(options_.max_line) + " bytes); its first KiB kept")) {
       DropToken(token);
@@ -514,6 +547,7 @@ class TailSource final : public Source, public Acknowledger {
   TailOptions options_;
   PluginContext ctx_;
   SourceOutput* output_ = nullptr;
+  PositionCheckpoint* checkpoint_ = nullptr;  // set when the pipeline keeps state
   asio::steady_timer timer_;
   asio::posix::stream_descriptor notify_;
   bool scan_pending_ = false;
