@@ -66,8 +66,12 @@ class PositionCheckpoint {
   virtual bool active() const = 0;
   // A stream to name in AckHandle::stream: one per file (`key`: its identity) and content
   // epoch; open a new one when the file is truncated (positions of the older one committed
-  // after that are ignored).
-  virtual uint32_t OpenStream(const std::string& source, const std::string& key) = 0;
+  // after that are ignored). With `keep` > 0 the record is deleted that long after its last
+  // commit (HTTP idempotency keys); otherwise it stays until CloseStream.
+  virtual uint32_t OpenStream(const std::string& source, const std::string& key,
+                              std::chrono::nanoseconds keep = std::chrono::nanoseconds(0)) = 0;
+  // Forgets the handle (nothing of the stream is in the pipeline any more); the record stays.
+  virtual void ReleaseStream(uint32_t stream) = 0;
   // The stream's file starts with these bytes (as far as read).
   virtual void SetHead(uint32_t stream, uint32_t head_crc, uint32_t head_bytes) = 0;
   // The file is let go, everything read from it committed: its record is deleted.

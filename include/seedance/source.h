@@ -55,9 +55,11 @@ class SourceOutput {
   virtual bool TryEmitInvalid(Event& event, AckHandle ack, std::string_view reason) = 0;
   // Hands all of `events` to the pipeline, or none (a request answered as one): returns false,
   // leaving them untouched, when the pipeline has no room for all of them now; event i is
-  // acknowledged to `owner` with token `first_token + i`. REQUIRES: called on the event loop.
-  virtual bool TryEmitAll(std::vector<Event>& events, Acknowledger* owner,
-                          uint64_t first_token) = 0;
+  // acknowledged to `owner` with token `first_token + i`, and with a `stream`
+  // (PositionCheckpoint) ends at position `first_end + i + 1` in it. REQUIRES: called on the
+  // event loop.
+  virtual bool TryEmitAll(std::vector<Event>& events, Acknowledger* owner, uint64_t first_token,
+                          uint32_t stream = 0, uint64_t first_end = 0) = 0;
   // Runs `callback` on the event loop once TryEmit may succeed again.
   virtual void WhenWritable(std::function<void()> callback) = 0;
   // A new event id, unique in this process.

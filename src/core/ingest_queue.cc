@@ -16,8 +16,8 @@ bool IngestQueue::TryPush(Event& event, AckHandle ack, std::string_view invalid)
   return true;
 }
 
-bool IngestQueue::TryPushAll(std::vector<Event>& events, Acknowledger* owner,
-                             uint64_t first_token) {
+bool IngestQueue::TryPushAll(std::vector<Event>& events, Acknowledger* owner, uint64_t first_token,
+                             uint32_t stream, uint64_t first_end) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_ || items_.size() + events.size() > capacity_) return false;
@@ -28,8 +28,8 @@ bool IngestQueue::TryPushAll(std::vector<Event>& events, Acknowledger* owner,
     }
     for (size_t i = 0; i < events.size(); ++i) {
       const uint64_t bytes = budget_ ? events[i].MemoryBytes() : 0;
-      items_.push_back(IngestItem{std::move(events[i]), AckHandle{owner, first_token + i, 0}, bytes,
-                                  std::string()});
+      const AckHandle ack{owner, first_token + i, 0, stream, stream != 0 ? first_end + i + 1 : 0};
+      items_.push_back(IngestItem{std::move(events[i]), ack, bytes, std::string()});
     }
     bytes_ += total;
     if (budget_) budget_->Charge(total);

@@ -46,7 +46,9 @@ class IngestQueue {
   bool TryPush(Event& event, AckHandle ack, std::string_view invalid = {});
   // Moves all of `events` in (event i acknowledged to `owner` with `first_token + i`) and
   // returns true, or returns false with none taken when there is no room for all of them.
-  bool TryPushAll(std::vector<Event>& events, Acknowledger* owner, uint64_t first_token);
+  // Event i: token first_token + i; with a `stream`, its end first_end + i + 1.
+  bool TryPushAll(std::vector<Event>& events, Acknowledger* owner, uint64_t first_token,
+                  uint32_t stream = 0, uint64_t first_end = 0);
   // Runs `callback` on the event loop once there is room again (at once if there is now).
   void WhenWritable(std::function<void()> callback);
   // Waits up to `timeout` for items and moves up to `max` of them into `out`. Returns false

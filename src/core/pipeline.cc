@@ -302,11 +302,12 @@ bool Pipeline::TryEmitInvalid(Event& event, AckHandle ack, std::string_view reas
   return ingest_->TryPush(event, ack, reason);
 }
 
-bool Pipeline::TryEmitAll(std::vector<Event>& events, Acknowledger* owner, uint64_t first_token) {
+bool Pipeline::TryEmitAll(std::vector<Event>& events, Acknowledger* owner, uint64_t first_token,
+                          uint32_t stream, uint64_t first_end) {
   for (Event& e : events) {
     if (e.id == 0) e.id = NextEventId();
   }
-  return ingest_->TryPushAll(events, owner, first_token);
+  return ingest_->TryPushAll(events, owner, first_token, stream, first_end);
 }
 
 void Pipeline::WhenWritable(std::function<void()> callback) {

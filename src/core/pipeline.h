@@ -98,7 +98,8 @@ class Pipeline : private SourceOutput {
   // SourceOutput
   bool TryEmit(Event& event, AckHandle ack) override;
   bool TryEmitInvalid(Event& event, AckHandle ack, std::string_view reason) override;
-  bool TryEmitAll(std::vector<Event>& events, Acknowledger* owner, uint64_t first_token) override;
+  bool TryEmitAll(std::vector<Event>& events, Acknowledger* owner, uint64_t first_token,
+                  uint32_t stream, uint64_t first_end) override;
   void WhenWritable(std::function<void()> callback) override;
   uint64_t NextEventId() override;
   Event TakeEvent() override;

@@ -27,7 +27,7 @@ class StreamPositionsTest : public ::testing::Test {
   }
   void Restart() {
     log_.reset();
-    positions_ = std::make_unique<StreamPositions>();
+    positions_ = std::make_unique<StreamPositions>([this] { return now_; });
     auto log = storage::CheckpointLog::Open(dir_, storage::CheckpointLog::Fsync::kNever,
                                             std::chrono::seconds(1));
     ASSERT_TRUE(log.has_value());
@@ -43,6 +43,7 @@ class StreamPositionsTest : public ::testing::Test {
     return positions_->Find("t", key, &c) ? c.offset : UINT64_MAX;
   }
 
+  int64_t now_ = 1'000'000'000;
   std::string dir_;
   std::unique_ptr<storage::CheckpointLog> log_;
   std::unique_ptr<StreamPositions> positions_;
@@ -86,6 +87,23 @@ TEST_F(StreamPositionsTest, AClosedFilesRecordIsDeleted) {
   Commit();
   Restart();
   EXPECT_EQ(Offset("1:2"), UINT64_MAX);
+}
+
+TEST_F(StreamPositionsTest, ARecordKeptForAWhileExpiresAfterItsLastCommit) {
+  const uint32_t s = positions_->OpenStream("t", "idem:k", std::chrono::seconds(10));
+  positions_->Note(s, 3);
+  Commit();
+  positions_->ReleaseStream(s);
+  now_ += 9'000'000'000;
+  Commit();
+  Restart();
+  EXPECT_EQ(Offset("idem:k"), 3u);
+  now_ += 2'000'000'000;
+  EXPECT_EQ(Offset("idem:k"), UINT64_MAX) << "past its expiry it is not found";
+  Commit();
+  EXPECT_EQ(positions_->records(), 0u);
+  Restart();
+  EXPECT_EQ(positions_->records(), 0u);
 }
 
 }  // namespace

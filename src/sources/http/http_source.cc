@@ -15,12 +15,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 
 #include "observe/component_stats.h"
 #include "observe/metrics.h"
 #include "seedance/options.h"
 #include "seedance/plugin_context.h"
 #include "sources/http/request_body.h"
+#include "util/crc32c.h"
 #include "util/event_loop.h"
 #include "util/gzip.h"
 #include "util/http_close.h"
@@ -60,7 +62,12 @@ struct HttpSourceOptions {
   int64_t max_connections = 0;
   std::chrono::nanoseconds idle_timeout{0};
   std::chrono::nanoseconds ack_timeout{0};
+  std::string idempotency_header;  // empty: none
+  std::chrono::nanoseconds idempotency_keep{0};
 };
+
+// Longest idempotency key taken (the IETF draft's keys are UUIDs and such).
+constexpr size_t kMaxIdempotencyKey = 255;
 
 // A request whose events are in the pipeline, waiting to be acknowledged.
 struct Pending {
@@ -105,6 +112,10 @@ class HttpSource final : public Source, public Acknowledger {
 
   Status Start(SourceOutput& output) override {
     output_ = &output;
+    if (ctx_.positions != nullptr && ctx_.positions->active() &&
+        !options_.idempotency_header.empty()) {
+      checkpoint_ = ctx_.positions;
+    }
     auto ep = util::ParseListenAddress(options_.listen);
     if (!ep) return InvalidArgumentError("listen: " + ep.error().message());
     error_code ec;
@@ -345,10 +356,70 @@ class HttpSource final : public Source, public Acknowledger {
       co_await EmitInvalid(*body, topic, payloads.error().message());
       co_return Answer{http::status::bad_request, payloads.error().message()};
     }
+    // An idempotency key (pipelines with stateful processors): a request sent again after an
+    // answer was lost is not counted twice. The checkpoint holds, with the state, how many of
+    // the key's events are committed and a fingerprint of the body.
+    std::string idem;
+    uint32_t stream = 0;
+    size_t skip = 0;
+    const uint32_t body_crc = util::Crc32c(*body);
+    const auto body_bytes = static_cast<uint32_t>(std::min<size_t>(body->size(), UINT32_MAX));
+    if (checkpoint_ != nullptr) {
+      const auto header = req[options_.idempotency_header];
+      if (!header.empty()) {
+        if (header.size() > kMaxIdempotencyKey) {
+          co_return Answer{http::status::bad_request,
+                           options_.idempotency_header + " is longer than " +
+                               std::to_string(kMaxIdempotencyKey) + " bytes"};
+        }
+        idem = "key:" + std::string(header.data(), header.size());
+        if (idem_in_flight_.count(idem) != 0) {
+          co_return Answer{
+              http::status::conflict,
+              "a request with this " + options_.idempotency_header + " is still being processed"};
+        }
+        PositionCheckpoint::Committed c;
+        if (checkpoint_->Find(ctx_.name, idem, &c)) {
+          if (c.head_crc != body_crc || c.head_bytes != body_bytes) {
+            co_return Answer{
+                http::status::unprocessable_entity,
+                options_.idempotency_header + " was used before for a different request body"};
+          }
+          skip = static_cast<size_t>(std::min<uint64_t>(c.offset, payloads->size()));
+        }
+        if (skip == payloads->size()) {
+          repeats_->Add();
+          uint64_t suppressed = 0;
+          if (limiter_.Allow("repeat", &suppressed)) {
+            SEEDANCE_LOG_INFO(ctx_.name,
+                              "a request sent again with the same {} was already stored; "
+                              "answered 200, not processed again",
+                              options_.idempotency_header);
+          }
+          co_return Answer{http::status::ok, "{\"accepted\":" + std::to_string(payloads->size()) +
+                                                 ",\"repeat\":true}\n"};
+        }
+        if (skip > 0) repeats_->Add();
+        stream = checkpoint_->OpenStream(ctx_.name, idem, options_.idempotency_keep);
+        checkpoint_->SetHead(stream, body_crc, body_bytes);
+        idem_in_flight_.insert(idem);
+      }
+    }
+    struct Release {
+      HttpSource* self;
+      const std::string& key;
+      uint32_t stream;
+      ~Release() {
+        if (stream == 0) return;
+        self->checkpoint_->ReleaseStream(stream);
+        self->idem_in_flight_.erase(key);
+      }
+    } release{this, idem, stream};
     std::vector<Event> events;
-    events.reserve(payloads->size());
+    events.reserve(payloads->size() - skip);
     const int64_t now = ctx_.now_ns();
-    for (std::string& payload : *payloads) {
+    for (size_t i = skip; i < payloads->size(); ++i) {
+      std::string& payload = (*payloads)[i];
       Event e;
       e.source = ctx_.name;
       e.topic = topic;
@@ -367,7 +438,7 @@ class HttpSource final : public Source, public Acknowledger {
       next_token_ += n;
       pending_.emplace(first, pending);
     }
-    if (!output_->TryEmitAll(events, this, first)) {
+    if (!output_->TryEmitAll(events, this, first, stream, skip)) {
       {
         std::lock_guard<std::mutex> lock(mu_);
         pending_.erase(first);
@@ -396,7 +467,7 @@ class HttpSource final : public Source, public Acknowledger {
       co_return Answer{http::status::service_unavailable,
                        "the events were not stored within ack_timeout; send them again", 1};
     }
-    co_return Answer{http::status::ok, "{\"accepted\":" + std::to_string(n) + "}\n"};
+    co_return Answer{http::status::ok, "{\"accepted\":" + std::to_string(skip + n) + "}\n"};
   }
 
   awaitable<void> EmitInvalid(const std::string& body, const std::string& topic,
@@ -434,7 +505,9 @@ class HttpSource final : public Source, public Acknowledger {
   HttpSourceOptions options_;
   PluginContext ctx_;
   SourceOutput* output_ = nullptr;
-  std::unique_ptr<asio::ssl::context> tls_;  // null without tls
+  PositionCheckpoint* checkpoint_ = nullptr;  // idempotency keys (stateful pipelines)
+  std::set<std::string> idem_in_flight_;      // keys of requests being processed (event loop)
+  std::unique_ptr<asio::ssl::context> tls_;   // null without tls
   tcp::acceptor acceptor_;
   asio::steady_timer slot_freed_;
   int64_t open_ = 0;
@@ -443,6 +516,11 @@ class HttpSource final : public Source, public Acknowledger {
   uint64_t next_token_ = 1;
   std::map<uint64_t, std::shared_ptr<Pending>> pending_;  // by first token
   std::map<int, observe::Counter*> requests_;
+  observe::Counter* repeats_ = &ctx_.metrics->GetCounter(
+      "seedance_http_source_repeats_total",
+      "Requests sent again with an idempotency key whose events were already stored (wholly "
+      "or in part): not counted twice.",
+      {{"component", ctx_.name}});
   observe::Counter* bytes_ = &ctx_.metrics->GetCounter(
       "seedance_http_source_bytes_total", "Request body bytes read (as sent: compressed).",
       {{"component", ctx_.name}});
@@ -525,6 +603,23 @@ const Options<HttpSourceOptions>& HttpSourceSchema() {
                {.name = "ack_timeout",
                 .doc = "longest wait for a request's events to be stored before answering 503",
                 .default_value = "30s"})
+          .Add(&S::idempotency_header,
+               {.name = "idempotency_header",
+                .doc = "with stateful processors (windows): a request with this header is "
+                       "remembered in the checkpoint, and one sent again with the same value "
+                       "is answered 200 without being counted twice (422 for another body, 409 "
+                       "while the first is in flight); empty: off",
+                .default_value = "Idempotency-Key"})
+          .Add(&S::idempotency_keep,
+               {.name = "idempotency_keep",
+                .doc = "how long an idempotency key is remembered after its request was "
+                       "stored (at most 100,000 keys: beyond that the oldest go first)",
+                .default_value = "24h",
+                .validator =
+                    [](const ParamValue& v) {
+                      if (std::get<std::chrono::nanoseconds>(v).count() > 0) return Status::Ok();
+                      return InvalidArgumentError("must be more than 0");
+                    }})
           .Check([](const S& s, const Params& p) {
             if (!s.basic_auth.user.empty() && !s.bearer_token.empty()) {
               return InvalidArgumentError(p.Location("basic_auth") +

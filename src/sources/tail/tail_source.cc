@@ -278,7 +278,7 @@ class TailSource final : public Source, public Acknowledger {
     t->offset = t->buffer_start = t->stored = start;
     if (start > 0) LoadHead(*t);
     if (checkpoint_ != nullptr) {
-      t->stream = checkpoint_->OpenStream(ctx_.name, FileKey(*t));
+      t->stream = checkpoint_->OpenStream(ctx_.name, FileKey(*t), std::chrono::nanoseconds(0));
       ReportHead(*t);
     }
     SEEDANCE_LOG_INFO(ctx_.name, "following {} from byte {}", path, start);
@@ -323,7 +323,8 @@ class TailSource final : public Source, public Acknowledger {
       t.skipping = false;
       t.head.clear();
       if (checkpoint_ != nullptr) {  // new content: a new stream; the old one's lines lose
-        t.stream = checkpoint_->OpenStream(ctx_.name, FileKey(t));
+        checkpoint_->ReleaseStream(t.stream);
+        t.stream = checkpoint_->OpenStream(ctx_.name, FileKey(t), std::chrono::nanoseconds(0));
         t.head_reported = 0;
         ReportHead(t);
       }
