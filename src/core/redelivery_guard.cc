@@ -99,6 +99,9 @@ void RedeliveryGuard::Commit(const std::map<std::string, std::vector<uint16_t>>&
     value.reserve(ids.size() * 10);
     size_t live = 0;
     for (uint16_t id : ids) {
+      if (auto u = s.unconfirmed.find(id); u != s.unconfirmed.end() && u->second.batch == batch) {
+        continue;  // twice in one batch (it cannot be: a broker reuses an id only after our ack)
+      }
       uint64_t fp = kAnyFingerprint;
       if (auto p = s.in_pipeline.find(id); p != s.in_pipeline.end()) {
         fp = p->second.fingerprint;
