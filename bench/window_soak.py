@@ -28,27 +28,14 @@ os.environ.setdefault("SEEDANCE_BIN", RELEASE_BIN)
 from testing.broker import Broker  # noqa: E402
 from testing.mqtt_publish import publish_all  # noqa: E402
 from testing.seedance_process import Seedance  # noqa: E402
+from testing.windows import BASE_MS, PROCESSORS, final_windows  # noqa: E402
 
 KILLS = int(os.environ.get("SOAK_KILLS", "30"))
 N = 30_000  # readings per source: 5 devices, 10 ms apart in event time: 300 windows
 DEVICES = 5
-BASE_MS = 1_795_000_000_000
 ACK_DELAY_MS = "20"
 
-WINDOW = """
-processors:
-  - type: watermark
-    time_field: ts
-    time_format: ms
-    max_out_of_order: 0s
-    allowed_lateness: 1h
-    idle_timeout: 1h
-  - type: window
-    size: 1s
-    key_field: device
-    field: v
-    aggregates: [count, sum]
-    allowed_lateness: 1h
+WINDOW = PROCESSORS + """
 sinks:
   - type: file
     path: {work}/windows.ndjson
@@ -76,22 +63,6 @@ def expected():
 
 
 FLUSH = json.dumps({"device": "flush", "ts": BASE_MS + 3_600_000 + N * 10, "v": 0})
-
-
-def final_windows(path):
-    final = {}
-    try:
-        with open(path) as f:
-            for line in f:
-                if not line.endswith("}\n"):
-                    continue
-                w = json.loads(line)
-                k = (w["key"], w["start_ms"])
-                if w["key"] != "flush" and (k not in final or w["update"] >= final[k]["update"]):
-                    final[k] = w
-    except FileNotFoundError:
-        pass
-    return final
 
 
 def scrape(port, metric):

@@ -6,6 +6,29 @@
 #include "build_info.h"  // generated: SEEDANCE_GIT_COMMIT
 #include "main/commands.h"
 
+namespace {
+
+// A word (not an option) at argv[at] where `app` takes no positional argument: it must name
+// one of its subcommands (checked down the chain); anything else is a usage error whatever
+// follows it. CLI11 would answer `seedance nonsense --help` with the top-level help and exit
+// 0, misleading a script that checks for a subcommand (`seedance tap --help && ...`).
+bool UnknownSubcommand(CLI::App& app, int argc, char** argv, int at) {
+  if (at >= argc || argv[at][0] == '-') return false;
+  const auto subs = app.get_subcommands([](CLI::App*) { return true; });
+  for (CLI::App* sub : subs) {
+    if (sub->get_name() == argv[at]) return UnknownSubcommand(*sub, argc, argv, at + 1);
+  }
+  const bool takes_positional =
+      !app.get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
+  if (takes_positional) return false;  // describe PLUGIN, validate CONFIG
+  const std::string where = app.get_parent() ? "seedance " + app.get_name() : "seedance";
+  std::cerr << "error: " << (subs.empty() ? "unexpected argument" : "unknown subcommand") << " \""
+            << argv[at] << "\" of " << where << " (run " << where << " --help)\n";
+  return true;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace seedance::cli;
   CLI::App app{
@@ -92,6 +115,7 @@ int main(int argc, char** argv) {
   CLI::App* version = app.add_subcommand(
       "version", "print the version, commit, build type, architecture and plugins");
 
+  if (UnknownSubcommand(app, argc, argv, 1)) return kExitConfig;
   try {
     app.require_subcommand(0, 1);
     app.parse(argc, argv);

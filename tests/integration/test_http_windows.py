@@ -13,8 +13,8 @@ import urllib.request
 
 from testing.seedance_process import Seedance
 from testing.waiting import wait_until
+from testing.windows import BASE_MS, PROCESSORS, file_sink, final_windows
 
-BASE_MS = 1_795_000_000_000
 
 
 def free_port():
@@ -28,23 +28,7 @@ def job(port, tmp_path):
 sources:
   - type: http
     listen: 127.0.0.1:{port}
-processors:
-  - type: watermark
-    time_field: ts
-    time_format: ms
-    max_out_of_order: 0s
-    allowed_lateness: 1h
-    idle_timeout: 1h
-  - type: window
-    size: 1s
-    key_field: device
-    field: v
-    aggregates: [count, sum]
-    allowed_lateness: 1h
-sinks:
-  - type: file
-    path: {tmp_path}/windows.ndjson
-    encoding: payload
+""" + PROCESSORS + file_sink(tmp_path / "windows.ndjson") + f"""
 queue:
   data_dir: {tmp_path}/data
 """
@@ -72,15 +56,8 @@ FLUSH = (json.dumps({"device": "flush", "ts": BASE_MS + 3_600_000, "v": 0}) + "\
 
 
 def counts(tmp_path):
-    final = {}
-    path = tmp_path / "windows.ndjson"
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.endswith("}"):
-                w = json.loads(line)
-                if w["key"] not in final or w["update"] >= final[w["key"]]["update"]:
-                    final[w["key"]] = w
-    return {k: w["count"] for k, w in final.items() if k != "flush"}
+    """Count per device (each test's readings fall in one window per device)."""
+    return {k[0]: w["count"] for k, w in final_windows(tmp_path / "windows.ndjson").items()}
 
 
 def start(port, tmp_path):

@@ -12,8 +12,8 @@ import time
 
 from testing.seedance_process import Seedance
 from testing.waiting import wait_until
+from testing.windows import BASE_MS, PROCESSORS, file_sink, final_windows
 
-BASE_MS = 1_795_000_000_000
 
 
 def job(tmp_path, logs):
@@ -24,40 +24,10 @@ sources:
     read_from: beginning
     poll_interval: 200ms
     rotate_wait: 1s
-processors:
-  - type: watermark
-    time_field: ts
-    time_format: ms
-    max_out_of_order: 0s
-    allowed_lateness: 1h
-    idle_timeout: 1h
-  - type: window
-    size: 1s
-    key_field: device
-    field: v
-    aggregates: [count, sum]
-    allowed_lateness: 1h
-sinks:
-  - type: file
-    path: {tmp_path}/windows.ndjson
-    encoding: payload
+""" + PROCESSORS + file_sink(tmp_path / "windows.ndjson") + f"""
 queue:
   data_dir: {tmp_path}/data
 """
-
-
-def final_windows(path):
-    final = {}
-    if not path.exists():
-        return final
-    for line in path.read_text().splitlines():
-        if not line.endswith("}"):
-            continue
-        w = json.loads(line)
-        k = (w["key"], w["start_ms"])
-        if k not in final or w["update"] >= final[k]["update"]:
-            final[k] = w
-    return final
 
 
 def test_kill_9_while_tailing_into_windows_counts_each_line_once(tmp_path):
@@ -121,7 +91,7 @@ def test_kill_9_while_tailing_into_windows_counts_each_line_once(tmp_path):
         want = {k: v for k, v in expected.items()}
 
         def got():
-            return {k: w for k, w in final_windows(out).items() if k[0] != "flush"}
+            return final_windows(out)
         assert wait_until(lambda: len(got()) >= len(want) and all(
             got().get(k, {}).get("count", 0) >= v for k, v in want.items()), 60, 0.5), \
             {k: (got().get(k, {}).get("count"), v) for k, v in want.items()

@@ -110,6 +110,15 @@ def test_broken_filter_script_fails_validation(tmp_path):
 
 def test_usage_errors_exit_2_and_version_works():
     assert subprocess.run([BIN, "--no-such-flag"], capture_output=True).returncode == 2
+    # An unknown subcommand is a usage error whatever follows it (it exited 0 with --help).
+    for args in (["nonsense", "--help"], ["nonsense"], ["bench", "nonsense", "--help"],
+                 ["version", "extra", "--help"]):
+        r = subprocess.run([BIN, *args], capture_output=True, text=True)
+        assert r.returncode == 2, (args, r.stdout[-300:], r.stderr)
+        assert f'"{args[-2] if args[-1] == "--help" else args[-1]}"' in r.stderr, r.stderr
+    for args in (["--help"], ["run", "--help"], ["bench", "compare", "--help"],
+                 ["describe", "http"], ["validate", "--help"]):
+        assert subprocess.run([BIN, *args], capture_output=True).returncode == 0, args
     assert subprocess.run([BIN], capture_output=True).returncode == 2
     r = subprocess.run([BIN, "version"], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.startswith("seedance ")

@@ -12,9 +12,9 @@ import time
 from testing.fake_broker import FakeBroker, connack, packet, publish, suback
 from testing.seedance_process import Seedance
 from testing.waiting import wait_until
+from testing.windows import BASE_MS, PROCESSORS, file_sink, final_windows
 
 PUBACK, PUBREC, PUBREL, PUBCOMP, SUBSCRIBE, PINGREQ = 4, 5, 6, 7, 8, 12
-BASE_MS = 1_795_000_000_000
 
 
 def job(uri, tmp_path, qos=1, persistent=True):
@@ -27,23 +27,7 @@ sources:
     qos: {qos}
     client_id: window-redelivery-test
     persistent_session: {"true" if persistent else "false"}
-processors:
-  - type: watermark
-    time_field: ts
-    time_format: ms
-    max_out_of_order: 0s
-    allowed_lateness: 1h
-    idle_timeout: 1h
-  - type: window
-    size: 1s
-    key_field: device
-    field: v
-    aggregates: [count, sum]
-    allowed_lateness: 1h
-sinks:
-  - type: file
-    path: {tmp_path}/windows.ndjson
-    encoding: payload
+""" + PROCESSORS + file_sink(tmp_path / "windows.ndjson") + f"""
 queue:
   data_dir: {tmp_path}/data
 """
@@ -58,16 +42,7 @@ FLUSH = json.dumps({"device": "flush", "ts": BASE_MS + 3_600_000, "v": 0}).encod
 
 def final_window(tmp_path):
     """The last emission of device d's window, or None."""
-    path = tmp_path / "windows.ndjson"
-    if not path.exists():
-        return None
-    last = None
-    for line in path.read_text().splitlines():
-        if line.strip():
-            w = json.loads(line)
-            if w["key"] == "d" and (last is None or w["update"] >= last["update"]):
-                last = w
-    return last
+    return final_windows(tmp_path / "windows.ndjson").get(("d", BASE_MS))
 
 
 class Session:
