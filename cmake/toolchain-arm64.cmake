@@ -15,8 +15,8 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
-# Tests (ctest, and gtest discovery at build time) run the arm64 programs under qemu-user,
-# with the cross toolchain's folder as the library prefix: a test linked to the shared
-# libstdc++ (the trim library's) finds the arm64 one there (the multiarch :arm64 libraries
-# under /usr/lib/aarch64-linux-gnu are found either way).
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu)
+# Tests (ctest, and gtest discovery at build time) run the arm64 programs under qemu-user;
+# the arm64 shared libraries they load are the multiarch ones (scripts/setup --arm64 installs
+# libstdc++6:arm64 for the trim library's tests). Not `-L /usr/aarch64-linux-gnu`: with the
+# cross toolchain's libc the unit tests hung at their first thread.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)
