@@ -117,6 +117,9 @@ struct PluginContext {
   RedeliveryFilter* redelivery = nullptr;
   // Sources that read by position use it when it is active() (stateful processors).
   PositionCheckpoint* positions = nullptr;
+  // Sinks: the runner's `timeout` of one attempt (0: none). A sink whose protocol has no
+  // answer timeout of its own bounds its waits with it (the MQTT sink's PUBACK wait).
+  std::chrono::milliseconds attempt_timeout{0};
   // Set with `limits.memory`: processors charge what they hold for events here (sinks need
   // not: the sink runner charges a batch with the request built from it).
   MemoryAccount* memory = nullptr;

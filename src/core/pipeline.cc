@@ -128,6 +128,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     PluginContext ctx = context(c, stats.get());
     const SinkFactory* factory = registry.FindSink(c.type);
     auto policy = ReadDeliveryPolicy(c.params, factory->delivery);
+    if (policy) ctx.attempt_timeout = policy->timeout;
     auto made = policy ? factory->create(c.params, ctx) : policy.error();
     if (!made) {
       problem(made.error(), fmt::format("{}: sink \"{}\"", c.location, c.name));

@@ -361,10 +361,8 @@ awaitable<void> Client::Run([[maybe_unused]] std::shared_ptr<Client> self) {
     Status s = co_await ConnectOnce();
     if (s.ok()) {
       s = co_await ReadLoop();
-      if (suback_timed_out_) {
-        s = UnavailableError(fmt::format("{}:{} granted no subscription (no SUBACK) within {} ms",
-                                         opts_.host, opts_.port, opts_.connect_timeout.count()));
-      }
+      if (!end_reason_.empty()) s = UnavailableError(std::move(end_reason_));
+      end_reason_.clear();
       if (std::chrono::steady_clock::now() - connected_at_ >= kStableAfter) {
         // It was up long enough: a new problem, not more of the old one.
         backoff = opts_.reconnect_min;
@@ -485,6 +483,8 @@ awaitable<Status> Client::ConnectOnce() {
   connected_at_ = std::chrono::steady_clock::now();
   skip_bytes_ = 0;
   warned_receive_maximum_ = false;
+  warned_not_in_flight_ = false;
+  end_reason_.clear();
   inbound_.clear();
   acked_.Clear();
   last_rx_ = std::chrono::steady_clock::now();
@@ -520,7 +520,6 @@ awaitable<Status> Client::ConnectOnce() {
   } else {
     // A broker that never answers SUBSCRIBE would leave us connected to nothing, silently.
     connected_detail_ = detail;
-    suback_timed_out_ = false;
     suback_timer_.expires_after(opts_.connect_timeout);
     suback_timer_.async_wait(
         [weak = weak_from_this(), generation = generation_](boost::system::error_code ec) {
@@ -528,8 +527,9 @@ awaitable<Status> Client::ConnectOnce() {
           if (ec || !self || generation != self->generation_ || self->connected_detail_.empty()) {
             return;
           }
-          self->suback_timed_out_ = true;
-          self->CloseSocket();
+          self->EndConnection(fmt::format("{}:{} granted no subscription (no SUBACK) within {} ms",
+                                          self->opts_.host, self->opts_.port,
+                                          self->opts_.connect_timeout.count()));
         });
   }
   {
@@ -666,6 +666,9 @@ awaitable<Result<Packet>> Client::ReadPacket() {
 
 awaitable<Status> Client::ReadLoop() {
   asio::co_spawn(io_, KeepAlive(shared_from_this(), generation_), asio::detached);
+  if (opts_.ack_timeout.count() > 0) {
+    asio::co_spawn(io_, WatchAnswers(shared_from_this(), generation_), asio::detached);
+  }
   bool linger_before_read = false;  // the last read did not fill the buffer
   ReadPacer pacer(opts_.read_linger);
   auto read_at = std::chrono::steady_clock::now();
@@ -765,11 +768,41 @@ awaitable<void> Client::KeepAlive([[maybe_unused]] std::shared_ptr<Client> self,
     co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
     if (generation != generation_ || !IsOpen() || closed_) break;
     if (!paused_ && std::chrono::steady_clock::now() - last_rx_ > 2 * period) {
-      CloseSocket();  // no PINGRESP to the last PINGREQ: the connection is dead
+      // No PINGRESP to the last PINGREQ: the connection is dead.
+      EndConnection(fmt::format("nothing from the broker in {} s (keep-alive {} s)",
+                                2 * keep_alive_s_, keep_alive_s_));
       break;
     }
     SendPing();
   }
+}
+
+awaitable<void> Client::WatchAnswers([[maybe_unused]] std::shared_ptr<Client> self,
+                                     uint64_t generation) {
+  // A tenth of the timeout, 10 ms to 1 s: a connection ends at most that late.
+  const auto period = std::clamp<std::chrono::milliseconds>(
+      opts_.ack_timeout / 10, std::chrono::milliseconds(10), std::chrono::seconds(1));
+  asio::steady_timer timer(io_);
+  while (generation == generation_ && IsOpen() && !closed_) {
+    timer.expires_after(period);
+    error_code ec;
+    co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
+    if (generation != generation_ || !IsOpen() || closed_) break;
+    if (paused_) continue;  // not reading: the answers may be waiting in the socket
+    const auto oldest = outbound_.OldestUnanswered();
+    if (oldest && std::chrono::steady_clock::now() - oldest->since >= opts_.ack_timeout) {
+      EndConnection(
+          fmt::format("packet id {} not acknowledged within {} ms; reconnecting to send "
+                      "it again",
+                      oldest->packet_id, opts_.ack_timeout.count()));
+      break;
+    }
+  }
+}
+
+void Client::EndConnection(std::string why) {
+  if (end_reason_.empty()) end_reason_ = std::move(why);
+  CloseSocket();
 }
 
 Status Client::HandlePacket(Packet& packet, bool* refused) {
@@ -818,10 +851,30 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
       Send(PubResponse{.type = PacketType::kPubcomp, .packet_id = r->packet_id});
       return Status::Ok();
     }
+    if (r->packet_id == 0) {
+      return UnavailableError(
+          fmt::format("protocol error: broker sent {} with packet id 0", PacketTypeName(r->type)));
+    }
     std::vector<OutboundSession::ToSend> send;
     std::vector<OutboundSession::Completion> done;
-    // One for no message of ours (a broker's mistake, or a repeat) is ignored.
-    outbound_.OnResponse(*r, &send, &done);
+    std::string error;
+    switch (outbound_.OnResponse(*r, &send, &done, &error)) {
+      case OutboundSession::Answer::kTaken:
+        break;
+      case OutboundSession::Answer::kNotInFlight:
+        // A repeat, or the broker's mistake: it completes nothing. A message it should have
+        // answered is timed out (ack_timeout).
+        if (!warned_not_in_flight_) {
+          warned_not_in_flight_ = true;
+          SEEDANCE_LOG_WARN(opts_.log_name,
+                            "broker sent {} for packet id {}, which is not in flight (ignored; "
+                            "logged once per connection)",
+                            PacketTypeName(r->type), r->packet_id);
+        }
+        break;
+      case OutboundSession::Answer::kProtocolError:
+        return UnavailableError("protocol error: " + error);
+    }
     SendOutbound(send, done);
     return Status::Ok();
   }

@@ -32,6 +32,14 @@
 // gets no fast loop. During an outage (until a connection is stable again) each distinct
 // reason is news once: the state handler's `news` flag says whether to log it.
 //
+// Answers to what we publish: a QoS 1/2 message in flight longer than `ack_timeout` without
+// its answer (PUBACK, PUBREC, PUBCOMP) ends the connection ("packet id N not acknowledged
+// within T ms"); the reconnect sends it again (MQTT forbids sending it again on the same
+// connection), so a broker that drops answers costs a reconnect, never the publishing for good.
+// The wrong answer for a message (a PUBREC for QoS 1, packet id 0) is a protocol error that
+// ends the connection too; an answer for an id not in flight is ignored and logged once per
+// connection.
+//
 // Confirmations (OnConfirmed): a broker gives no answer to a PUBACK, and until it has processed
 // one it may send that message again after a reconnect. With a ConfirmedHandler, at most
 // kConfirmAfter after PUBACKs (PUBRECs) go out, the client sends a PINGREQ behind them; the
@@ -103,6 +111,9 @@ struct ClientOptions {
   std::chrono::milliseconds reconnect_max{30000};
   size_t max_packet_size = 16 * 1024 * 1024;
   uint32_t max_publish_in_flight = 65535;  // QoS 1/2 messages published and not yet complete
+  // A published message not answered within this on a live connection ends it (see above);
+  // 0: never.
+  std::chrono::milliseconds ack_timeout{0};
   // After a read that did not fill the read buffer, wait before the next read, so that
   // messages arriving meanwhile are taken in (and handed on, and acknowledged) as one batch:
   // one wake-up per batch instead of one per message at steady rates. The wait follows the
@@ -207,6 +218,10 @@ class Client : public std::enable_shared_from_this<Client> {
   Status Received(boost::system::error_code ec, size_t n);
   boost::asio::awaitable<Result<Packet>> ReadPacket();
   boost::asio::awaitable<void> KeepAlive(std::shared_ptr<Client> self, uint64_t generation);
+  // While connection `generation` lasts: ends it when a published message waited ack_timeout.
+  boost::asio::awaitable<void> WatchAnswers(std::shared_ptr<Client> self, uint64_t generation);
+  // Ends the connection for `why` (the reason Run() reports instead of the socket's error).
+  void EndConnection(std::string why);
   Status HandlePacket(Packet& packet, bool* refused);
   void Send(const Packet& packet);
   // SO_RCVLOWAT of the socket: the kernel signals it readable from this many bytes on.
@@ -290,7 +305,8 @@ class Client : public std::enable_shared_from_this<Client> {
   uint16_t subscribe_id_ = 0;               // the SUBSCRIBE in flight, 0 when none
   std::string connected_detail_;            // the connection's description until its SUBACK
   boost::asio::steady_timer suback_timer_;  // connect_timeout for the SUBACK
-  bool suback_timed_out_ = false;
+  std::string end_reason_;                  // why this side ended the connection (EndConnection)
+  bool warned_not_in_flight_ = false;       // an answer for an id not in flight, this connection
   std::string last_error_;
   bool stopped_ = false;
   bool closed_ = false;

@@ -1,5 +1,7 @@
 #include "mqtt/outbound.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace seedance::mqtt {
@@ -43,12 +45,14 @@ void OutboundSession::Connected(bool session_present, uint32_t broker_receive_ma
                                 std::vector<ToSend>* send, std::vector<Completion>* done) {
   connected_ = true;
   quota_ = std::min(max_in_flight_, broker_receive_maximum == 0 ? 65535u : broker_receive_maximum);
+  const auto now = std::chrono::steady_clock::now();
   std::deque<uint16_t> order;
   order.swap(order_);
   for (uint16_t id : order) {
     auto it = flight_.find(id);
     if (it == flight_.end()) continue;  // finished since
     Message& m = it->second;
+    m.sent_at = now;
     if (m.stage == Stage::kAwaitComp) {
       if (!session_present) {  // the broker took it (PUBREC) and forgot the exchange
         done->push_back(Completion{m.tag, 0, {}});
@@ -82,6 +86,7 @@ void OutboundSession::Pump(std::vector<ToSend>* send, std::vector<Completion>* d
     const uint16_t id = NextFreeId();
     front.publish.packet_id = id;
     front.stage = front.publish.qos == 1 ? Stage::kAwaitAck : Stage::kAwaitRec;
+    front.sent_at = std::chrono::steady_clock::now();
     auto [it, inserted] = flight_.emplace(id, std::move(front));
     queue_.pop_front();
     order_.push_back(id);
@@ -89,33 +94,53 @@ void OutboundSession::Pump(std::vector<ToSend>* send, std::vector<Completion>* d
   }
 }
 
-bool OutboundSession::OnResponse(const PubResponse& r, std::vector<ToSend>* send,
-                                 std::vector<Completion>* done) {
+namespace {
+
+const char* Expected(bool qos1, bool acknowledged) {
+  if (qos1) return "PUBACK";
+  return acknowledged ? "PUBCOMP" : "PUBREC";
+}
+
+}  // namespace
+
+OutboundSession::Answer OutboundSession::OnResponse(const PubResponse& r, std::vector<ToSend>* send,
+                                                    std::vector<Completion>* done,
+                                                    std::string* error) {
   auto it = flight_.find(r.packet_id);
-  if (it == flight_.end()) return false;
+  if (it == flight_.end()) return Answer::kNotInFlight;
   Message& m = it->second;
+  auto wrong = [&] {
+    if (error) {
+      *error = fmt::format("broker sent {} for packet id {}, a QoS {} message ({} expected)",
+                           PacketTypeName(r.type), r.packet_id, m.publish.qos,
+                           Expected(m.stage == Stage::kAwaitAck, m.stage == Stage::kAwaitComp));
+    }
+    return Answer::kProtocolError;
+  };
   switch (r.type) {
     case PacketType::kPuback:
-      if (m.stage != Stage::kAwaitAck) return false;
+      if (m.stage != Stage::kAwaitAck) return wrong();
       break;
     case PacketType::kPubrec:
       if (m.stage == Stage::kAwaitComp) {  // a repeat: PUBREL again
+        m.sent_at = std::chrono::steady_clock::now();
         send->push_back(ToSend{.pubrel_id = r.packet_id});
-        return true;
+        return Answer::kTaken;
       }
-      if (m.stage != Stage::kAwaitRec) return false;
+      if (m.stage != Stage::kAwaitRec) return wrong();
       if (r.reason < 0x80) {
         m.stage = Stage::kAwaitComp;
+        m.sent_at = std::chrono::steady_clock::now();
         m.publish.payload = std::string();  // never sent again
         send->push_back(ToSend{.pubrel_id = r.packet_id});
-        return true;
+        return Answer::kTaken;
       }
       break;  // refused: complete now
     case PacketType::kPubcomp:
-      if (m.stage != Stage::kAwaitComp) return false;
+      if (m.stage != Stage::kAwaitComp) return wrong();
       break;
     default:
-      return false;
+      return wrong();
   }
   done->push_back(
       Completion{m.tag, r.type == PacketType::kPubcomp ? uint8_t{0} : r.reason, ReasonString(r)});
@@ -124,7 +149,16 @@ bool OutboundSession::OnResponse(const PubResponse& r, std::vector<ToSend>* send
     std::erase_if(order_, [this](uint16_t id) { return !flight_.contains(id); });
   }
   Pump(send, done);
-  return true;
+  return Answer::kTaken;
+}
+
+std::optional<OutboundSession::Waiting> OutboundSession::OldestUnanswered() const {
+  // A scan: called about once a second, over at most max_in_flight messages.
+  std::optional<Waiting> oldest;
+  for (const auto& [id, m] : flight_) {
+    if (!oldest || m.sent_at < oldest->since) oldest = Waiting{id, m.sent_at};
+  }
+  return oldest;
 }
 
 void OutboundSession::Cancel(uint64_t first_tag, uint64_t last_tag) {

@@ -18,14 +18,21 @@
 // already acknowledged with PUBREC. With a new session the broker has forgotten them: QoS 2
 // messages it had PUBREC'd are complete (it took them), the others are sent again as new.
 //
+// Answers: a response for a message in the wrong stage (a PUBREC for QoS 1, a PUBACK for QoS
+// 2) is a protocol error the client ends the connection for; one for an id not in flight is
+// ignored (a repeat, or the broker's mistake) and reported. A message whose answer does not
+// come (OldestUnanswered) is the client's to time out: only a new connection sends it again.
+//
 // Cancel(first, last) drops the queued messages with tags in [first, last]; the ones in flight must
 // finish their exchange (the packet id stays taken until then) and still report a completion.
 //
 // Not thread-safe: the Client's io thread only.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -60,10 +67,21 @@ class OutboundSession {
                  std::vector<Completion>* done);
   // Moves queued messages into flight while the quota allows (connected only).
   void Pump(std::vector<ToSend>* send, std::vector<Completion>* done);
-  // A PUBACK, PUBREC or PUBCOMP. False for one that matches no message in flight (a protocol
-  // error the caller reports).
-  bool OnResponse(const PubResponse& response, std::vector<ToSend>* send,
-                  std::vector<Completion>* done);
+  enum class Answer {
+    kTaken,          // it moved its message on
+    kNotInFlight,    // no message in flight has its id: ignored
+    kProtocolError,  // the wrong packet for its message's stage; `error` says which
+  };
+  // A PUBACK, PUBREC or PUBCOMP.
+  Answer OnResponse(const PubResponse& response, std::vector<ToSend>* send,
+                    std::vector<Completion>* done, std::string* error = nullptr);
+  // The message in flight that has waited longest for its answer on this connection (since
+  // its PUBLISH or PUBREL was handed out): its packet id and when. None when nothing waits.
+  struct Waiting {
+    uint16_t packet_id = 0;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::optional<Waiting> OldestUnanswered() const;
   void Disconnected() { connected_ = false; }
   void Cancel(uint64_t first_tag, uint64_t last_tag);
 
@@ -80,6 +98,7 @@ class OutboundSession {
     Publish publish;
     uint64_t tag = 0;
     Stage stage = Stage::kAwaitAck;
+    std::chrono::steady_clock::time_point sent_at;  // its PUBLISH or PUBREL, last handed out
   };
 
   uint16_t NextFreeId();

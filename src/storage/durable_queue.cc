@@ -49,8 +49,8 @@ DurableQueue::DurableQueue(QueueConfig config, std::unique_ptr<storage::QueueLog
       appended_(m.GetCounter("seedance_queue_appended_total",
                              "Records appended to the durable queue.", {})),
       dropped_(m.GetCounter("seedance_queue_dropped_total",
-                            "Records no sink had delivered, deleted at the disk limit "
-                            "(drop_oldest).",
+                            "Records deleted at the disk limit (drop_oldest) before every "
+                            "sink had read them, each counted once.",
                             {})),
       blocked_(m.GetCounter("seedance_queue_blocked_total",
                             "Times appends waited for the sinks at the disk limit.", {})),
@@ -251,6 +251,11 @@ std::unique_ptr<SinkCursor> DurableQueue::OpenCursor(const std::string& name,
 void DurableQueue::ReportLoss(const std::string& sink, KnownGap& known) {
   // gaps_mu_ held.
   const storage::SequenceGap& gap = known.gap;
+  if (gap.reason == storage::LossReason::kDropped) {  // logged by DropOldest
+    if (!known.counted) dropped_.Add(gap.records());
+    known.counted = true;
+    return;
+  }
   if (!known.counted) {
     known.counted = true;
     Lost(gap.reason).Add(gap.records());
@@ -266,9 +271,10 @@ void DurableQueue::ReportLoss(const std::string& sink, KnownGap& known) {
   }
 }
 
-void DurableQueue::ReportGaps(const std::string& sink,
-                              const std::vector<storage::SequenceGap>& gaps) {
+uint64_t DurableQueue::ReportGaps(const std::string& sink,
+                                  const std::vector<storage::SequenceGap>& gaps) {
   std::lock_guard<std::mutex> lock(gaps_mu_);
+  uint64_t counted = 0;
   for (const storage::SequenceGap& gap : gaps) {
     // The parts of `gap` no known gap covers are new. Known ones were reported when each sink
     // opened, for the sinks that had not delivered them. Known gaps never overlap: walk the
@@ -282,8 +288,12 @@ void DurableQueue::ReportGaps(const std::string& sink,
       at = std::max(at, it->second.gap.last + 1);
     }
     if (at <= gap.last) parts.push_back({at, gap.last, gap.reason});
-    for (const auto& part : parts) ReportLoss(sink, gaps_[part.first] = KnownGap{part});
+    for (const auto& part : parts) {
+      counted += part.records();
+      ReportLoss(sink, gaps_[part.first] = KnownGap{part});
+    }
   }
+  return counted;
 }
 
 void DurableQueue::SaveCursors() {
@@ -333,21 +343,34 @@ uint64_t DurableQueue::MinCommitted() {
   return min;
 }
 
+uint64_t DurableQueue::MinReadNext() {
+  uint64_t min = UINT64_MAX;
+  std::lock_guard<std::mutex> lock(cursors_mu_);
+  for (SinkCursor* c : cursors_) min = std::min(min, c->read_next());
+  return min;
+}
+
 bool DurableQueue::DropOldest() {
-  const uint64_t delivered_below = MinCommitted();
+  // What every sink has read is in its memory and still delivered (it was over-counted as
+  // dropped before: 43,479 counted where 43,466 were lost). What some sink has not read is
+  // lost for it: counted now, each record once. A range a sink read, then let go of under the
+  // memory budget, and reads again after its segment went, is counted when it finds it gone
+  // (the reader reports it).
   auto dropped = log_->DropOldestSegment();
   if (!dropped) return false;
-  // Only records some sink had not delivered are lost; the rest was finished already.
+  const uint64_t read_below = MinReadNext();  // after the deletion: see SinkCursor::Read
   const auto [first, last] = *dropped;
-  const uint64_t from = delivered_below == UINT64_MAX ? first : std::max(first, delivered_below);
-  const uint64_t undelivered = last >= from ? last - from + 1 : 0;
-  dropped_.Add(undelivered);
+  const uint64_t from = read_below == UINT64_MAX ? first : std::max(first, read_below);
+  const uint64_t unread =
+      from <= last
+          ? ReportGaps("queue", {storage::SequenceGap{from, last, storage::LossReason::kDropped}})
+          : 0;
   uint64_t suppressed = 0;
-  if (undelivered > 0 && Limiter().Allow("drop_oldest", &suppressed)) {
+  if (unread > 0 && Limiter().Allow("drop_oldest", &suppressed)) {
     SEEDANCE_LOG_WARN("queue", "{}: dropped {} undelivered oldest record(s)",
                       no_space_ ? std::string("file system full")
                                 : fmt::format("disk limit of {} bytes reached", config_.max_disk),
-                      undelivered);
+                      unread);
   }
   disk_gauge_.Set(static_cast<int64_t>(log_->disk_bytes()));
   return true;

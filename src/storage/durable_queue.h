@@ -110,10 +110,14 @@ class DurableQueue {
   // drop_oldest: deletes the oldest segment, counting the records no sink had delivered.
   bool DropOldest();
   uint64_t MinCommitted();
+  // The lowest sequence some sink has not read yet (UINT64_MAX without sinks).
+  uint64_t MinReadNext();
   // Counts (once) and logs the records of `gap` that sink `sink` will never deliver.
   // gaps_mu_ held.
   void ReportLoss(const std::string& sink, KnownGap& known);
-  void ReportGaps(const std::string& sink, const std::vector<storage::SequenceGap>& gaps);
+  // Counts the parts of `gaps` no known gap covers (each record once, whichever sink finds
+  // it) and returns how many records that was.
+  uint64_t ReportGaps(const std::string& sink, const std::vector<storage::SequenceGap>& gaps);
   observe::Counter& Lost(storage::LossReason reason);
 
   QueueConfig config_;

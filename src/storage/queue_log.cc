@@ -31,6 +31,8 @@ const char* LossReasonName(LossReason reason) {
       return "torn_tail";
     case LossReason::kLostTail:
       return "lost_tail";
+    case LossReason::kDropped:
+      return "dropped";
   }
   return "unknown";
 }

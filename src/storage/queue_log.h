@@ -37,7 +37,9 @@ struct LogOptions {
 };
 
 // Why records are missing from the log.
-enum class LossReason { kCorrupt, kMissingSegment, kTornTail, kLostTail };
+// kDropped: deleted on purpose at the disk limit (when_full: drop_oldest) before a sink read
+// it; counted by seedance_queue_dropped_total, not as a loss of the log.
+enum class LossReason { kCorrupt, kMissingSegment, kTornTail, kLostTail, kDropped };
 const char* LossReasonName(LossReason reason);
 
 // Sequences [first, last] that the log should hold and does not.

@@ -69,7 +69,10 @@ bool QueueReader::ReadMore(uint64_t limit) {
 
 bool QueueReader::Next(uint64_t* sequence, uint8_t* tag, std::string_view* payload) {
   const uint64_t oldest = log_.first_sequence();
-  if (next_wanted_ < oldest) next_wanted_ = oldest;  // dropped (drop_oldest): not a gap
+  if (next_wanted_ < oldest) {  // deleted at the disk limit (drop_oldest)
+    gaps_.push_back(SequenceGap{next_wanted_, oldest - 1, LossReason::kDropped});
+    next_wanted_ = oldest;
+  }
   if (!have_segment_ && !OpenSegmentFor(next_wanted_)) return false;
   while (true) {
     ScannedRecord r;

@@ -1,6 +1,7 @@
 #include "storage/sink_cursor.h"
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 
 #include "storage/cursor_file.h"
@@ -98,13 +99,23 @@ bool SinkCursor::Read(size_t max, std::vector<Event>* out, uint64_t* first, uint
   uint8_t tag = 0;
   std::string_view payload;
   size_t scanned = 0;
+  // Records read from a segment that drop_oldest deleted meanwhile (the reader still had it
+  // open): not delivered, so counted as dropped. read_next_ is stored before the check, and
+  // DropOldest reads it after the deletion: each record is delivered or counted, never both.
+  std::optional<storage::SequenceGap> dropped;
   while (n < max && scanned < 4 * max + 64 && reader_.Next(&seq, &tag, &payload)) {
     ++scanned;
     any = true;
     *last = seq;
     read_next_ = seq + 1;
+    if (seq < queue_.log().first_sequence()) {
+      if (!dropped) dropped = storage::SequenceGap{seq, seq, storage::LossReason::kDropped};
+      dropped->last = seq;
+      continue;
+    }
     Decode(seq, tag, payload, out, &n);
   }
+  if (dropped) queue_.ReportGaps(name_, {*dropped});
   ReportGaps(reader_);
   if (!any) return false;  // `out` untouched: its events keep their storage for the next read
   Truncate(out, n);

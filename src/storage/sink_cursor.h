@@ -53,6 +53,8 @@ class SinkCursor {
   // Persists the position if the last save is 100 ms old (any thread).
   void MaybeSave(std::chrono::steady_clock::time_point now);
   uint64_t committed() const { return committed_.load(); }
+  // The next sequence Read() takes (any thread).
+  uint64_t read_next() const { return read_next_.load(); }
   ~SinkCursor();
 
  private:

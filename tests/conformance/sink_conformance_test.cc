@@ -2,7 +2,11 @@
 // queue, must pass these. Each sink has a fixture that makes it fail the way it really fails
 // (the HTTP sink against a real server on 127.0.0.1 that answers 503, 400, 413 or nothing; the
 // file sink writing to /dev/full; stdout redirected to /dev/full; the MQTT sink against a real
-// mosquitto that refuses its login or, by ACL, its topic). A case a sink cannot meet
+// mosquitto that refuses its login or, by ACL, its topic). Two hostile peers every networked
+// sink meets: one that accepts and then never answers (each attempt ends at the runner's
+// timeout and is retried, and delivery resumes once it answers again), and one that answers
+// with a body over any read limit or shorter than it claims (its status decides, at once:
+// never retried for ever). A case a sink cannot meet
 // by its nature (a file never refuses an event) is skipped with that reason.
 //
 // A new sink adds a fixture here and passes the suite.
@@ -86,12 +90,28 @@ class SinkFixture {
   virtual std::optional<std::string> HangFirstAttempt() {
     return "it writes synchronously: an attempt cannot outlast a timeout";
   }
+  // From now on the far side accepts and then answers nothing, until Recover().
+  virtual std::optional<std::string> GoSilent() {
+    return "it writes synchronously: nothing answers it, so nothing can leave it waiting";
+  }
+  // The far side refuses events with n ≥ 1000 with a 2 MiB answer, and takes the others with
+  // an answer that claims 50 MB and is cut short (the connection closed).
+  virtual std::optional<std::string> AnswerOversize() {
+    return "nothing answers its writes: there is no answer to read";
+  }
 };
+
+constexpr uint64_t kClaimedLength = 50 << 20;
+std::string OversizeBody() { return std::string(2 << 20, 'x'); }
 
 class HttpFixture : public SinkFixture {
  public:
   HttpFixture() : server_([this](const std::string& body, int n) { return Answer(body, n); }) {}
   std::string type() const override { return "http"; }
+  void Recover() override {
+    failing_ = false;
+    silent_ = false;
+  }
   std::string params() const override {
     return "endpoint: " + server_.url() +
            "\nencoding: payload\nbatch_size: 10\nconcurrency: 2\ntimeout: 300ms\n"
@@ -105,7 +125,6 @@ class HttpFixture : public SinkFixture {
     return out;
   }
   void FailTransiently() override { failing_ = true; }
-  void Recover() override { failing_ = false; }
   std::optional<std::string> RefuseMarked() override {
     refuse_ = true;
     return std::nullopt;
@@ -118,12 +137,26 @@ class HttpFixture : public SinkFixture {
     hang_first_ = true;
     return std::nullopt;
   }
+  std::optional<std::string> GoSilent() override {
+    silent_ = true;
+    return std::nullopt;
+  }
+  std::optional<std::string> AnswerOversize() override {
+    oversize_ = true;
+    return std::nullopt;
+  }
 
  private:
   testing::TestHttpReply Answer(const std::string& body, int request) {
     const std::vector<int> ns = Numbers(body);
     if (hang_first_ && request == 1) return {.hang = true};
+    if (silent_) return {.hang = true};
     if (failing_) return {.status = 503, .retry_after = "0"};
+    if (oversize_) {
+      const bool marked = std::any_of(ns.begin(), ns.end(), [](int n) { return n >= 1000; });
+      if (marked) return {.status = 400, .body = OversizeBody()};
+      return {.status = 200, .body = "{\"ok\":true}", .claimed_length = kClaimedLength};
+    }
     if (refuse_) {
       for (int n : ns) {
         if (n >= 1000) return {.status = 400};
@@ -137,6 +170,8 @@ class HttpFixture : public SinkFixture {
   }
 
   std::atomic<bool> failing_{false};
+  std::atomic<bool> silent_{false};
+  bool oversize_ = false;
   bool refuse_ = false;
   bool hang_first_ = false;
   size_t too_large_above_ = 0;
@@ -164,7 +199,10 @@ class InfluxDbFixture : public SinkFixture {
     return written_;
   }
   void FailTransiently() override { failing_ = true; }
-  void Recover() override { failing_ = false; }
+  void Recover() override {
+    failing_ = false;
+    silent_ = false;
+  }
   std::optional<std::string> RefuseMarked() override {
     refuse_ = true;
     return std::nullopt;
@@ -175,6 +213,14 @@ class InfluxDbFixture : public SinkFixture {
   }
   std::optional<std::string> HangFirstAttempt() override {
     hang_first_ = true;
+    return std::nullopt;
+  }
+  std::optional<std::string> GoSilent() override {
+    silent_ = true;
+    return std::nullopt;
+  }
+  std::optional<std::string> AnswerOversize() override {
+    oversize_ = true;
     return std::nullopt;
   }
 
@@ -192,7 +238,16 @@ class InfluxDbFixture : public SinkFixture {
   testing::TestHttpReply Answer(const std::string& body, int request) {
     const auto lines = Lines(body);
     if (hang_first_ && request == 1) return {.hang = true};
+    if (silent_) return {.hang = true};
     if (failing_) return {.status = 503, .retry_after = "0"};
+    if (oversize_) {
+      const bool marked =
+          std::any_of(lines.begin(), lines.end(), [](const auto& l) { return l.first >= 1000; });
+      if (marked) return {.status = 400, .body = OversizeBody()};
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& line : lines) written_.push_back(line.first);
+      return {.status = 200, .body = "{}", .claimed_length = kClaimedLength};
+    }
     if (too_large_above_ > 0) {
       const bool seven =
           std::any_of(lines.begin(), lines.end(), [](const auto& l) { return l.first == 7; });
@@ -212,6 +267,8 @@ class InfluxDbFixture : public SinkFixture {
   }
 
   std::atomic<bool> failing_{false};
+  std::atomic<bool> silent_{false};
+  bool oversize_ = false;
   bool refuse_ = false;
   bool hang_first_ = false;
   size_t too_large_above_ = 0;
@@ -301,6 +358,14 @@ class KafkaFixture : public SinkFixture {
     return "librdkafka answers every record within message_timeout, which the attempt's "
            "timeout outlasts by design";
   }
+  std::optional<std::string> GoSilent() override {
+    return "librdkafka ends every silent exchange itself (socket.timeout.ms, message_timeout) "
+           "and the mock cluster cannot hold answers back and release them; brokers down is "
+           "the transient-failure case";
+  }
+  std::optional<std::string> AnswerOversize() override {
+    return "librdkafka bounds what it reads of a broker's answer (receive.message.max.bytes)";
+  }
 
  private:
   rd_kafka_t* host_ = nullptr;
@@ -375,6 +440,15 @@ class NatsFixture : public SinkFixture {
   std::optional<std::string> HangFirstAttempt() override {
     return "its attempts are the server's PubAcks: a hung server is the transient failure "
            "above, ended by the same timeout";
+  }
+  // A stopped server: it holds the connection and answers nothing.
+  std::optional<std::string> GoSilent() override {
+    server_.Pause();
+    return std::nullopt;
+  }
+  std::optional<std::string> AnswerOversize() override {
+    return "its answers are PubAck messages that libnats reads within the server's "
+           "max_payload: no body to cut";
   }
 
  private:
@@ -507,8 +581,18 @@ class MqttFixture : public SinkFixture {
     broker_->Reload();
   }
   void Recover() override {
+    broker_->Resume();
     WritePasswords(/*sink_allowed=*/true);
     broker_->Reload();
+  }
+  // A stopped mosquitto (SIGSTOP): it holds the connection and sends no PUBACK.
+  std::optional<std::string> GoSilent() override {
+    broker_->Pause();
+    return std::nullopt;
+  }
+  std::optional<std::string> AnswerOversize() override {
+    return "its answers are PUBACKs; a broker's packet over max_packet_size costs one message, "
+           "never buffered (tests/integration/test_mqtt_misbehaving_broker.py)";
   }
   std::optional<std::string> RefuseMarked() override { return std::nullopt; }
   std::optional<std::string> TooLargeAbove(size_t) override {
@@ -603,6 +687,7 @@ class SinkConformanceTest : public ::testing::TestWithParam<std::string> {
     ctx.memory = budget_.get();
     auto policy = ReadDeliveryPolicy(params, factory->delivery);
     ASSERT_TRUE(policy.has_value());
+    ctx.attempt_timeout = policy->timeout;  // as the pipeline sets it
     auto sink = factory->create(params, ctx);
     ASSERT_TRUE(sink.has_value()) << sink.error().ToString();
     ASSERT_TRUE((*sink)->Start().ok());
@@ -665,6 +750,13 @@ class SinkConformanceTest : public ::testing::TestWithParam<std::string> {
   size_t RejectedCount() {
     std::lock_guard<std::mutex> lock(mu_);
     return rejected_.size();
+  }
+  // Each of [from, to) delivered at least once (an attempt ended at its timeout may have
+  // been taken all the same: its retry repeats it).
+  void ExpectEachAtLeastOnce(const std::vector<int>& delivered, int from, int to) {
+    std::map<int, int> count;
+    for (int n : delivered) ++count[n];
+    for (int n = from; n < to; ++n) EXPECT_GE(count[n], 1) << "event " << n;
   }
   // Each of [from, to) delivered exactly once.
   void ExpectEachOnce(const std::vector<int>& delivered, int from, int to,
@@ -750,6 +842,37 @@ TEST_P(SinkConformanceTest, AnAttemptPastTheTimeoutIsAbortedAndRetried) {
   ASSERT_TRUE(WaitDelivered(10));
   ExpectEachOnce(fixture_->Delivered(), 0, 10);
   EXPECT_GE(Retries(), 1u);
+}
+
+TEST_P(SinkConformanceTest, APeerThatAcceptsAndNeverAnswersCostsOnlyTheTimeout) {
+  StartRunner();
+  Append(0, 10);
+  ASSERT_TRUE(WaitDelivered(10));  // connected, and delivering
+  if (auto why = fixture_->GoSilent()) GTEST_SKIP() << fixture_->type() << ": " << *why;
+  Append(10, 20);
+  // Each attempt ends at the timeout and is retried: none waits for ever.
+  ASSERT_TRUE(WaitFor([&] { return Retries() >= 2; })) << Retries();
+  EXPECT_EQ(stats_->events_out.Value(), 10u);
+  fixture_->Recover();
+  ASSERT_TRUE(WaitDelivered(20));
+  Append(20, 30);  // and the sink is not left stalled
+  ASSERT_TRUE(WaitDelivered(30));
+  ExpectEachAtLeastOnce(fixture_->Delivered(), 0, 30);
+  EXPECT_EQ(stats_->events_out.Value(), 30u);
+  EXPECT_EQ(RejectedCount(), 0u);
+}
+
+TEST_P(SinkConformanceTest, AnOversizeAnswerIsDecidedByItsStatusNotRetriedForEver) {
+  if (auto why = fixture_->AnswerOversize()) GTEST_SKIP() << fixture_->type() << ": " << *why;
+  StartRunner();
+  Append(0, 10);       // taken: an answer that claims 50 MB and is cut short
+  Append(1000, 1010);  // refused: a 2 MiB answer
+  ASSERT_TRUE(WaitFor([&] { return runner_->Pending() == 0; })) << Retries();
+  ExpectEachOnce(fixture_->Delivered(), 0, 10);
+  EXPECT_EQ(stats_->events_out.Value(), 10u);
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSERT_EQ(rejected_.size(), 10u);
+  for (const auto& [n, reason] : rejected_) EXPECT_GE(n, 1000);
 }
 
 TEST_P(SinkConformanceTest, EvictedWhileWaitingIsReadAgainFromTheQueue) {

@@ -67,6 +67,14 @@ TestHttpServer::TestHttpServer(Responder responder) : impl_(std::make_unique<Imp
             std::lock_guard<std::mutex> lock(impl_->mu);
             impl_->accepted.push_back(req.body());
           }
+          if (reply.claimed_length > 0) {
+            res.content_length(reply.claimed_length);
+            http::response_serializer<http::string_body> sr{res};
+            http::write_header(*socket, sr, ec);
+            boost::asio::write(*socket, boost::asio::buffer(res.body()), ec);
+            socket->shutdown(tcp::socket::shutdown_both, ec);
+            return;
+          }
           http::write(*socket, res, ec);
           if (ec) return;
         }

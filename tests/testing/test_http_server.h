@@ -18,6 +18,9 @@ struct TestHttpReply {
   std::string retry_after;  // the header, when not empty
   bool hang = false;        // never answer; wait for the client to close
   std::string body;         // the answer's body ("scripted refusal" for an error when empty)
+  // When set: the header claims a body of this many bytes, `body` is sent, and the connection
+  // is closed (a server that lies about its answer, or dies in the middle of it).
+  uint64_t claimed_length = 0;
 };
 
 class TestHttpServer {

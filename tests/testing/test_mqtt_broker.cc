@@ -57,8 +57,17 @@ TestMqttBroker::TestMqttBroker(const std::string& dir, const std::string& extra)
 
 TestMqttBroker::~TestMqttBroker() {
   if (pid_ <= 0) return;
+  ::kill(pid_, SIGCONT);  // a paused broker would never take the SIGTERM
   ::kill(pid_, SIGTERM);
   ::waitpid(pid_, nullptr, 0);
+}
+
+void TestMqttBroker::Pause() {
+  if (pid_ > 0) ::kill(pid_, SIGSTOP);
+}
+
+void TestMqttBroker::Resume() {
+  if (pid_ > 0) ::kill(pid_, SIGCONT);
 }
 
 void TestMqttBroker::Reload() {

@@ -1,7 +1,7 @@
 // A real mosquitto broker for C++ tests: a child process on a free 127.0.0.1 port with its own
 // configuration file in `dir`. Reload() sends SIGHUP (mosquitto then reads its password and
-// ACL files again). available() is false, with the reason, where mosquitto is not installed:
-// the test says it skipped and why.
+// ACL files again); Pause() and Resume() stop and continue it. available() is false, with the
+// reason, where mosquitto is not installed: the test says it skipped and why.
 #pragma once
 
 #include <sys/types.h>
@@ -25,6 +25,10 @@ class TestMqttBroker {
   int port() const { return port_; }
   std::string uri() const { return "tcp://127.0.0.1:" + std::to_string(port_); }
   void Reload();
+  // SIGSTOP: it holds its connections and answers nothing, as a hung broker does; Resume()
+  // lets it go on (SIGCONT).
+  void Pause();
+  void Resume();
 
  private:
   pid_t pid_ = -1;

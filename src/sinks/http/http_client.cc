@@ -149,6 +149,11 @@ struct Delivery {
   bool compressed = false;                // the body is compressed (Content-Encoding)
   std::vector<RejectedEvent> unwritable;  // events the codec could not write
   int interim_responses = 0;              // 1xx responses read before the final one
+  // The answer's status line and header were read; its body was over kMaxResponseBody or
+  // ended early: the status decides, with what was read of the body, and the connection is
+  // not reused.
+  bool header_read = false;
+  bool body_cut = false;
 
   alignas(std::max_align_t) std::byte response_arena_buffer[1024];
   std::pmr::monotonic_buffer_resource response_arena{
@@ -276,6 +281,7 @@ class HttpClient : public std::enable_shared_from_this<HttpClient> {
   observe::Counter& pool_hits_;
   observe::Counter& pool_misses_;
   bool stopped_ = false;
+  bool warned_body_cut_ = false;  // an answer over the body limit was logged
   util::LogLimiter limiter_;
 };
 
@@ -465,32 +471,39 @@ void HttpClient::ReadResponse(Delivery* d) {
   d->parser.emplace(std::piecewise_construct, std::make_tuple(),
                     std::make_tuple(FieldsAllocator(&d->response_arena)));
   d->parser->body_limit(kMaxResponseBody);
+  d->header_read = false;
+  d->body_cut = false;
   // The header first, then the body: Beast 1.74's eager parsing (what async_read of a whole
   // message does) skips the body_limit check on Content-Length and reserves whatever the
   // server announces, so "Content-Length: 66666666666666666" threw bad_alloc out of the
   // event loop (found by tests/fuzz/http_response_fuzz.cc). We check the length ourselves.
   d->conn->With([this, d](auto& s) {
-    http::async_read_header(s, d->conn->buffer, *d->parser,
-                            Step(d, [self = shared_from_this(), d](error_code ec, size_t) {
-                              if (!ec) {
-                                const auto length = d->parser->content_length();
-                                if (length && *length > kMaxResponseBody)
-                                  ec = http::error::body_limit;
-                              }
-                              if (ec || d->parser->is_done()) return self->ResponseRead(d, ec);
-                              // The body usually came with the header: parsed here from the
-                              // buffer, as async_read would, without its posted completion
-                              // (a heap allocation per request).
-                              if (ParseBuffered(*d->parser, d->conn->buffer, ec) || ec) {
-                                return self->ResponseRead(d, ec);
-                              }
-                              d->conn->With([&self, d](auto& stream) {
-                                http::async_read(stream, d->conn->buffer, *d->parser,
-                                                 self->Step(d, [self, d](error_code ec, size_t) {
-                                                   self->ResponseRead(d, ec);
-                                                 }));
-                              });
-                            }));
+    http::async_read_header(
+        s, d->conn->buffer, *d->parser,
+        Step(d, [self = shared_from_this(), d](error_code ec, size_t) {
+          if (d->parser->is_header_done()) {
+            d->header_read = true;
+            // A body announced over the limit is not read at all (the
+            // parser stops there with body_limit): the status decides.
+            const auto length = d->parser->content_length();
+            if (ec == http::error::body_limit || (length && *length > kMaxResponseBody)) {
+              d->body_cut = true;
+              return self->ResponseRead(d, {});
+            }
+          }
+          if (ec || d->parser->is_done()) return self->ResponseRead(d, ec);
+          // The body usually came with the header: parsed here from the
+          // buffer, as async_read would, without its posted completion
+          // (a heap allocation per request).
+          if (ParseBuffered(*d->parser, d->conn->buffer, ec) || ec) {
+            return self->ResponseRead(d, ec);
+          }
+          d->conn->With([&self, d](auto& stream) {
+            http::async_read(
+                stream, d->conn->buffer, *d->parser,
+                self->Step(d, [self, d](error_code ec, size_t) { self->ResponseRead(d, ec); }));
+          });
+        }));
   });
 }
 
@@ -498,6 +511,12 @@ void HttpClient::ResponseRead(Delivery* d, error_code ec) {
   // 100 Continue, 102, 103: interim; the final response follows. A few are normal; a server
   // that sends nothing else is broken.
   constexpr int kMaxInterim = 8;
+  if (ec && d->header_read && !d->aborted && !stopped_) {
+    // The body failed (over the limit, or the server closed in the middle): the status line
+    // has the answer. Retrying would read the same answer again, for ever.
+    d->body_cut = true;
+    ec = {};
+  }
   const unsigned code = ec ? 0 : d->parser->get().result_int();
   if (code >= 100 && code < 200 && code != 101 && ++d->interim_responses <= kMaxInterim) {
     return ReadResponse(d);
@@ -523,8 +542,15 @@ void HttpClient::Received(Delivery* d, error_code ec) {
   if (auto ra = r.find(http::field::retry_after); ra != r.end()) {
     answer.retry_after = std::string_view(ra->value().data(), ra->value().size());
   }
+  if (d->body_cut && !warned_body_cut_) {
+    warned_body_cut_ = true;
+    SEEDANCE_LOG_WARN(ctx_.name,
+                      "{} answered {} with a body over {} KiB or cut short: its status decides, "
+                      "the rest is discarded (logged once)",
+                      o_.url_text, answer.status, kMaxResponseBody / 1024);
+  }
   AttemptOutcome outcome = codec_->Outcome(*d->batch, answer);
-  if (r.keep_alive()) {
+  if (r.keep_alive() && !d->body_cut) {
     KeepIdle(std::move(d->conn));
   } else {
     d->conn.reset();

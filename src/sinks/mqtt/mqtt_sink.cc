@@ -76,9 +76,15 @@ class MqttSink final : public Sink {
   }
 
   void Abort(uint64_t id) override {
-    if (pending_.erase(id) == 0) return;
-    // Not those in flight: they finish, unreported.
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return;
+    AttemptCallback done = std::move(it->second.done);
+    pending_.erase(it);
+    // The queued ones are dropped; those in flight finish their exchange, unreported (the
+    // client ends a connection whose answers do not come: ack_timeout). The retry repeats
+    // them: at least once.
     client_->CancelPublishes(id << kIndexBits, (id << kIndexBits) | (kMaxBatchEvents - 1));
+    done(AttemptOutcome::Retry("not every message acknowledged within the timeout"));
   }
 
   size_t MaxBatchEvents() const override { return kMaxBatchEvents; }
@@ -261,6 +267,9 @@ SinkFactory MqttSinkFactory() {
     o.client.log_name = ctx.name;
     o.client.max_publish_in_flight =
         s.max_in_flight != 0 ? s.max_in_flight : DefaultMaxInFlight(s.qos);
+    // A message unanswered for an attempt's time costs the connection: the reconnect sends it
+    // again, the only way MQTT allows.
+    o.client.ack_timeout = ctx.attempt_timeout;
     SEEDANCE_ASSIGN_OR_RETURN(o.topic, TopicTemplate::Parse(s.topic));
     o.retain = s.retain;
     o.content_type = s.content_type;
