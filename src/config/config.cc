@@ -22,6 +22,23 @@
 namespace seedance::config {
 namespace {
 
+// A component's name names files (a sink's position in <data_dir>/cursors/NAME, a tail
+// source's positions) and metric labels: it must be one file name, and two names one file.
+std::string ComponentNameProblem(const std::string& name) {
+  if (name.empty()) return "is empty";
+  if (name.size() > 128) return "is longer than 128 characters";
+  if (name[0] == '.' || name[0] == '-') return "must not start with '.' or '-'";
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-' || c == '.';
+    if (!ok) {
+      return "may hold only letters, digits, '_', '-' and '.' (it names the component's files "
+             "in the data directory)";
+    }
+  }
+  return std::string();
+}
+
 // Keys every component section may have besides its plugin's parameters.
 const std::vector<std::string> kComponentKeys = {"type", "name"};
 const std::vector<std::string> kSinkKeys = {"type", "name", "inputs", "topics"};
@@ -323,7 +340,12 @@ class Checker {
       int n = ++type_counts[c.type];
       c.name = n == 1 ? c.type : fmt::format("{}_{}", c.type, n);
       if (YAML::Node name = item["name"]) {
-        if (auto s = Scalar(name, path + ".name", "a name")) c.name = *s;
+        if (auto s = Scalar(name, path + ".name", "a name")) {
+          c.name = *s;
+          if (std::string why = ComponentNameProblem(c.name); !why.empty()) {
+            Error(name, path + ".name", fmt::format("name \"{}\" {}", c.name, why));
+          }
+        }
       }
       if (!names.insert(c.name).second) {
         Error(item, path,

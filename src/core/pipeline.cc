@@ -105,7 +105,8 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
       problem(made.error(), fmt::format("{}: source \"{}\"", c.location, c.name));
       continue;
     }
-    p->sources_.push_back(SourceSlot{c.name, std::move(stats), std::move(made).value()});
+    p->sources_.push_back(
+        SourceSlot{c.name, std::move(stats), std::move(made).value(), c.location});
   }
   for (const auto& c : config.processors) {
     auto stats = std::make_unique<ComponentStats>(metrics, "processor", c.name);
@@ -180,7 +181,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
         .topics = c.topics, .by_output = !named_outputs.empty(), .outputs = OutputNames(c)});
     if (p->budget_ && p->queue_) p->budget_->AddHolder(runner.get());
     p->router_->AddSink(runner.get(), RecordInputs(c));
-    p->sinks_.push_back(SinkSlot{std::move(stats), std::move(runner), c.inputs});
+    p->sinks_.push_back(SinkSlot{std::move(stats), std::move(runner), c.inputs, c.location});
   }
   std::vector<Reloader::Target> reloadable;
   for (const auto& slot : p->processors_) reloadable.push_back({slot.name, slot.processor.get()});
@@ -248,7 +249,8 @@ Status Pipeline::Reconfigure(const config::PipelineConfig& next,
 
 Status Pipeline::Start() {
   for (auto& s : sinks_) {
-    SEEDANCE_RETURN_IF_ERROR(s.runner->sink().Start().WithContext("sink " + s.runner->name()));
+    SEEDANCE_RETURN_IF_ERROR(s.runner->sink().Start().WithContext(
+        fmt::format("{}: sink \"{}\"", s.location, s.runner->name())));
   }
   if (budget_) {
     governor_timer_ = std::make_unique<boost::asio::steady_timer>(loop_.io());
@@ -269,7 +271,8 @@ Status Pipeline::Start() {
   loop_.Post([&] {
     Status s;
     for (auto& src : sources_) {
-      s = src.source->Start(*this).WithContext("source " + src.name);
+      s = src.source->Start(*this).WithContext(
+          fmt::format("{}: source \"{}\"", src.location, src.name));
       if (!s.ok()) break;
     }
     std::lock_guard<std::mutex> lock(mu);

@@ -82,6 +82,7 @@ class Pipeline : private SourceOutput {
     std::string name;
     std::unique_ptr<ComponentStats> stats;
     std::unique_ptr<Source> source;
+    std::string location;  // config file:line, for errors at Start()
   };
   struct ProcessorSlot {
     std::string name;
@@ -92,6 +93,7 @@ class Pipeline : private SourceOutput {
     std::unique_ptr<ComponentStats> stats;
     std::unique_ptr<SinkRunner> runner;
     std::vector<Output> inputs;
+    std::string location;  // config file:line, for errors at Start()
   };
   Pipeline(const config::PipelineConfig& config, observe::MetricsRegistry& metrics);
 

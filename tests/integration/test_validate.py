@@ -72,6 +72,20 @@ BROKEN = {
     "only_a_comment": ("# nothing yet\n", [":1:1:", "no configuration in the file"]),
     # yaml-cpp 0.7's LoadAll loops for ever allocating on this (found by the config fuzzer)
     "just_a_comma": (",\n", [":1:1:", "no configuration in the file"]),
+    # Issue 50, finding 6: names name files (an empty one made the cursors directory itself a
+    # sink's position file), and what `run` refuses about a path `validate` refuses too.
+    "empty_sink_name": (GOOD_SOURCE + GOOD_SINK + '    name: ""\n',
+                        [":8:11:", "sinks[0].name", 'name "" is empty']),
+    "sink_name_with_a_slash": (GOOD_SOURCE + GOOD_SINK + '    name: "a/b"\n',
+                               [":8:11:", "sinks[0].name", "may hold only letters"]),
+    "source_name_dot_dot": (GOOD_SOURCE + '    name: ".."\n' + GOOD_SINK,
+                            [":5:11:", "sources[0].name", "must not start with '.'"]),
+    "file_sink_path_is_a_directory": (GOOD_SOURCE + "sinks:\n  - type: file\n    path: /tmp\n",
+                                      [":7:11:", "sink \"file\"", '"/tmp" is a directory']),
+    "file_sink_path_is_a_url": (GOOD_SOURCE + 'sinks:\n  - type: file\n    path: "http://"\n',
+                                [":7:11:", "sink \"file\"", "is a URL"]),
+    "file_sink_directory_missing": (GOOD_SOURCE + "sinks:\n  - type: file\n    path: /nonexistent/out.ndjson\n",
+                                    [":7:11:", "sink \"file\"", "/nonexistent does not exist"]),
     "unknown_top_level": (GOOD_SOURCE + GOOD_SINK + "sink:\n  - type: stdout\n",
                           [":8:1:", 'unknown top-level key "sink"', 'did you mean "sinks"']),
 }
@@ -87,6 +101,15 @@ def test_broken_config_exits_2_naming_file_line_and_key(name, tmp_path):
     assert str(path) in r.stderr
     for fragment in expected:
         assert fragment in r.stderr, f"{fragment!r} not in {r.stderr!r}"
+
+
+def test_run_refuses_what_validate_refuses_with_the_same_file_and_line(tmp_path):
+    path = tmp_path / "dir_sink.yaml"
+    path.write_text(GOOD_SOURCE + "sinks:\n  - type: file\n    path: /tmp\n"
+                    + f"queue:\n  data_dir: {tmp_path}/data\n")
+    r = subprocess.run([BIN, "--config", str(path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert f"{path}:7:11:" in r.stderr and "is a directory" in r.stderr, r.stderr
 
 
 def test_env_references_fill_values_and_defaults(tmp_path):

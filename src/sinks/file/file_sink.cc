@@ -19,6 +19,37 @@ namespace {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
+// What opening `path` for appending would refuse, checked when the config is read (by
+// `validate` too): a directory, a parent that is missing or not a directory, a URL.
+Status CheckAppendPath(const Params& p, const std::string& path) {
+  const std::string where = p.Location("path") + ": path \"" + path + "\"";
+  if (path.empty()) return InvalidArgumentError(where + " is empty");
+  if (path.find("://") != std::string::npos) {
+    return InvalidArgumentError(where +
+                                " is a URL; the file sink takes a file path (the http "
+                                "sink sends to a URL)");
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      return InvalidArgumentError(where + " is a directory; give the file to append to");
+    }
+    return Status::Ok();
+  }
+  const size_t slash = path.rfind('/');
+  const std::string parent = slash == std::string::npos ? "."
+                             : slash == 0               ? "/"
+                                                        : path.substr(0, slash);
+  if (::stat(parent.c_str(), &st) != 0) {
+    return InvalidArgumentError(where + ": its directory " + parent + " does not exist (" +
+                                std::strerror(errno) + ")");
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return InvalidArgumentError(where + ": " + parent + " is not a directory");
+  }
+  return Status::Ok();
+}
+
 class FileSink final : public Sink {
  public:
   FileSink(std::string path, EventEncoding encoding, uint64_t max_size, int max_files, bool fsync,
@@ -156,6 +187,7 @@ SinkFactory FileSinkFactory() {
   f.info.params = FileSinkSchema().Specs();
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Sink>> {
     SEEDANCE_ASSIGN_OR_RETURN(FileSinkSettings s, FileSinkSchema().Bind(p));
+    SEEDANCE_RETURN_IF_ERROR(CheckAppendPath(p, s.path));
     return std::unique_ptr<Sink>(
         new FileSink(s.path, s.encoding, s.max_size, s.max_files, s.fsync, ctx.name));
   };
