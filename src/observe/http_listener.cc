@@ -11,6 +11,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "util/connection_slots.h"
 #include "util/http_close.h"
 #include "util/listen_address.h"
 #include "util/log.h"
@@ -31,24 +32,39 @@ struct HttpListener::State : std::enable_shared_from_this<HttpListener::State> {
         metrics(m),
         healthy(std::move(h)),
         acceptor(l.io()),
-        slot_freed(l.io(), asio::steady_timer::time_point::max()) {}
+        slot_freed(l.io(), asio::steady_timer::time_point::max()),
+        shed_idle(m.GetCounter("seedance_connections_shed_total",
+                               "Connections a listener closed to serve another: an idle one "
+                               "closed to make room (idle), a new one refused because its "
+                               "client holds its share, every one busy (client_limit).",
+                               {{"component", "metrics"}, {"reason", "idle"}})),
+        shed_refused(m.GetCounter("seedance_connections_shed_total", "",
+                                  {{"component", "metrics"}, {"reason", "client_limit"}})) {}
   EventLoop& loop;
   MetricsRegistry& metrics;
   std::function<bool()> healthy;
   tcp::acceptor acceptor;
   asio::steady_timer slot_freed;  // never expires; cancelled when a connection ends
-  int open = 0;
+  util::ConnectionSlots slots{kMaxListenerConnections, kMaxListenerConnectionsPerClient};
+  Counter& shed_idle;
+  Counter& shed_refused;
   bool stopped = false;
+
+  void Shed(const std::string& client, bool refused) {
+    if (!refused) return shed_idle.Add();
+    shed_refused.Add();
+    uint64_t suppressed = 0;
+    if (limiter.Allow("client_limit", &suppressed)) {
+      SEEDANCE_LOG_WARN("metrics",
+                        "refused a connection from {}: it holds {} connections, every one busy",
+                        client, slots.max_per_client());
+    }
+  }
 
   awaitable<void> Accept(std::shared_ptr<State> self) {
     auto& io = loop.io();
     while (!stopped) {
       error_code ec;
-      // At the limit, further clients wait in the kernel's backlog, not in our memory.
-      while (open >= kMaxListenerConnections && !stopped) {
-        co_await slot_freed.async_wait(asio::redirect_error(use_awaitable, ec));
-      }
-      if (stopped) co_return;
       tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
       if (ec) {
         if (stopped || ec == asio::error::operation_aborted) co_return;
@@ -63,12 +79,25 @@ struct HttpListener::State : std::enable_shared_from_this<HttpListener::State> {
         co_await pause.async_wait(asio::redirect_error(use_awaitable, ec));
         continue;
       }
-      ++open;
-      asio::co_spawn(io, Serve(self, beast::tcp_stream(std::move(socket))), asio::detached);
+      // Room for it: the connection idle longest goes; with every one busy, further clients
+      // wait in the kernel's backlog, not in our memory (util/connection_slots.h).
+      const int fd = socket.native_handle();
+      const std::string client = util::PeerAddress(fd);
+      const util::Admission admission =
+          co_await util::Admit(slots, slot_freed, client, stopped,
+                               [this, &client](bool refused) { Shed(client, refused); });
+      if (admission == util::Admission::kStopped) co_return;
+      if (admission == util::Admission::kRefuse) {
+        socket.close(ec);
+        continue;
+      }
+      const util::ConnectionSlots::Id id = slots.Add(client, util::ShutdownCloser(fd));
+      asio::co_spawn(io, Serve(self, beast::tcp_stream(std::move(socket)), id), asio::detached);
     }
   }
 
-  awaitable<void> Serve([[maybe_unused]] std::shared_ptr<State> self, beast::tcp_stream stream) {
+  awaitable<void> Serve([[maybe_unused]] std::shared_ptr<State> self, beast::tcp_stream stream,
+                        util::ConnectionSlots::Id id) {
     beast::flat_buffer buffer(kMaxListenerHeaderBytes);
     bool unread_input = false;  // answered before the request was read whole
     while (!stopped) {
@@ -82,8 +111,10 @@ struct HttpListener::State : std::enable_shared_from_this<HttpListener::State> {
       // The header first: Beast 1.74's eager parsing (async_read of a whole message) skips the
       // body_limit check on Content-Length and reserves what the client announces, so one
       // "Content-Length: 66666666666666666" threw bad_alloc. The length is checked here.
+      slots.SetIdle(id, true);  // until a whole header is in: it may be closed for another
       co_await http::async_read_header(stream, buffer, parser,
                                        asio::redirect_error(use_awaitable, ec));
+      slots.SetIdle(id, false);
       if (!ec) {
         const auto length = parser.content_length();
         if (length && *length > kMaxListenerBodyBytes) ec = http::error::body_limit;
@@ -135,7 +166,7 @@ struct HttpListener::State : std::enable_shared_from_this<HttpListener::State> {
       if (ec || !req.keep_alive()) break;
     }
     co_await util::CloseAfterAnswer(stream, unread_input);
-    --open;
+    slots.Remove(id);
     slot_freed.cancel_one();
   }
 

@@ -2,7 +2,10 @@
 //
 // Runs on the event loop; one coroutine per connection; GET and HEAD only. Anyone who can
 // reach the port is untrusted, so what a client can cost is bounded: at most
-// kMaxListenerConnections connections (more wait in the kernel's backlog), request headers of
+// kMaxListenerConnections connections, kMaxListenerConnectionsPerClient from one address, the
+// one idle longest closed when a new client needs room (util/connection_slots.h: connections
+// held silent cannot keep /healthz from a supervisor; with every one busy the next client waits
+// in the kernel's backlog), request headers of
 // kMaxListenerHeaderBytes, bodies of kMaxListenerBodyBytes (413 beyond), and
 // kListenerIdleTimeout for a whole request. Thread-compatible: create, Start and Stop on the
 // loop thread.
@@ -20,6 +23,7 @@
 namespace seedance::observe {
 
 inline constexpr int kMaxListenerConnections = 16;
+inline constexpr int kMaxListenerConnectionsPerClient = 8;
 inline constexpr size_t kMaxListenerHeaderBytes = 8 * 1024;
 inline constexpr size_t kMaxListenerBodyBytes = 1024;
 inline constexpr std::chrono::seconds kListenerIdleTimeout{10};

@@ -142,13 +142,19 @@ def http_get(sock, path="/healthz"):
     sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
 
 
-def test_at_most_16_connections_are_served_and_the_next_waits_for_a_slot(tmp_path):
+def test_at_most_16_connections_the_idle_one_goes_and_busy_ones_make_the_next_wait(tmp_path):
     port = free_port()
     sd = Seedance(job(tmp_path, port, count=10, rate=100)).start()
     held = []
     try:
-        for _ in range(16):  # kMaxListenerConnections, each served and idle
-            held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        # 16 (kMaxListenerConnections) busy from 8 addresses, 2 each (8 per client at most): a
+        # request header begun and never ended is idle, so each sends a whole header of a
+        # request whose body never comes.
+        for i in range(16):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5,
+                                         source_address=(f"127.0.0.{2 + i // 2}", 0))
+            s.sendall(b"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+            held.append(s)
         time.sleep(0.3)
         extra = socket.create_connection(("127.0.0.1", port), timeout=5)  # the kernel's backlog
         http_get(extra)

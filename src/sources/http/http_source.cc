@@ -22,6 +22,7 @@
 #include "seedance/options.h"
 #include "seedance/plugin_context.h"
 #include "sources/http/request_body.h"
+#include "util/connection_slots.h"
 #include "util/crc32c.h"
 #include "util/event_loop.h"
 #include "util/gzip.h"
@@ -60,6 +61,7 @@ struct HttpSourceOptions {
   uint64_t max_body = 0;
   int64_t max_events = 0;
   int64_t max_connections = 0;
+  int64_t max_connections_per_client = 0;
   std::chrono::nanoseconds idle_timeout{0};
   std::chrono::nanoseconds ack_timeout{0};
   std::string idempotency_header;  // empty: none
@@ -91,7 +93,10 @@ class HttpSource final : public Source, public Acknowledger {
       : options_(std::move(options)),
         ctx_(std::move(ctx)),
         acceptor_(ctx_.loop->io()),
-        slot_freed_(ctx_.loop->io(), Clock::time_point::max()) {}
+        slot_freed_(ctx_.loop->io(), Clock::time_point::max()),
+        slots_(static_cast<size_t>(options_.max_connections),
+               static_cast<size_t>(
+                   std::min(options_.max_connections, options_.max_connections_per_client))) {}
 
   // Loads the certificate, key and client CAs: at create, so `validate` reports a bad file.
   Status InitTls() {
@@ -164,10 +169,6 @@ class HttpSource final : public Source, public Acknowledger {
     auto& io = ctx_.loop->io();
     while (!stopped_) {
       error_code ec;
-      while (open_ >= options_.max_connections && !stopped_) {
-        co_await slot_freed_.async_wait(asio::redirect_error(use_awaitable, ec));
-      }
-      if (stopped_) co_return;
       tcp::socket socket = co_await acceptor_.async_accept(asio::redirect_error(use_awaitable, ec));
       if (ec) {
         if (stopped_ || ec == asio::error::operation_aborted) co_return;
@@ -180,16 +181,41 @@ class HttpSource final : public Source, public Acknowledger {
         co_await pause.async_wait(asio::redirect_error(use_awaitable, ec));
         continue;
       }
-      ++open_;
+      // Room for it: at max_connections (or the client's share) the connection idle longest
+      // goes; with every one busy the next client waits in the kernel's backlog, or the
+      // client's new one is refused (util/connection_slots.h).
+      const int fd = socket.native_handle();
+      const std::string client = util::PeerAddress(fd);
+      const util::Admission admission =
+          co_await util::Admit(slots_, slot_freed_, client, stopped_,
+                               [this, &client](bool refused) { Shed(client, refused); });
+      if (admission == util::Admission::kStopped) co_return;
+      if (admission == util::Admission::kRefuse) {
+        socket.close(ec);
+        continue;
+      }
+      const util::ConnectionSlots::Id id = slots_.Add(client, util::ShutdownCloser(fd));
       if (tls_) {
-        asio::co_spawn(io, ServeTls(beast::tcp_stream(std::move(socket))), asio::detached);
+        asio::co_spawn(io, ServeTls(beast::tcp_stream(std::move(socket)), id), asio::detached);
       } else {
-        asio::co_spawn(io, Serve(beast::tcp_stream(std::move(socket))), asio::detached);
+        asio::co_spawn(io, Serve(beast::tcp_stream(std::move(socket)), id), asio::detached);
       }
     }
   }
 
-  awaitable<void> ServeTls(beast::tcp_stream tcp) {
+  void Shed(const std::string& client, bool refused) {
+    if (!refused) return shed_idle_->Add();
+    shed_refused_->Add();
+    uint64_t suppressed = 0;
+    if (limiter_.Allow("client_limit", &suppressed)) {
+      SEEDANCE_LOG_WARN(ctx_.name,
+                        "refused a connection from {}: it holds max_connections_per_client ({}) "
+                        "connections, every one busy",
+                        client, slots_.max_per_client());
+    }
+  }
+
+  awaitable<void> ServeTls(beast::tcp_stream tcp, util::ConnectionSlots::Id id) {
     beast::ssl_stream<beast::tcp_stream> stream(std::move(tcp), *tls_);
     error_code ec;
     beast::get_lowest_layer(stream).expires_after(options_.idle_timeout);
@@ -204,19 +230,19 @@ class HttpSource final : public Source, public Acknowledger {
       }
       error_code ignored;
       beast::get_lowest_layer(stream).socket().close(ignored);
-      Closed();
+      Closed(id);
       co_return;
     }
-    co_await Serve(std::move(stream));
+    co_await Serve(std::move(stream), id);
   }
 
-  void Closed() {
-    --open_;
+  void Closed(util::ConnectionSlots::Id id) {
+    slots_.Remove(id);
     slot_freed_.cancel_one();
   }
 
   template <typename Stream>
-  awaitable<void> Serve(Stream stream) {
+  awaitable<void> Serve(Stream stream, util::ConnectionSlots::Id id) {
     beast::flat_buffer buffer(kMaxHeaderBytes);
     bool unread_input = false;  // answered before the request was read whole (413)
     while (!stopped_) {
@@ -227,8 +253,10 @@ class HttpSource final : public Source, public Acknowledger {
       beast::get_lowest_layer(stream).expires_after(options_.idle_timeout);
       // The header first: Beast 1.74 reserves an announced Content-Length before checking it
       // against body_limit (observe/http_listener.cc).
+      slots_.SetIdle(id, true);  // until a whole header is in: it may be closed for another
       co_await http::async_read_header(stream, buffer, parser,
                                        asio::redirect_error(use_awaitable, ec));
+      slots_.SetIdle(id, false);
       if (!ec) {
         const auto length = parser.content_length();
         if (length && *length > options_.max_body) ec = http::error::body_limit;
@@ -275,7 +303,7 @@ class HttpSource final : public Source, public Acknowledger {
       if (ec || !res.keep_alive()) break;
     }
     co_await util::CloseAfterAnswer(beast::get_lowest_layer(stream), unread_input);
-    Closed();
+    Closed(id);
   }
 
   bool Authorized(const http::request<http::string_body>& req) const {
@@ -510,7 +538,15 @@ class HttpSource final : public Source, public Acknowledger {
   std::unique_ptr<asio::ssl::context> tls_;   // null without tls
   tcp::acceptor acceptor_;
   asio::steady_timer slot_freed_;
-  int64_t open_ = 0;
+  util::ConnectionSlots slots_;
+  observe::Counter* shed_idle_ = &ctx_.metrics->GetCounter(
+      "seedance_connections_shed_total",
+      "Connections a listener closed to serve another: an idle one closed to make room (idle), "
+      "a new one refused because its client holds its share, every one busy (client_limit).",
+      {{"component", ctx_.name}, {"reason", "idle"}});
+  observe::Counter* shed_refused_ =
+      &ctx_.metrics->GetCounter("seedance_connections_shed_total", "",
+                                {{"component", ctx_.name}, {"reason", "client_limit"}});
   bool stopped_ = false;
   std::mutex mu_;
   uint64_t next_token_ = 1;
@@ -592,8 +628,17 @@ const Options<HttpSourceOptions>& HttpSourceSchema() {
                 .validator = IntInRange(1, 1000000)})
           .Int(&S::max_connections,
                {.name = "max_connections",
-                .doc = "connections served at once; more wait in the kernel's backlog",
+                .doc = "connections served at once; at the limit the one idle longest is closed "
+                       "for a new client, and with every one busy the next waits in the kernel's "
+                       "backlog",
                 .default_value = "64",
+                .validator = IntInRange(1, 100000)})
+          .Int(&S::max_connections_per_client,
+               {.name = "max_connections_per_client",
+                .doc = "connections from one client address at most (at most max_connections); "
+                       "at the limit its connection idle longest is closed for the new one, and "
+                       "with every one busy the new one is refused",
+                .default_value = "32",
                 .validator = IntInRange(1, 100000)})
           .Add(&S::idle_timeout,
                {.name = "idle_timeout",
