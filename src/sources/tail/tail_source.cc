@@ -3,8 +3,11 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <fmt/format.h>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -20,6 +23,7 @@
 #include <set>
 
 #include "observe/component_stats.h"
+#include "observe/metrics.h"
 #include "seedance/options.h"
 #include "seedance/plugin_context.h"
 #include "sources/tail/positions.h"
@@ -47,16 +51,23 @@ struct TailOptions {
   // A file deleted or renamed out of the globs' reach is still read for this long after its
   // last growth (a writer may append through its open descriptor until it reopens the path).
   std::chrono::nanoseconds rotate_wait{0};
+  int64_t max_open_files = 0;
 };
+
+// Descriptors the tail source leaves to the rest of the process (the durable queue's segments
+// and cursors, sink and source connections, listeners): its open files stay below the
+// process's limit less these.
+constexpr uint64_t kReservedDescriptors = 256;
 
 // One file being read.
 struct Tracked {
   uint64_t id = 0;
   std::string path;          // where it was opened: the events' topic
   std::string current_path;  // where it is now (it may have been renamed)
-  int fd = -1;
+  int fd = -1;               // -1: closed to stay within max_open_files; opened again by identity
   uint64_t device = 0, inode = 0;
-  uint64_t offset = 0;        // bytes consumed into `buffer` or emitted
+  std::chrono::steady_clock::time_point last_active;  // opened, or read something
+  uint64_t offset = 0;                                // bytes consumed into `buffer` or emitted
   std::string buffer;         // read, not yet emitted (a partial line at least)
   uint64_t buffer_start = 0;  // file offset of buffer[0]
   bool skipping = false;      // inside a line over max_line: dropped up to its newline
@@ -90,6 +101,7 @@ class TailSource final : public Source, public Acknowledger {
 
   Status Start(SourceOutput& output) override {
     output_ = &output;
+    max_open_ = OpenFileBudget();
     const std::string dir = ctx_.data_dir + "/tail";
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
@@ -126,6 +138,73 @@ class TailSource final : public Source, public Acknowledger {
   }
 
  private:
+  // max_open_files, lowered to what the process's descriptor limit leaves (said once).
+  size_t OpenFileBudget() {
+    size_t budget = static_cast<size_t>(std::max<int64_t>(1, options_.max_open_files));
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+      const uint64_t room = rl.rlim_cur > 2 * kReservedDescriptors
+                                ? rl.rlim_cur - kReservedDescriptors
+                                : rl.rlim_cur / 2;
+      if (room < budget) {
+        SEEDANCE_LOG_WARN(ctx_.name,
+                          "max_open_files {} lowered to {}: the descriptor limit is {}, and {} "
+                          "are kept for the queue, sinks and listeners",
+                          budget, room, static_cast<uint64_t>(rl.rlim_cur), rl.rlim_cur - room);
+        budget = std::max<size_t>(1, static_cast<size_t>(room));
+      }
+    }
+    return budget;
+  }
+
+  // Makes room for one more open file: closes the one least recently active (not `keep`),
+  // quiet ones (read to their end, every line stored) first. Its state stays; it is opened
+  // again, by identity, when it grows.
+  void MakeRoom(const Tracked* keep) {
+    if (open_count_ < max_open_) return;
+    Tracked* quiet = nullptr;
+    Tracked* any = nullptr;
+    for (auto& [id, t] : files_) {
+      if (t->fd < 0 || t.get() == keep) continue;
+      if (any == nullptr || t->last_active < any->last_active) any = t.get();
+      if (t->buffer.empty() && t->stored >= t->offset && AtEnd(*t) &&
+          (quiet == nullptr || t->last_active < quiet->last_active)) {
+        quiet = t.get();
+      }
+    }
+    Tracked* victim = quiet != nullptr ? quiet : any;
+    if (victim == nullptr) return;
+    ::close(victim->fd);
+    victim->fd = -1;
+    --open_count_;
+    closed_for_room_->Add();
+    if (!warned_open_limit_) {
+      warned_open_limit_ = true;
+      SEEDANCE_LOG_WARN(ctx_.name,
+                        "more files than max_open_files ({}): the least recently active are "
+                        "closed and opened again when they grow (logged once; "
+                        "seedance_tail_files_closed_total)",
+                        max_open_);
+    }
+  }
+
+  // Opens a file closed by MakeRoom again, where it is now, if it is still the same file.
+  bool Reopen(Tracked& t) {
+    MakeRoom(&t);
+    const int fd = ::open(t.current_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_dev) != t.device ||
+        static_cast<uint64_t>(st.st_ino) != t.inode) {
+      ::close(fd);  // another file took its name: found again by identity at the next scan
+      return false;
+    }
+    t.fd = fd;
+    ++open_count_;
+    t.last_active = std::chrono::steady_clock::now();
+    return true;
+  }
+
   struct Line {
     uint64_t file;
     uint64_t epoch;
@@ -186,7 +265,11 @@ class TailSource final : public Source, public Acknowledger {
     TakeAcks();
     // Every matching file by identity: a file renamed within the globs (app.log ->
     // app.log.1 under "app.log*") is the same file, followed where it went.
-    std::map<std::pair<uint64_t, uint64_t>, std::string> seen;
+    struct Seen {
+      std::string path;
+      uint64_t size = 0;
+    };
+    std::map<std::pair<uint64_t, uint64_t>, Seen> seen;
     for (const std::string& pattern : options_.globs) {
       glob_t g{};
       if (::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &g) == 0) {
@@ -195,7 +278,7 @@ class TailSource final : public Source, public Acknowledger {
           if (::stat(g.gl_pathv[i], &st) != 0 || !S_ISREG(st.st_mode)) continue;
           seen.emplace(
               std::make_pair(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)),
-              g.gl_pathv[i]);
+              Seen{g.gl_pathv[i], static_cast<uint64_t>(st.st_size)});
         }
       }
       ::globfree(&g);
@@ -207,20 +290,24 @@ class TailSource final : public Source, public Acknowledger {
       auto it = seen.find({t->device, t->inode});
       const bool was_moved = t->moved_away;
       t->moved_away = it == seen.end();
-      if (!t->moved_away) t->current_path = it->second;
+      if (!t->moved_away) t->current_path = it->second.path;
       if (t->moved_away) {
         struct stat st {};
-        const uint64_t size = ::fstat(t->fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+        const uint64_t size =
+            t->fd >= 0 && ::fstat(t->fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
         if (!was_moved || size != t->size_seen) t->quiet_since = now;
         t->size_seen = size;
+      } else if (t->fd < 0 && it->second.size != t->offset) {
+        Reopen(*t);  // closed for room, and it grew (or was truncated): read it again
       }
     }
-    for (const auto& [key, path] : seen) {
+    for (const auto& [key, found] : seen) {
       if (by_inode_.count(key) != 0) continue;
       struct stat st {};
-      if (::stat(path.c_str(), &st) != 0) continue;
-      Open(path, st);
+      if (::stat(found.path.c_str(), &st) != 0) continue;
+      Open(found.path, st);
     }
+    open_gauge_->Set(static_cast<int64_t>(open_count_));
     if (!paused_) ReadAll();
     for (auto it = files_.begin(); it != files_.end();) {
       Tracked& t = *it->second;
@@ -228,7 +315,10 @@ class TailSource final : public Source, public Acknowledger {
           AtEnd(t) && t.stored >= t.offset) {
         by_inode_.erase({t.device, t.inode});
         if (checkpoint_ != nullptr) checkpoint_->CloseStream(t.stream);
-        ::close(t.fd);
+        if (t.fd >= 0) {
+          ::close(t.fd);
+          --open_count_;
+        }
         it = files_.erase(it);
       } else {
         ++it;
@@ -237,12 +327,14 @@ class TailSource final : public Source, public Acknowledger {
     SavePositionsSoon();
   }
 
+  // Closed for room: nothing more can be read until it is opened again.
   bool AtEnd(const Tracked& t) const {
     struct stat st {};
-    return ::fstat(t.fd, &st) != 0 || static_cast<uint64_t>(st.st_size) <= t.offset;
+    return t.fd < 0 || ::fstat(t.fd, &st) != 0 || static_cast<uint64_t>(st.st_size) <= t.offset;
   }
 
   void Open(const std::string& path, const struct stat& st) {
+    MakeRoom(nullptr);
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
       uint64_t suppressed = 0;
@@ -255,6 +347,8 @@ class TailSource final : public Source, public Acknowledger {
     t->id = next_file_++;
     t->path = t->current_path = path;
     t->fd = fd;
+    ++open_count_;
+    t->last_active = std::chrono::steady_clock::now();
     t->device = st.st_dev;
     t->inode = st.st_ino;
     // Where to start: the stored position when this is the same file (inode and first bytes);
@@ -281,7 +375,15 @@ class TailSource final : public Source, public Acknowledger {
       t->stream = checkpoint_->OpenStream(ctx_.name, FileKey(*t), std::chrono::nanoseconds(0));
       ReportHead(*t);
     }
-    SEEDANCE_LOG_INFO(ctx_.name, "following {} from byte {}", path, start);
+    // One line per file for the first few; then one every 10 s with the count (5,000 files
+    // made 5,000 lines).
+    uint64_t suppressed = 0;
+    if (++followed_ <= kFollowLinesLogged || limiter_.Allow("following", &suppressed)) {
+      SEEDANCE_LOG_INFO(ctx_.name, "following {} from byte {}{}", path, start,
+                        suppressed > 0
+                            ? fmt::format(" ({} more files since the last line)", suppressed)
+                            : std::string());
+    }
     by_inode_[{t->device, t->inode}] = t->id;
     files_[t->id] = std::move(t);
   }
@@ -305,7 +407,8 @@ class TailSource final : public Source, public Acknowledger {
 
   void ReadAll() {
     for (auto& [id, t] : files_) {
-      if (!Read(*t)) return;  // the pipeline is full: resumed by WhenWritable
+      if (t->fd < 0) continue;  // closed for room: opened again when it grows (Scan)
+      if (!Read(*t)) return;    // the pipeline is full: resumed by WhenWritable
     }
   }
 
@@ -342,6 +445,7 @@ class TailSource final : public Source, public Acknowledger {
       const ssize_t n =
           ::pread(t.fd, chunk, std::min(sizeof chunk, budget), static_cast<off_t>(t.offset));
       if (n <= 0) return true;
+      t.last_active = std::chrono::steady_clock::now();
       budget -= static_cast<size_t>(n);
       if (t.head.size() < kFingerprintBytes && t.offset == t.head.size()) {
         t.head.append(chunk,
@@ -568,6 +672,18 @@ class TailSource final : public Source, public Acknowledger {
   std::map<uint64_t, Line> in_flight_;
   std::vector<Line> acked_;
   util::LogLimiter limiter_;
+  // Open files (max_open_files).
+  static constexpr uint64_t kFollowLinesLogged = 16;
+  size_t max_open_ = 1;
+  size_t open_count_ = 0;
+  uint64_t followed_ = 0;
+  bool warned_open_limit_ = false;
+  observe::Gauge* open_gauge_ = &ctx_.metrics->GetGauge(
+      "seedance_tail_files_open", "Files the tail source holds open.", {{"component", ctx_.name}});
+  observe::Counter* closed_for_room_ = &ctx_.metrics->GetCounter(
+      "seedance_tail_files_closed_total",
+      "Files the tail source closed to stay within max_open_files (opened again when they grow).",
+      {{"component", ctx_.name}});
 };
 
 }  // namespace
@@ -620,6 +736,13 @@ const Options<TailOptions>& TailSchema() {
                 .doc = "a file deleted or renamed out of the globs is still read until it has not "
                        "grown for this long (writers append to the old file until they reopen)",
                 .default_value = "5s"})
+          .Int(&S::max_open_files,
+               {.name = "max_open_files",
+                .doc = "files held open at most; beyond it the least recently active are closed "
+                       "and opened again (by identity) when they grow; lowered to leave 256 of "
+                       "the process's descriptors to the queue and sinks",
+                .default_value = "256",
+                .validator = IntInRange(1, 1000000)})
           .Add(&S::inotify, {.name = "inotify",
                              .doc = "use inotify to notice changes at once (false: polling only)",
                              .default_value = "true"});

@@ -1,0 +1,94 @@
+"""The tail source cannot take every file descriptor (issue 50, finding 3): 5,000 files match
+its glob under a 1024/1024 descriptor limit. Before, the durable queue then failed to append
+("Too many open files"), no line was delivered in 60 s and the log got 14,000 lines. Now at
+most max_open_files are open (lowered to leave 256 descriptors to the rest), the least
+recently active are closed and opened again by identity when they grow, and every line of
+every file, the one being written included, is delivered."""
+import json
+import resource
+import time
+
+from testing.seedance_process import Seedance, metric, scrape
+from testing.broker import free_port
+from testing.waiting import wait_until
+
+FILES = 5000
+
+
+def limit_1024():
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+
+
+def job(tmp_path, metrics_port, extra=""):
+    return f"""
+sources:
+  - type: tail
+    path: "{tmp_path}/logs/*.log"
+    read_from: beginning
+    poll_interval: 200ms
+{extra}
+sinks:
+  - type: file
+    path: {tmp_path}/out.ndjson
+    encoding: payload
+queue:
+  data_dir: {tmp_path}/data
+metrics:
+  listen: 127.0.0.1:{metrics_port}
+"""
+
+
+def out_lines(tmp_path):
+    path = tmp_path / "out.ndjson"
+    if not path.exists():
+        return []
+    return [json.loads(l) for l in path.read_text().splitlines() if l.endswith("}")]
+
+
+def run_many_files(tmp_path, extra=""):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in range(FILES):
+        (logs / f"f{i:05d}.log").write_text(json.dumps({"file": i, "n": 0}) + "\n")
+    live = logs / "live.log"
+    live.write_text("")
+    metrics_port = free_port()
+    sd = Seedance(job(tmp_path, metrics_port, extra), preexec_fn=limit_1024).start()
+    try:
+        assert sd.wait_log("ready in", timeout=30), sd.stderr()[-3000:]
+        for n in range(1, 51):  # the file being written while the others are taken in
+            with open(live, "a") as f:
+                f.write(json.dumps({"file": "live", "n": n}) + "\n")
+            time.sleep(0.02)
+        want = FILES + 50
+        assert wait_until(lambda: len(out_lines(tmp_path)) >= want, timeout=60), \
+            (len(out_lines(tmp_path)), sd.stderr()[-3000:])
+        got = out_lines(tmp_path)
+        assert sorted(e["file"] for e in got if e["file"] != "live") == list(range(FILES))
+        assert sorted(e["n"] for e in got if e["file"] == "live") == list(range(1, 51))
+        # A file closed for room and written again is opened again and read on.
+        (logs / "f00000.log").open("a").write(json.dumps({"file": 0, "n": 1}) + "\n")
+        assert wait_until(lambda: any(e["file"] == 0 and e["n"] == 1
+                                      for e in out_lines(tmp_path)), timeout=20)
+        text = scrape(f"http://127.0.0.1:{metrics_port}/metrics")
+        return sd, text
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-3000:]
+
+
+def test_5000_files_under_a_1024_descriptor_limit_are_all_read(tmp_path):
+    sd, text = run_many_files(tmp_path)
+    log = sd.stderr()
+    assert "Too many open files" not in log, log[-3000:]
+    assert metric(text, "seedance_tail_files_open", component="tail") <= 256
+    assert metric(text, "seedance_tail_files_closed_total", component="tail") >= FILES - 256
+    assert log.count("more files than max_open_files (256)") == 1, log[-3000:]
+    assert len(sd.stderr_lines) < 100, f"{len(sd.stderr_lines)} log lines"
+
+
+def test_max_open_files_is_lowered_to_leave_descriptors_to_the_rest(tmp_path):
+    sd, text = run_many_files(tmp_path, "    max_open_files: 100000\n")
+    log = sd.stderr()
+    assert "max_open_files 100000 lowered to 768" in log, log[-3000:]
+    assert "Too many open files" not in log, log[-3000:]
+    assert metric(text, "seedance_tail_files_open", component="tail") <= 768
