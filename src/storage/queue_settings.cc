@@ -1,5 +1,7 @@
 #include "storage/queue_settings.h"
 
+#include <filesystem>
+
 #include "util/units.h"
 
 namespace seedance::storage {
@@ -17,6 +19,28 @@ Result<QueueSettings::FsyncPolicy> ParseFsync(const std::string& text) {
   return QueueSettings::FsyncPolicy{.mode = Fsync::kInterval, .interval = *d};
 }
 
+// What run does with data_dir (create_directories) refused when the config is read, so that
+// `validate` says it: a path that is a file, or below one.
+Status DirectoryOrCreatable(const ParamValue& v) {
+  const std::string& dir = std::get<std::string>(v);
+  if (dir.empty()) return InvalidArgumentError("an empty path");
+  std::error_code ec;
+  for (std::filesystem::path p = std::filesystem::absolute(dir, ec); !ec && !p.empty();
+       p = p.parent_path()) {
+    const auto status = std::filesystem::status(p, ec);
+    if (ec || status.type() == std::filesystem::file_type::not_found) {
+      ec.clear();
+      if (p == p.parent_path()) break;
+      continue;
+    }
+    if (status.type() != std::filesystem::file_type::directory) {
+      return InvalidArgumentError(p.string() + " is not a directory");
+    }
+    break;  // the nearest existing ancestor is a directory: run can create the rest
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 const Options<QueueSettings>& QueueSchema() {
@@ -30,7 +54,8 @@ const Options<QueueSettings>& QueueSchema() {
                 {{"disk", true}, {"memory", false}})
           .Add(&S::data_dir, {.name = "data_dir",
                               .doc = "directory of the durable queue and the sinks' positions",
-                              .default_value = "seedance-data"})
+                              .default_value = "seedance-data",
+                              .validator = DirectoryOrCreatable})
           .Size(&S::segment_bytes,
                 {.name = "segment_size", .doc = "size of one queue file", .default_value = "64MiB"})
           .Size(&S::max_disk,

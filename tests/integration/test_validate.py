@@ -86,6 +86,8 @@ BROKEN = {
                                 [":7:11:", "sink \"file\"", "is a URL"]),
     "file_sink_directory_missing": (GOOD_SOURCE + "sinks:\n  - type: file\n    path: /nonexistent/out.ndjson\n",
                                     [":7:11:", "sink \"file\"", "/nonexistent does not exist"]),
+    "data_dir_below_a_file": (GOOD_SOURCE + GOOD_SINK + "queue:\n  data_dir: /etc/hostname/queue\n",
+                              [":9:13:", "queue.data_dir", "/etc/hostname is not a directory"]),
     "unknown_top_level": (GOOD_SOURCE + GOOD_SINK + "sink:\n  - type: stdout\n",
                           [":8:1:", 'unknown top-level key "sink"', 'did you mean "sinks"']),
 }
