@@ -1,5 +1,7 @@
 #include "observe/http_listener.h"
 
+#include <fmt/format.h>
+
 #include <utility>
 
 #include <boost/asio/co_spawn.hpp>
@@ -11,6 +13,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "observe/connection_shedding.h"
 #include "util/connection_slots.h"
 #include "util/http_close.h"
 #include "util/listen_address.h"
@@ -33,33 +36,15 @@ struct HttpListener::State : std::enable_shared_from_this<HttpListener::State> {
         healthy(std::move(h)),
         acceptor(l.io()),
         slot_freed(l.io(), asio::steady_timer::time_point::max()),
-        shed_idle(m.GetCounter("seedance_connections_shed_total",
-                               "Connections a listener closed to serve another: an idle one "
-                               "closed to make room (idle), a new one refused because its "
-                               "client holds its share, every one busy (client_limit).",
-                               {{"component", "metrics"}, {"reason", "idle"}})),
-        shed_refused(m.GetCounter("seedance_connections_shed_total", "",
-                                  {{"component", "metrics"}, {"reason", "client_limit"}})) {}
+        shedding(m, "metrics", fmt::format("{} connections", kMaxListenerConnectionsPerClient)) {}
   EventLoop& loop;
   MetricsRegistry& metrics;
   std::function<bool()> healthy;
   tcp::acceptor acceptor;
   asio::steady_timer slot_freed;  // never expires; cancelled when a connection ends
   util::ConnectionSlots slots{kMaxListenerConnections, kMaxListenerConnectionsPerClient};
-  Counter& shed_idle;
-  Counter& shed_refused;
+  ConnectionShedding shedding;
   bool stopped = false;
-
-  void Shed(const std::string& client, bool refused) {
-    if (!refused) return shed_idle.Add();
-    shed_refused.Add();
-    uint64_t suppressed = 0;
-    if (limiter.Allow("client_limit", &suppressed)) {
-      SEEDANCE_LOG_WARN("metrics",
-                        "refused a connection from {}: it holds {} connections, every one busy",
-                        client, slots.max_per_client());
-    }
-  }
 
   awaitable<void> Accept(std::shared_ptr<State> self) {
     auto& io = loop.io();
@@ -85,7 +70,7 @@ struct HttpListener::State : std::enable_shared_from_this<HttpListener::State> {
       const std::string client = util::PeerAddress(fd);
       const util::Admission admission =
           co_await util::Admit(slots, slot_freed, client, stopped,
-                               [this, &client](bool refused) { Shed(client, refused); });
+                               [this, &client](bool refused) { shedding.Shed(client, refused); });
       if (admission == util::Admission::kStopped) co_return;
       if (admission == util::Admission::kRefuse) {
         socket.close(ec);

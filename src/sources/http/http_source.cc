@@ -1,5 +1,7 @@
 #include "sources/http/http_source.h"
 
+#include <fmt/format.h>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -18,6 +20,7 @@
 #include <set>
 
 #include "observe/component_stats.h"
+#include "observe/connection_shedding.h"
 #include "observe/metrics.h"
 #include "seedance/options.h"
 #include "seedance/plugin_context.h"
@@ -188,7 +191,7 @@ class HttpSource final : public Source, public Acknowledger {
       const std::string client = util::PeerAddress(fd);
       const util::Admission admission =
           co_await util::Admit(slots_, slot_freed_, client, stopped_,
-                               [this, &client](bool refused) { Shed(client, refused); });
+                               [this, &client](bool refused) { shedding_.Shed(client, refused); });
       if (admission == util::Admission::kStopped) co_return;
       if (admission == util::Admission::kRefuse) {
         socket.close(ec);
@@ -200,18 +203,6 @@ class HttpSource final : public Source, public Acknowledger {
       } else {
         asio::co_spawn(io, Serve(beast::tcp_stream(std::move(socket)), id), asio::detached);
       }
-    }
-  }
-
-  void Shed(const std::string& client, bool refused) {
-    if (!refused) return shed_idle_->Add();
-    shed_refused_->Add();
-    uint64_t suppressed = 0;
-    if (limiter_.Allow("client_limit", &suppressed)) {
-      SEEDANCE_LOG_WARN(ctx_.name,
-                        "refused a connection from {}: it holds max_connections_per_client ({}) "
-                        "connections, every one busy",
-                        client, slots_.max_per_client());
     }
   }
 
@@ -539,14 +530,9 @@ class HttpSource final : public Source, public Acknowledger {
   tcp::acceptor acceptor_;
   asio::steady_timer slot_freed_;
   util::ConnectionSlots slots_;
-  observe::Counter* shed_idle_ = &ctx_.metrics->GetCounter(
-      "seedance_connections_shed_total",
-      "Connections a listener closed to serve another: an idle one closed to make room (idle), "
-      "a new one refused because its client holds its share, every one busy (client_limit).",
-      {{"component", ctx_.name}, {"reason", "idle"}});
-  observe::Counter* shed_refused_ =
-      &ctx_.metrics->GetCounter("seedance_connections_shed_total", "",
-                                {{"component", ctx_.name}, {"reason", "client_limit"}});
+  observe::ConnectionShedding shedding_{
+      *ctx_.metrics, ctx_.name,
+      fmt::format("max_connections_per_client ({}) connections", slots_.max_per_client())};
   bool stopped_ = false;
   std::mutex mu_;
   uint64_t next_token_ = 1;

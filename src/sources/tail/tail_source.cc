@@ -167,8 +167,9 @@ class TailSource final : public Source, public Acknowledger {
     for (auto& [id, t] : files_) {
       if (t->fd < 0 || t.get() == keep) continue;
       if (any == nullptr || t->last_active < any->last_active) any = t.get();
-      if (t->buffer.empty() && t->stored >= t->offset && AtEnd(*t) &&
-          (quiet == nullptr || t->last_active < quiet->last_active)) {
+      // AtEnd (an fstat) last: only for a file that would be the new choice.
+      if ((quiet == nullptr || t->last_active < quiet->last_active) && t->buffer.empty() &&
+          t->stored >= t->offset && AtEnd(*t)) {
         quiet = t.get();
       }
     }
