@@ -17,6 +17,7 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -66,11 +67,11 @@ struct Tracked {
   std::string current_path;  // where it is now (it may have been renamed)
   int fd = -1;               // -1: closed to stay within max_open_files; opened again by identity
   uint64_t device = 0, inode = 0;
-  std::chrono::steady_clock::time_point last_active;  // opened, or read something
-  uint64_t offset = 0;                                // bytes consumed into `buffer` or emitted
-  std::string buffer;         // read, not yet emitted (a partial line at least)
-  uint64_t buffer_start = 0;  // file offset of buffer[0]
-  bool skipping = false;      // inside a line over max_line: dropped up to its newline
+  std::list<Tracked*>::iterator lru;  // while open: its place in the open files' order
+  uint64_t offset = 0;                // bytes consumed into `buffer` or emitted
+  std::string buffer;                 // read, not yet emitted (a partial line at least)
+  uint64_t buffer_start = 0;          // file offset of buffer[0]
+  bool skipping = false;              // inside a line over max_line: dropped up to its newline
   uint64_t line_no = 0;
   std::string head;         // the file's first bytes, up to kFingerprintBytes
   bool moved_away = false;  // the path names another file now, or none: read to the end
@@ -157,27 +158,25 @@ class TailSource final : public Source, public Acknowledger {
     return budget;
   }
 
-  // Makes room for one more open file: closes the one least recently active (not `keep`),
-  // quiet ones (read to their end, every line stored) first. Its state stays; it is opened
-  // again, by identity, when it grows.
+  // Makes room for one more open file: closes one of the least recently active (not `keep`),
+  // a quiet one (read to its end, every line stored) among the kQuietLookahead least recent if
+  // there is one. Its state stays; it is opened again, by identity, when it grows. O(1): the
+  // open files are kept in the order of their last activity.
   void MakeRoom(const Tracked* keep) {
-    if (open_count_ < max_open_) return;
-    Tracked* quiet = nullptr;
-    Tracked* any = nullptr;
-    for (auto& [id, t] : files_) {
-      if (t->fd < 0 || t.get() == keep) continue;
-      if (any == nullptr || t->last_active < any->last_active) any = t.get();
-      // AtEnd (an fstat) last: only for a file that would be the new choice.
-      if ((quiet == nullptr || t->last_active < quiet->last_active) && t->buffer.empty() &&
-          t->stored >= t->offset && AtEnd(*t)) {
-        quiet = t.get();
+    if (open_lru_.size() < max_open_) return;
+    Tracked* victim = nullptr;
+    size_t looked = 0;
+    for (Tracked* t : open_lru_) {
+      if (t == keep) continue;
+      if (victim == nullptr) victim = t;  // the least recently active
+      if (t->buffer.empty() && t->stored >= t->offset && AtEnd(*t)) {
+        victim = t;
+        break;
       }
+      if (++looked == kQuietLookahead) break;
     }
-    Tracked* victim = quiet != nullptr ? quiet : any;
     if (victim == nullptr) return;
-    ::close(victim->fd);
-    victim->fd = -1;
-    --open_count_;
+    CloseFile(*victim);
     closed_for_room_->Add();
     if (!warned_open_limit_) {
       warned_open_limit_ = true;
@@ -187,6 +186,18 @@ class TailSource final : public Source, public Acknowledger {
                         "seedance_tail_files_closed_total)",
                         max_open_);
     }
+  }
+
+  // The open files, least recently active first.
+  void Opened(Tracked& t, int fd) {
+    t.fd = fd;
+    t.lru = open_lru_.insert(open_lru_.end(), &t);
+  }
+  void Touch(Tracked& t) { open_lru_.splice(open_lru_.end(), open_lru_, t.lru); }
+  void CloseFile(Tracked& t) {
+    ::close(t.fd);
+    t.fd = -1;
+    open_lru_.erase(t.lru);
   }
 
   // Opens a file closed by MakeRoom again, where it is now, if it is still the same file.
@@ -200,9 +211,7 @@ class TailSource final : public Source, public Acknowledger {
       ::close(fd);  // another file took its name: found again by identity at the next scan
       return false;
     }
-    t.fd = fd;
-    ++open_count_;
-    t.last_active = std::chrono::steady_clock::now();
+    Opened(t, fd);
     return true;
   }
 
@@ -308,7 +317,7 @@ class TailSource final : public Source, public Acknowledger {
       if (::stat(found.path.c_str(), &st) != 0) continue;
       Open(found.path, st);
     }
-    open_gauge_->Set(static_cast<int64_t>(open_count_));
+    open_gauge_->Set(static_cast<int64_t>(open_lru_.size()));
     if (!paused_) ReadAll();
     for (auto it = files_.begin(); it != files_.end();) {
       Tracked& t = *it->second;
@@ -316,10 +325,7 @@ class TailSource final : public Source, public Acknowledger {
           AtEnd(t) && t.stored >= t.offset) {
         by_inode_.erase({t.device, t.inode});
         if (checkpoint_ != nullptr) checkpoint_->CloseStream(t.stream);
-        if (t.fd >= 0) {
-          ::close(t.fd);
-          --open_count_;
-        }
+        if (t.fd >= 0) CloseFile(t);
         it = files_.erase(it);
       } else {
         ++it;
@@ -347,9 +353,7 @@ class TailSource final : public Source, public Acknowledger {
     auto t = std::make_unique<Tracked>();
     t->id = next_file_++;
     t->path = t->current_path = path;
-    t->fd = fd;
-    ++open_count_;
-    t->last_active = std::chrono::steady_clock::now();
+    Opened(*t, fd);
     t->device = st.st_dev;
     t->inode = st.st_ino;
     // Where to start: the stored position when this is the same file (inode and first bytes);
@@ -446,7 +450,7 @@ class TailSource final : public Source, public Acknowledger {
       const ssize_t n =
           ::pread(t.fd, chunk, std::min(sizeof chunk, budget), static_cast<off_t>(t.offset));
       if (n <= 0) return true;
-      t.last_active = std::chrono::steady_clock::now();
+      Touch(t);
       budget -= static_cast<size_t>(n);
       if (t.head.size() < kFingerprintBytes && t.offset == t.head.size()) {
         t.head.append(chunk,
@@ -675,8 +679,9 @@ class TailSource final : public Source, public Acknowledger {
   util::LogLimiter limiter_;
   // Open files (max_open_files).
   static constexpr uint64_t kFollowLinesLogged = 16;
+  static constexpr size_t kQuietLookahead = 32;
   size_t max_open_ = 1;
-  size_t open_count_ = 0;
+  std::list<Tracked*> open_lru_;  // the open files, least recently active first
   uint64_t followed_ = 0;
   bool warned_open_limit_ = false;
   observe::Gauge* open_gauge_ = &ctx_.metrics->GetGauge(
