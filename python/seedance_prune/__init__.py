@@ -9,8 +9,8 @@ Needs PyTorch 1.12 or newer (torch.fx). See docs/prune.md.
 """
 from .groups import PruneError
 from .prune import PruneReport, count_parameters, keep_count, prune, report
-from .select import NoConfigFits, select
+from .select import NoConfigFits, device_budget, load_profiles, select
 from .zero_code import channelwise, pruning
 
 __all__ = ["NoConfigFits", "PruneError", "PruneReport", "channelwise", "count_parameters",
-           "keep_count", "prune", "pruning", "report", "select"]
+           "device_budget", "keep_count", "load_profiles", "prune", "pruning", "report", "select"]

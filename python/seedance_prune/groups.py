@@ -14,7 +14,9 @@ Each member says which weights it slices and how:
 - ``norm``:      a normalisation's per-channel parameters (and BatchNorm's running statistics);
 - ``depthwise``: a depthwise convolution, whose channels are its input's;
 - ``embed``:     an embedding's columns;
-- ``heads``:     attention heads (attention.py), each ``repeat`` (the head dimension) wide.
+- ``heads``:     attention heads (attention.py), each ``repeat`` (the head dimension) wide;
+- ``tensor``:    a parameter the model uses directly (a position embedding added to the
+                 channels): its ``attr`` of ``module`` on dimension ``dim``.
 """
 from dataclasses import dataclass, field
 
@@ -27,9 +29,11 @@ class PruneError(ValueError):
 class Member:
     module_name: str
     module: object
-    role: str  # out | in | norm | depthwise | embed | heads | attn_in | attn_out
+    role: str  # out | in | norm | depthwise | embed | heads | attn_in | attn_out | tensor
     offset: int = 0
     repeat: int = 1
+    attr: str = ""  # role "tensor": the parameter's attribute name
+    dim: int = 0    # role "tensor": the dimension its channels are on
 
 
 @dataclass

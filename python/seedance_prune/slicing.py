@@ -37,6 +37,8 @@ def _slices(member):
         out += [(m.out_proj, "weight", 0, 0, 1, True)]
         if m.out_proj.bias is not None:
             out += [(m.out_proj, "bias", 0, 0, 1, True)]
+    elif role == "tensor":
+        out += [(m, member.attr, member.dim, 0, 1, True)]
     elif role == "heads":
         inner = m.embed_dim
         for k in range(3):

@@ -116,6 +116,10 @@ class _Tracer:
 
     # --- the walk ----------------------------------------------------------------------------
     def run(self, gm):
+        self.attr_uses = {}
+        for node in gm.graph.nodes:
+            if node.op == "get_attr":
+                self.attr_uses[node.target] = self.attr_uses.get(node.target, 0) + len(node.users)
         for node in gm.graph.nodes:
             if node.op == "call_module":
                 self.values[node] = self.call_module(node)
@@ -271,15 +275,29 @@ class _Tracer:
             self.freeze(tracked, f"'{node.name}': combines channels on different dimensions")
             return None
         dim = dims.pop()
+        joined = self.join(tracked, f"'{node.name}'")
         for a in operands:
             if self.val(a) is None:
                 shape = _shape(a)
                 i = dim - (out_nd - len(shape))
-                if i >= 0 and shape[i] != 1:
+                if i >= 0 and shape[i] != 1 and not self.parameter_member(a, i, joined):
                     self.freeze(tracked, f"'{node.name}': combines channels with a tensor "
                                          "whose channels cannot be pruned")
-        joined = self.join(tracked, f"'{node.name}'")
         return Channels(dim, joined.segments)
+
+    def parameter_member(self, node, dim, chans):
+        """A model parameter combined with channels (a position embedding, a learned scale):
+        sliced with them when it is used only here and the channels are one space."""
+        if node.op != "get_attr" or len(chans.segments) != 1 or chans.segments[0][0] is None \
+                or chans.segments[0][1] != 1 or self.attr_uses.get(node.target) != 1:
+            return False
+        owner_name, _, attr = node.target.rpartition(".")
+        owner = self.model.get_submodule(owner_name) if owner_name else self.model
+        if not isinstance(getattr(owner, attr, None), nn.Parameter) or node.target in self.ignore:
+            return False
+        self.spaces.add_member(chans.segments[0][0],
+                               Member(node.target, owner, "tensor", attr=attr, dim=dim))
+        return True
 
     def reshape(self, node, x):
         if x is None:
