@@ -110,14 +110,18 @@ def _sync(device):
 
 
 @torch.no_grad()
-def latency(model, example, iterations=50, warmup=5, max_seconds=20.0):
+def latency(model, example, iterations=50, warmup=5, max_seconds=20.0, warmup_seconds=0.3):
     """Times forward passes over `example`: {"p50_ms", "p99_ms", "samples_per_s",
-    "iterations"}; stops after `max_seconds` (at least 3 timed passes)."""
+    "iterations"}; stops after `max_seconds` (at least 3 timed passes). Warms up for
+    `warmup` passes and at least `warmup_seconds` (kernel choice, caches, clock ramp)."""
     model.eval()
     device = example.device
-    for _ in range(warmup):
+    t0 = time.monotonic()
+    done = 0
+    while done < warmup or time.monotonic() - t0 < warmup_seconds:
         model(example)
-    _sync(device)
+        _sync(device)
+        done += 1
     times = []
     start = time.monotonic()
     for _ in range(iterations):
@@ -199,8 +203,8 @@ def peak_memory(model, example):
 def profile(model, test_x, test_y, example_b1, example_big, name, device="cpu", dtype=None,
             energy=None):
     """One configuration's measured profile, the selector's input (select.py)."""
-    lat1 = latency(model, example_b1)
-    lat_big = latency(model, example_big, iterations=10)
+    lat1 = latency(model, example_b1, iterations=200)
+    lat_big = latency(model, example_big, iterations=20)
     row = {"name": name, "accuracy": round(accuracy(model, test_x, test_y, device=device,
                                                     dtype=dtype), 2),
            "latency_p99_ms": lat1["p99_ms"], "latency_p50_ms": lat1["p50_ms"],
