@@ -50,11 +50,13 @@ def keep_count(size, ratio, round_to=1):
     return keep
 
 
-def prune(model, example_inputs, ratio=0.4, importance="l1", ignore=(), round_to=1):
+def prune(model, example_inputs, ratio=0.4, importance="l1", ignore=(), round_to=1,
+          tracer="auto"):
     """Removes the fraction `ratio` of every prunable channel group of `model`, in place, and
     returns the model (its report: `report(model)`).
 
-    Groups are found by tracing `model` on `example_inputs` with torch.fx: a convolution's
+    Groups are found by tracing `model` on `example_inputs` (`tracer`: torch.fx where the
+    model traces, else the autograd graph of one run; "fx" or "autograd" to choose): a convolution's
     output channels, its BatchNorm, the next layer's input channels, residual additions and
     concatenations, attention heads, MLP units. Channels that reach the model's output, or an
     operation the tracer cannot follow, or a layer in `ignore` (modules or their names), are
@@ -69,7 +71,7 @@ def prune(model, example_inputs, ratio=0.4, importance="l1", ignore=(), round_to
     if round_to < 1:
         raise PruneError(f"round_to must be at least 1, not {round_to}")
     before = count_parameters(model)
-    groups, notes = find_groups(model, example_inputs, ignore)
+    groups, notes = find_groups(model, example_inputs, ignore, tracer)
     for g in groups:
         if g.frozen or ratio == 0:
             continue
@@ -80,12 +82,30 @@ def prune(model, example_inputs, ratio=0.4, importance="l1", ignore=(), round_to
         g.keep = sorted(torch.argsort(scores, descending=True)[:keep].tolist())
     with torch.no_grad():
         remove(model, groups)
+    _check_runs(model, example_inputs)
     unknown = [n for n in notes if "not followed by the tracer" in n]
     if unknown:
         warnings.warn("seedance_prune kept channels it could not follow: " + "; ".join(unknown))
     model._seedance_prune_report = PruneReport(float(ratio), importance, before,
                                                count_parameters(model), groups, notes)
     return model
+
+
+def _check_runs(model, example_inputs):
+    """One forward pass of the pruned model: a graph that missed a coupling fails loudly here
+    (shapes that no longer fit), not later in the caller's code."""
+    inputs = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            model(*inputs)
+    except RuntimeError as e:
+        raise PruneError(f"the pruned {type(model).__name__} no longer runs on the example "
+                         f"inputs ({str(e).splitlines()[0]}): a coupling the tracer did not see; "
+                         "prune a copy, and pass the layers involved in ignore=[...]") from e
+    finally:
+        model.train(was_training)
 
 
 def report(model):

@@ -364,28 +364,44 @@ class _Tracer:
         return Channels(x.dim if keepdim else x.dim - sum(d < x.dim for d in dims), x.segments)
 
 
-def find_groups(model, example_inputs, ignore=()):
+def find_groups(model, example_inputs, ignore=(), tracer="auto"):
     """Traces `model` on `example_inputs` and returns (groups, notes): every channel group
-    (frozen ones included, with their reasons) and why spaces were frozen."""
+    (frozen ones included, with their reasons) and why spaces were frozen.
+
+    tracer: "fx" (symbolic tracing), "autograd" (the graph of one run, autograd_trace.py), or
+    "auto": torch.fx where the model traces, autograd's graph otherwise."""
+    from .autograd_trace import autograd_graph
+
     names = {n for n, m in model.named_modules() if any(m is i for i in ignore)}
     names |= {i for i in ignore if isinstance(i, str)}
-    try:
-        gm = torch.fx.symbolic_trace(model)
-    except Exception as e:  # torch.fx raises many types for code it cannot trace
-        raise PruneError(f"{type(model).__name__} does not trace with torch.fx "
-                         f"({type(e).__name__}: {str(e).splitlines()[0]}); pruning needs a "
-                         "traceable forward (no data-dependent control flow)") from e
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
+    if tracer not in ("auto", "fx", "autograd"):
+        raise PruneError(f"tracer must be auto, fx or autograd, not {tracer!r}")
+    notes = []
+    gm = None
+    if tracer in ("auto", "fx"):
+        try:
+            gm = torch.fx.symbolic_trace(model)
+        except Exception as e:  # torch.fx raises many types for code it cannot trace
+            why = (f"{type(model).__name__} does not trace with torch.fx ({type(e).__name__}: "
+                   f"{str(e).splitlines()[0] if str(e) else ''})")
+            if tracer == "fx":
+                raise PruneError(why + "; pass tracer='autograd' to record one run instead") from e
+            notes.append(why + "; its graph was recorded from autograd instead (the path "
+                         "this run took)")
     was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            ShapeProp(gm).propagate(*example_inputs)
-    finally:
-        model.train(was_training)
-    tracer = _Tracer(model, names)
-    tracer.run(gm)
+    if gm is not None:
+        model.eval()
+        try:
+            with torch.no_grad():
+                ShapeProp(gm).propagate(*example_inputs)
+        finally:
+            model.train(was_training)
+    else:
+        gm = autograd_graph(model, example_inputs)
+    walker = _Tracer(model, names)
+    walker.run(gm)
     groups = [Group(size=s.size, members=s.members, frozen=list(dict.fromkeys(s.frozen)))
-              for s in tracer.spaces.roots() if s.members]
-    return groups, tracer.notes
+              for s in walker.spaces.roots() if s.members]
+    return groups, notes + walker.notes

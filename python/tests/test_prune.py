@@ -353,3 +353,91 @@ def test_device_budgets_are_data():
     assert set(budget) == {"latency_p99_ms", "memory_mb", "energy_mj", "min_accuracy"}
     with pytest.raises(KeyError, match="known: a10g-like-150w"):
         sp.device_budget("toaster")
+
+
+# --- the autograd graph, where torch.fx does not trace ---------------------------------------
+
+@pytest.mark.parametrize("build,shape", [
+    (lambda: torchvision.models.resnet18(), (1, 3, 64, 64)),
+    (lambda: torchvision.models.mobilenet_v2(), (1, 3, 64, 64)),
+    (lambda: models.SmallCNN(), (1, 1, 8, 8)),
+    (lambda: models.TinyViT(), (1, 1, 28, 28)),
+], ids=["resnet18", "mobilenet_v2", "small_cnn", "vit"])
+def test_autograd_graph_prunes_as_fx_does(build, shape):
+    torch.manual_seed(0)
+    by_fx = build().eval()
+    by_autograd = copy.deepcopy(by_fx)
+    x = torch.randn(*shape)
+    sp.prune(by_fx, x, ratio=0.5, tracer="fx")
+    sp.prune(by_autograd, x, ratio=0.5, tracer="autograd")
+    a, b = by_fx.state_dict(), by_autograd.state_dict()
+    assert list(a) == list(b) and all(torch.equal(a[k], b[k]) for k in a)
+    assert [g.describe() for g in sp.report(by_fx).groups] == \
+        [g.describe() for g in sp.report(by_autograd).groups]
+
+
+class Branchy(nn.Module):
+    """Data-dependent control flow: torch.fx cannot trace it."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(16, 32), nn.Linear(32, 32), nn.Linear(32, 4)
+
+    def forward(self, x):
+        h = torch.relu(self.a(x))
+        if h.sum() > 0:
+            h = h + torch.relu(self.b(h))
+        return self.c(h)
+
+
+def test_a_model_fx_cannot_trace_is_pruned_from_its_autograd_graph():
+    model, x = Branchy(), torch.randn(2, 16)
+    with pytest.raises(PruneError, match="does not trace with torch.fx.*tracer='autograd'"):
+        sp.prune(copy.deepcopy(model), x, ratio=0.5, tracer="fx")
+    sp.prune(model, x, ratio=0.5)
+    assert (model.a.out_features, model.b.out_features, model.c.in_features) == (16, 16, 16)
+    assert any("recorded from autograd" in n for n in sp.report(model).notes)
+    assert model(x).shape == (2, 4)
+
+
+def test_autograd_graph_keeps_what_it_cannot_follow():
+    class Odd(Branchy):
+        def forward(self, x):
+            return self.c(torch.cumsum(self.b(self.a(x)), dim=-1))
+
+    model = Odd()
+    with pytest.warns(UserWarning, match="could not follow"):
+        sp.prune(model, torch.randn(1, 16), ratio=0.5, tracer="autograd")
+    assert model.a.out_features == 16 and model.b.out_features == 32
+
+
+def test_buffers_outside_layers_keep_their_channels_in_both_graphs():
+    class Offset(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(8, 16), nn.Linear(16, 2)
+            self.register_buffer("shift", torch.zeros(16))
+
+        def forward(self, x):
+            return self.b(self.a(x) + self.shift)
+
+    for tracer in ("fx", "autograd"):
+        model = Offset()
+        sp.prune(model, torch.randn(1, 8), ratio=0.5, tracer=tracer)
+        assert model.a.out_features == 16 and not model.shift.requires_grad, tracer
+
+
+def test_a_coupling_no_tracer_saw_fails_loudly_at_pruning():
+    class Offset(nn.Module):  # a tensor made in forward: autograd's graph does not show it
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(8, 16), nn.Linear(16, 2)
+
+        def forward(self, x):
+            return self.b(self.a(x) + torch.linspace(0, 1, 16))
+
+    with pytest.raises(PruneError, match="no longer runs on the example inputs"):
+        sp.prune(Offset(), torch.randn(1, 8), ratio=0.5, tracer="autograd")
+    fx_model = Offset()
+    sp.prune(fx_model, torch.randn(1, 8), ratio=0.5, tracer="fx")
+    assert fx_model.a.out_features == 16  # fx sees the tensor and keeps the channels
