@@ -171,8 +171,8 @@ def main():
         torch.backends.cudnn.benchmark = True
     started = time.monotonic()
     data = datasets.fashion_mnist() if fashion else datasets.digits()
-    if cuda:
-        data = tuple(t.pin_memory() for t in data)
+    if cuda:  # images on the device once (188 MB for Fashion-MNIST), labels stay on the host
+        data = (data[0].to(args.device), data[1], data[2].to(args.device), data[3])
     meter = energy_meter() if cuda else None
     ratios = [float(r) for r in args.ratios.split(",")]
     tx, ty, vx, vy = data

@@ -9,23 +9,25 @@ from .prune import prune, report
 
 
 def channelwise(ratio=0.4, importance="l1", ignore=(), calibration_calls=0, round_to=1):
-    """Class decorator: instances of the decorated nn.Module prune themselves at the first
-    forward call after `calibration_calls` calls (0: the first call), traced on that call's
-    inputs; the call itself runs on the pruned model.
+    """Decorator for an nn.Module class, or for its `forward`: each instance prunes itself at
+    the first forward call after `calibration_calls` calls (0: the first call), traced on that
+    call's inputs; the call itself runs on the pruned model.
 
         @seedance_prune.channelwise(ratio=0.4)
         class Net(nn.Module): ...
 
+        class Net(nn.Module):
+            @seedance_prune.channelwise(ratio=0.4)
+            def forward(self, x): ...
+
     With importance="taylor", run a backward pass in each calibration call's step: the
     gradients present at pruning time rank the channels."""
 
-    def decorate(cls):
-        if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
-            raise PruneError(f"channelwise decorates an nn.Module class, not {cls!r}")
-        forward = cls.forward
-
+    def wrap(forward):
         @functools.wraps(forward)
         def pruned_forward(self, *args, **kwargs):
+            if not isinstance(self, nn.Module):
+                raise PruneError("channelwise wraps the forward of an nn.Module")
             state = self.__dict__.setdefault("_seedance_prune_state",
                                              {"calls": 0, "tracing": False})
             if not state["tracing"] and report(self) is None:
@@ -40,8 +42,17 @@ def channelwise(ratio=0.4, importance="l1", ignore=(), calibration_calls=0, roun
                     state["calls"] += 1
             return forward(self, *args, **kwargs)
 
-        cls.forward = pruned_forward
-        return cls
+        return pruned_forward
+
+    def decorate(target):
+        if isinstance(target, type) and issubclass(target, nn.Module):
+            target.forward = wrap(target.forward)
+            return target
+        if callable(target) and not isinstance(target, type) and \
+                getattr(target, "__name__", "") == "forward":
+            return wrap(target)
+        raise PruneError(f"channelwise decorates an nn.Module class or its forward, not "
+                         f"{target!r}")
 
     return decorate
 

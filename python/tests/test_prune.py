@@ -255,8 +255,18 @@ def test_decorator_prunes_at_the_first_call_after_calibration():
     assert net.net[0].out_features == 32  # once only
 
 
-def test_decorator_refuses_what_is_not_a_module_class():
-    with pytest.raises(PruneError, match="decorates an nn.Module class"):
+def test_decorator_around_forward():
+    class Net(models.MLP):
+        @sp.channelwise(ratio=0.25)
+        def forward(self, x):
+            return self.net(x)
+
+    net = Net((64, 64, 10))
+    assert net(torch.randn(2, 64)).shape == (2, 10) and net.net[0].out_features == 48
+
+
+def test_decorator_refuses_what_is_not_a_module_class_or_forward():
+    with pytest.raises(PruneError, match="decorates an nn.Module class or its forward"):
         sp.channelwise()(lambda x: x)
 
 
