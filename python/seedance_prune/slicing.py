@@ -20,11 +20,12 @@ def _slices(member):
             out += [(m, "bias", 0, 0, 1, True)]
     elif role == "in":
         out += [(m, "weight", 1, off, rep, True)]
-    elif role == "norm":
+    elif role == "norm":  # at its offset: a norm over concatenated spaces holds each in turn
         if getattr(m, "weight", None) is not None:
-            out += [(m, "weight", 0, 0, 1, True), (m, "bias", 0, 0, 1, True)]
+            out += [(m, "weight", 0, off, rep, True), (m, "bias", 0, off, rep, True)]
         if getattr(m, "running_mean", None) is not None:
-            out += [(m, "running_mean", 0, 0, 1, False), (m, "running_var", 0, 0, 1, False)]
+            out += [(m, "running_mean", 0, off, rep, False),
+                    (m, "running_var", 0, off, rep, False)]
     elif role == "depthwise":
         out += [(m, "weight", 0, 0, 1, True)]
         if m.bias is not None:

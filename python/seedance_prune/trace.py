@@ -9,6 +9,7 @@ weights that is not understood is refused with its name, unless the caller ignor
 """
 import math
 import operator
+import re
 
 import torch
 import torch.fx
@@ -40,6 +41,10 @@ _KEEP_METHODS = {
     "relu", "relu_", "sigmoid", "sigmoid_", "tanh", "tanh_", "clamp", "clamp_", "clamp_min",
     "contiguous", "clone", "float", "half", "bfloat16", "to", "type_as", "detach", "abs",
 }
+# Of those, the ones that pool over the dimensions after the channels (N, C, ...): they keep
+# channels only where the channels are on dimension 1.
+_POOL_MODULES = tuple(m for m in _KEEP_MODULES if "Pool" in m.__name__)
+_POOL_FUNCTIONS = {f for f in _KEEP_FUNCTIONS if "pool" in getattr(f, "__name__", "")}
 _ELEMENTWISE_FUNCTIONS = {
     operator.add, operator.iadd, operator.sub, operator.isub, operator.mul, operator.imul,
     operator.truediv, torch.add, torch.sub, torch.mul, torch.div, torch.maximum, torch.minimum,
@@ -197,6 +202,8 @@ class _Tracer:
             return self.attention(node, name, mod, x)
         if isinstance(mod, nn.Flatten):
             return self.reshape(node, x)
+        if isinstance(mod, _POOL_MODULES):
+            return self.pool(name, x)
         if isinstance(mod, _KEEP_MODULES):
             return x
         if any(True for _ in mod.parameters()):
@@ -240,6 +247,8 @@ class _Tracer:
             return None
         if target in _ELEMENTWISE_FUNCTIONS or method in _ELEMENTWISE_METHODS:
             return self.elementwise(node)
+        if target in _POOL_FUNCTIONS:
+            return self.pool(node.name, x)
         if target in _KEEP_FUNCTIONS or method in _KEEP_METHODS:
             return x
         if target is torch.flatten or method in ("flatten", "view", "reshape") \
@@ -258,6 +267,12 @@ class _Tracer:
             self.freeze(inputs, f"'{node.name}' ({getattr(target, '__name__', target)}) is not "
                                 "followed by the tracer")
         return None
+
+    def pool(self, name, x):
+        if x is not None and x.dim != 1:
+            self.freeze(x, f"'{name}': pools over the channels' dimension")
+            return None
+        return x
 
     def elementwise(self, node):
         out_nd = len(_shape(node))
@@ -396,6 +411,12 @@ def find_groups(model, example_inputs, ignore=(), tracer="auto"):
         try:
             with torch.no_grad():
                 ShapeProp(gm).propagate(*example_inputs)
+        except RuntimeError as e:  # ShapeProp wraps the error; say where and what
+            where = re.search(r"target=([^\]]+)\]", str(e))
+            cause = str(e.__cause__ or e.__context__ or e).splitlines()[0]
+            at = f" (at '{where.group(1)}')" if where else ""
+            raise PruneError(f"{type(model).__name__} does not run on the example inputs{at}: "
+                             f"{cause}") from e
         finally:
             model.train(was_training)
     else:

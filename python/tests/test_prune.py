@@ -68,6 +68,13 @@ def test_pruned_layers_describe_their_new_sizes():
     assert model.fc.in_features == 256 and model.fc.weight.shape == (1000, 256)
 
 
+def test_concatenation_slices_each_part_at_its_offset():
+    model = seeded(CatNet)
+    sp.prune(model, torch.randn(1, 3, 8, 8), ratio=0.5)
+    assert (model.a.out_channels, model.b.out_channels) == (4, 3)
+    assert model.bn.num_features == 3 + 4 + 3 and model.c.in_channels == 3 + 4 + 3
+
+
 def test_mlp_hidden_units_shrink_exactly():
     model = seeded(models.MLP, (64, 200, 100, 10))
     sp.prune(model, torch.randn(1, 64), ratio=0.4)
@@ -122,8 +129,24 @@ def masked_oracle(original, report):
     return oracle
 
 
+class CatNet(nn.Module):
+    """Concatenations: with the input image (channels of no space) and of two branches, then a
+    BatchNorm over the concatenation."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(3, 6, 1)
+        self.bn = nn.BatchNorm2d(3 + 8 + 6)
+        self.c = nn.Conv2d(3 + 8 + 6, 4, 1)
+
+    def forward(self, x):
+        return self.c(torch.relu(self.bn(torch.cat([x, self.a(x), self.b(x)], dim=1))))
+
+
 @pytest.mark.parametrize("build,shape,ignore", [
     (lambda: torchvision.models.resnet18(), (2, 3, 64, 64), ()),
+    (lambda: torchvision.models.densenet121(), (1, 3, 64, 64), ()),
+    (lambda: CatNet(), (2, 3, 8, 8), ()),
     (lambda: torchvision.models.mobilenet_v2(), (2, 3, 64, 64), ()),
     (lambda: models.SmallCNN(), (4, 1, 8, 8), ()),
     (lambda: models.MLP(), (4, 64), ()),
@@ -131,7 +154,8 @@ def masked_oracle(original, report):
                                                                 "blocks.0.norm2",
                                                                 "blocks.1.norm1",
                                                                 "blocks.1.norm2")),
-], ids=["resnet18", "mobilenet_v2", "small_cnn", "mlp", "vit_heads_and_mlp"])
+], ids=["resnet18", "densenet121", "cat", "mobilenet_v2", "small_cnn", "mlp",
+        "vit_heads_and_mlp"])
 def test_pruned_model_equals_channel_masked_oracle(build, shape, ignore):
     torch.manual_seed(0)
     model = build().eval()
@@ -198,6 +222,12 @@ def test_a_layer_called_twice_is_refused():
         sp.prune(Shared(), torch.randn(1, 8), ratio=0.5)
 
 
+def test_example_inputs_that_do_not_fit_say_where():
+    with pytest.raises(PruneError, match=r"MLP does not run on the example inputs \(at 'net.0'\)"
+                                         r": mat1 and mat2 shapes cannot be multiplied"):
+        sp.prune(models.MLP(), torch.randn(1, 32))
+
+
 def test_arguments_are_checked():
     for bad in (1.0, -0.1, 1.5):
         with pytest.raises(PruneError, match="fraction of channels removed"):
@@ -219,6 +249,21 @@ def test_an_unknown_operation_keeps_its_channels_and_says_so():
     with pytest.warns(UserWarning, match="could not follow"):
         sp.prune(model, torch.randn(1, 8), ratio=0.5)
     assert model.a.out_features == 16
+
+
+def test_pooling_over_channels_keeps_them():
+    class ChannelsLast(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.pool, self.b = nn.Conv2d(3, 8, 1), nn.MaxPool2d(2), nn.Linear(4, 2)
+
+        def forward(self, x):  # pools over (W, C) of an N, H, W, C tensor
+            return self.b(self.pool(self.a(x).permute(0, 2, 3, 1)))
+
+    model = ChannelsLast()
+    sp.prune(model, torch.randn(1, 3, 4, 4), ratio=0.5)
+    assert model.a.out_channels == 8
+    assert any("pools over the channels" in n for n in sp.report(model).notes)
 
 
 def test_round_to_keeps_multiples():
@@ -370,9 +415,10 @@ def test_device_budgets_are_data():
 @pytest.mark.parametrize("build,shape", [
     (lambda: torchvision.models.resnet18(), (1, 3, 64, 64)),
     (lambda: torchvision.models.mobilenet_v2(), (1, 3, 64, 64)),
+    (lambda: torchvision.models.densenet121(), (1, 3, 64, 64)),
     (lambda: models.SmallCNN(), (1, 1, 8, 8)),
     (lambda: models.TinyViT(), (1, 1, 28, 28)),
-], ids=["resnet18", "mobilenet_v2", "small_cnn", "vit"])
+], ids=["resnet18", "mobilenet_v2", "densenet121", "small_cnn", "vit"])
 def test_autograd_graph_prunes_as_fx_does(build, shape):
     torch.manual_seed(0)
     by_fx = build().eval()
