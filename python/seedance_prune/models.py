@@ -4,29 +4,37 @@ import torch
 from torch import nn
 
 
-class SmallCNN(nn.Module):
-    """conv-BN-ReLU ×2, a residual block, pooling to 4×4, flattened into a 2-layer head.
-    Works on 8×8 (digits) and 28×28 (Fashion-MNIST) images."""
+class ResBlock(nn.Module):
+    """relu(x + conv-BN-ReLU-conv-BN(x)): output shaped like its input, so it can be skipped."""
 
-    def __init__(self, width=32, classes=10, hidden=128):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c),
+                                  nn.ReLU(), nn.Conv2d(c, c, 3, padding=1, bias=False),
+                                  nn.BatchNorm2d(c))
+
+    def forward(self, x):
+        return torch.relu(x + self.body(x))
+
+
+class SmallCNN(nn.Module):
+    """conv-BN-ReLU ×2, `blocks` residual blocks, pooling to 4×4, flattened into a 2-layer
+    head. Works on 8×8 (digits) and 28×28 (Fashion-MNIST) images."""
+
+    def __init__(self, width=32, classes=10, hidden=128, blocks=1):
         super().__init__()
         w = width
         self.stem = nn.Sequential(nn.Conv2d(1, w, 3, padding=1, bias=False), nn.BatchNorm2d(w),
                                   nn.ReLU())
         self.conv2 = nn.Sequential(nn.Conv2d(w, 2 * w, 3, padding=1, bias=False),
                                    nn.BatchNorm2d(2 * w), nn.ReLU())
-        self.block = nn.Sequential(nn.Conv2d(2 * w, 2 * w, 3, padding=1, bias=False),
-                                   nn.BatchNorm2d(2 * w), nn.ReLU(),
-                                   nn.Conv2d(2 * w, 2 * w, 3, padding=1, bias=False),
-                                   nn.BatchNorm2d(2 * w))
+        self.blocks = nn.Sequential(*[ResBlock(2 * w) for _ in range(blocks)])
         self.pool = nn.AdaptiveAvgPool2d(4)
         self.head = nn.Sequential(nn.Flatten(), nn.Linear(2 * w * 16, hidden), nn.ReLU(),
                                   nn.Linear(hidden, classes))
 
     def forward(self, x):
-        x = self.conv2(self.stem(x))
-        x = torch.relu(x + self.block(x))
-        return self.head(self.pool(x))
+        return self.head(self.pool(self.blocks(self.conv2(self.stem(x)))))
 
 
 class MLP(nn.Module):
