@@ -14,6 +14,7 @@ from seedance_prune.masks import MaskSet, MaskSync, MaskSyncError, StaleMasks  #
 rank, world, port, scenario, outdir = (int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]),
                                        sys.argv[4], sys.argv[5])
 torch.set_num_threads(1)
+os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # gloo's pairs on loopback too, not the host's address
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                         world_size=world, timeout=timedelta(seconds=10))
 result = {"rank": rank}
