@@ -41,7 +41,7 @@ size_t BlockBytes(uint64_t size, uint64_t block) {
 
 uint64_t ZeroBlockCount(uint64_t size) { return (size + kZeroBlockSize - 1) / kZeroBlockSize; }
 
-uint64_t ZeroBlockBitmapBytes(uint64_t size) { return (ZeroBlockCount(size) + 7) / 8; }
+uint64_t ZeroBlockBitmapBytes(uint64_t size) { return (ZeroBlockCount(size) + 127) / 128 * 16; }
 
 double ZeroBlockFraction(std::span<const std::byte> data) {
   const uint64_t blocks = ZeroBlockCount(data.size());

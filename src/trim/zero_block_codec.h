@@ -3,10 +3,11 @@
 //
 // The buffer is cut into 256-byte blocks (the last one may be shorter). The encoding is
 //   header (32 bytes: magic "SDZB", format version, block size, original size, non-zero
-//   block count) | bitmap (one bit per block, 1 = non-zero, LSB first) | the non-zero blocks,
-//   packed in order.
+//   block count) | bitmap (one bit per block, 1 = non-zero, LSB first, padded with zero bits
+//   to a multiple of 16 bytes so the blocks after it stay 16-byte aligned) | the non-zero
+//   blocks, packed in order.
 // This is the CPU reference: the CUDA codec (cuda/zero_block_codec.cu: a flag kernel, an
-// exclusive scan, compaction, one copy of the packed bytes, expansion on arrival) produces the
+// exclusive scan, compaction, one copy of the packed bytes, expansion on arrival) writes the
 // same bytes, so either side can decode the other's.
 //
 // Whether it pays: encoding and decoding each read the buffer once, so for zero fraction z the
