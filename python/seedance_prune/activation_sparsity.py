@@ -16,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .slicing import replace_submodule
+
 
 class SparseLinear(nn.Module):
     def __init__(self, linear, name=""):
@@ -60,17 +62,13 @@ def sparsify(model, names):
     """Wraps the named nn.Linear layers of `model` in SparseLinear (in place)."""
     wrapped = []
     for name in names:
-        parent_name, _, attr = name.rpartition(".")
-        parent = model.get_submodule(parent_name) if parent_name else model
-        layer = getattr(parent, attr)
-        if isinstance(layer, SparseLinear):
-            wrapped.append(layer)
-            continue
-        if not isinstance(layer, nn.Linear):
-            raise TypeError(f"'{name}' is {type(layer).__name__}, not nn.Linear")
-        w = SparseLinear(layer, name)
-        setattr(parent, attr, w)
-        wrapped.append(w)
+        layer = model.get_submodule(name)
+        if not isinstance(layer, SparseLinear):
+            if not isinstance(layer, nn.Linear):
+                raise TypeError(f"'{name}' is {type(layer).__name__}, not nn.Linear")
+            layer = SparseLinear(layer, name)
+            replace_submodule(model, name, layer)
+        wrapped.append(layer)
     return wrapped
 
 

@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .slicing import replace_submodule
+
 
 class SkipError(ValueError):
     pass
@@ -109,16 +111,13 @@ def skippable(model, names):
     """Wraps the named submodules of `model` in Skippable (in place); returns them in order."""
     wrapped = []
     for name in names:
-        parent_name, _, attr = name.rpartition(".")
-        parent = model.get_submodule(parent_name) if parent_name else model
-        block = getattr(parent, attr)
-        if isinstance(block, Skippable):
-            wrapped.append(block)
-            continue
-        w = Skippable(block, name).to(next(block.parameters(), torch.zeros(())).device)
-        w.train(block.training)
-        setattr(parent, attr, w)
-        wrapped.append(w)
+        block = model.get_submodule(name)
+        if not isinstance(block, Skippable):
+            new = Skippable(block, name).to(next(block.parameters(), torch.zeros(())).device)
+            new.train(block.training)
+            replace_submodule(model, name, new)
+            block = new
+        wrapped.append(block)
     return wrapped
 
 

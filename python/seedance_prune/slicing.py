@@ -108,7 +108,7 @@ def remove(model, groups):
     for owner in {id(o): o for o in owners.values()}.values():
         _describe_sizes(owner)
     for name, mha in attention.values():
-        _replace(model, name, PrunedSelfAttention.from_multihead(
+        replace_submodule(model, name, PrunedSelfAttention.from_multihead(
             mha, mha.in_proj_weight, mha.in_proj_bias, mha.out_proj.weight, mha.out_proj.bias))
 
 
@@ -130,7 +130,8 @@ def _describe_sizes(m):
         m.embedding_dim = m.weight.shape[1]
 
 
-def _replace(model, name, new):
+def replace_submodule(model, name, new):
+    """Puts `new` where the submodule called `name` is."""
     parent_name, _, attr = name.rpartition(".")
     parent = model.get_submodule(parent_name) if parent_name else model
     setattr(parent, attr, new)
