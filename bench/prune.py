@@ -33,6 +33,11 @@ def log(*args):
     print(*args, file=sys.stderr, flush=True)
 
 
+def batch_of(x, n):
+    """n samples of x, repeated where x has fewer (digits' test split is smaller than 256)."""
+    return x.repeat((n + x.shape[0] - 1) // x.shape[0], *([1] * (x.dim() - 1)))[:n]
+
+
 def masked_baseline(model, ratio):
     """The article's pruning: ln_structured masks over every hidden layer's output channels
     (the same layers ours prunes), made permanent: zeros in tensors of the same size."""
@@ -52,9 +57,7 @@ def measured(model, name, data, args, dtype=None, meter=None):
     dev = torch.device(args.device)
     cast = dtype if dtype in (torch.bfloat16, torch.float16) else None
     b1 = vx[:1].to(dev, cast) if cast else vx[:1].to(dev)
-    big = vx[:args.batch].to(dev)
-    if big.shape[0] < args.batch:  # digits' test split is smaller than the batch
-        big = big.repeat((args.batch + big.shape[0] - 1) // big.shape[0], 1, 1, 1)[:args.batch]
+    big = batch_of(vx[:args.batch].to(dev), args.batch)
     big = big.to(cast) if cast else big
     row = measure.profile(model, vx, vy, b1, big, name, device=args.device, dtype=cast,
                           energy=meter)
@@ -240,8 +243,7 @@ def main():
     masked_half = by("masked50") if 0.5 in ratios else None
     summary = {}
     if half:
-        big = vx[:args.batch].to(args.device)
-        big = big.repeat((args.batch + big.shape[0] - 1) // big.shape[0], 1, 1, 1)[:args.batch]
+        big = batch_of(vx[:args.batch].to(args.device), args.batch)
         tp = interleaved_throughput({"dense": dense, "pruned50": pruned_models[0.5],
                                      "masked50": masked_models[0.5]}, big)
         summary = {

@@ -26,7 +26,7 @@ class SparseLinear(nn.Module):
         self.name = name
         self.threshold = None  # None: off (the plain layer)
         self.mode = "dense"
-        self.register_buffer("weight_t", linear.weight.detach().t().contiguous(), persistent=False)
+        self._weight_t = None  # (weight's storage, version, W^T): remade when the weight changes
         self.zeros = 0
         self.entries = 0
 
@@ -44,13 +44,21 @@ class SparseLinear(nn.Module):
             return F.linear(xs, self.linear.weight, self.linear.bias)
         return self.gather(xs, keep)
 
+    def weight_t(self):
+        w = self.linear.weight
+        key = (w.data_ptr(), w._version)
+        if self._weight_t is None or self._weight_t[0] != key:
+            self._weight_t = (key, w.detach().t().contiguous())
+        return self._weight_t[1]
+
     def gather(self, xs, keep):
         """Row by row: y = x[nz] @ W^T[nz] + b, reading only the weight rows of non-zeros."""
         flat_x, flat_keep = xs.reshape(-1, xs.shape[-1]), keep.reshape(-1, keep.shape[-1])
+        weight_t = self.weight_t()
         out = []
         for row, k in zip(flat_x, flat_keep):
             nz = k.nonzero().squeeze(1)
-            y = row.index_select(0, nz) @ self.weight_t.index_select(0, nz)
+            y = row.index_select(0, nz) @ weight_t.index_select(0, nz)
             out.append(y + self.linear.bias if self.linear.bias is not None else y)
         return torch.stack(out).reshape(*xs.shape[:-1], -1)
 

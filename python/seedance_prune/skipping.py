@@ -90,10 +90,9 @@ class Skippable(nn.Module):
         if int(skip.sum()) > allowed:  # over budget: skip only the least harmful
             order = torch.argsort(harm if harm is not None else torch.rand(
                 x.shape[0], generator=self.generator).to(x.device))
-            keep = torch.zeros_like(skip)
-            chosen = [int(i) for i in order if skip[i]][:allowed]
-            keep[chosen] = True
-            skip = keep
+            chosen = order[skip[order]][:allowed]
+            skip = torch.zeros_like(skip)
+            skip[chosen] = True
         self.seen += x.shape[0]
         count = int(skip.sum())
         self.skipped += count

@@ -72,3 +72,17 @@ def test_on_digits_accuracy_holds_and_the_error_grows_with_sparsity():
 def test_only_linear_layers_are_wrapped():
     with pytest.raises(TypeError, match="'net.1' is GELU, not nn.Linear"):
         act.sparsify(mlp(), ["net.1"])
+
+
+@torch.no_grad()
+def test_gather_follows_a_weight_changed_after_wrapping():
+    model = mlp()
+    layers = act.sparsify(model, ["net.2"])
+    act.calibrate_thresholds(model, layers, torch.randn(256, 64), sparsity=0.4)
+    layers[0].mode = "gather"
+    x = torch.randn(2, 64)
+    model(x)
+    model.net[2].linear.weight.mul_(2.0)  # fine-tuned, or loaded, after wrapping
+    gathered = model(x)
+    layers[0].mode = "dense"
+    assert torch.allclose(gathered, model(x), rtol=1e-5, atol=1e-6)
