@@ -52,7 +52,23 @@ struct SloCheckOptions {
   std::string job = "seedance_slo_check";
 };
 
+// `seedance gpu sample`: readings of every GPU per interval as NDJSON, a summary of the
+// sampling, and an SVG of memory, utilisation and PCIe over time.
+struct GpuSampleOptions {
+  std::string interval = "200ms";
+  std::string duration = "60s";  // 0: until SIGINT or SIGTERM
+  std::vector<uint32_t> pids;    // only these processes (all when empty)
+  std::string out_path = "-";
+  std::string svg_path;
+  std::string summary_path;
+  std::string backend = "auto";
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string sysfs_root = "/";
+  std::vector<std::string> devices;
+};
+
 int Run(const RunOptions& options);
+int GpuSampleCommand(const GpuSampleOptions& options);
 int Bench(const BenchCommandOptions& options);
 int BenchCompare(const CompareCommandOptions& options);
 int SloCheck(const SloCheckOptions& options);

@@ -112,6 +112,31 @@ int main(int argc, char** argv) {
   slo->add_option("--push", slo_opts.push_url, "Prometheus Pushgateway base URL");
   slo->add_option("--job", slo_opts.job, "Pushgateway job name")->capture_default_str();
 
+  GpuSampleOptions gpu_opts;
+  CLI::App* gpu = app.add_subcommand("gpu", "GPU telemetry tools");
+  gpu->require_subcommand(1);
+  CLI::App* gpu_sample = gpu->add_subcommand(
+      "sample", "read every GPU each interval (like nvidia-smi -lms): NDJSON, summary, SVG");
+  gpu_sample->add_option("--interval", gpu_opts.interval, "time between readings")
+      ->capture_default_str();
+  gpu_sample->add_option("--duration", gpu_opts.duration, "how long to sample (0: until Ctrl-C)")
+      ->capture_default_str();
+  gpu_sample->add_option("--pid", gpu_opts.pids, "list only this process (repeatable)");
+  gpu_sample->add_option("-o,--out", gpu_opts.out_path, "NDJSON readings (- for stdout)")
+      ->capture_default_str();
+  gpu_sample->add_option("--svg", gpu_opts.svg_path,
+                         "draw memory per process, utilisation and PCIe over time");
+  gpu_sample->add_option("--summary", gpu_opts.summary_path,
+                         "write the sampling's own figures (periods, missed, CPU) as JSON");
+  gpu_sample->add_option("--backend", gpu_opts.backend, "auto, nvml or jetson")
+      ->check(CLI::IsMember({"auto", "nvml", "jetson"}))
+      ->capture_default_str();
+  gpu_sample->add_option("--nvml-library", gpu_opts.nvml_library, "the NVML library to load")
+      ->capture_default_str();
+  gpu_sample->add_option("--sysfs-root", gpu_opts.sysfs_root, "jetson: where sys/ and proc/ are")
+      ->capture_default_str();
+  gpu_sample->add_option("--device", gpu_opts.devices, "a GPU by index or UUID (repeatable)");
+
   CLI::App* version = app.add_subcommand(
       "version", "print the version, commit, build type, architecture and plugins");
 
@@ -135,6 +160,7 @@ int main(int argc, char** argv) {
     return Bench(bench_opts);
   }
   if (*slo) return SloCheck(slo_opts);
+  if (*gpu_sample) return GpuSampleCommand(gpu_opts);
   if (*run) return Run(run_opts);
   if (top.config_path.empty()) {
     std::cerr << app.help() << "\nerror: --config is required (or use a subcommand)\n";

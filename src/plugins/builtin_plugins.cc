@@ -17,6 +17,7 @@
 #endif
 #include "sinks/stdout/stdout_sink.h"
 #include "sources/generate/generate_source.h"
+#include "sources/gpu/gpu_source.h"
 #include "sources/http/http_source.h"
 #include "sources/mqtt/mqtt_source.h"
 #include "sources/tail/tail_source.h"
@@ -28,6 +29,7 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
   registry.Add(sources::GenerateSourceFactory());
   registry.Add(sources::HttpSourceFactory());
   registry.Add(sources::TailSourceFactory());
+  registry.Add(sources::GpuSourceFactory());
   registry.Add(processors::LuaProcessorFactory());
   registry.Add(processors::WatermarkProcessorFactory());
   registry.Add(processors::WindowProcessorFactory());

@@ -1,0 +1,244 @@
+// `seedance gpu sample`: an nvidia-smi-style sampler for benchmarks. The gpu source's backends
+// and sampler, without a pipeline: NDJSON lines (one per GPU per interval), a summary of the
+// sampling itself (periods, missed readings, its own CPU), and an SVG of memory per process,
+// utilisation and PCIe over time.
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "bench/svg_plot.h"
+#include "main/commands.h"
+#include "sources/gpu/sampler.h"
+#include "util/units.h"
+
+namespace seedance::cli {
+namespace {
+
+using sources::gpu::GpuSample;
+
+std::atomic<bool> g_interrupted{false};
+
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
+// What the SVG needs of each reading (bounded: kMaxRows readings).
+struct Row {
+  double t_s;
+  int device;
+  double used_mib, gpu_util, mem_util, sm_util, tx_mbs, rx_mbs;
+  std::vector<std::pair<uint32_t, double>> processes;  // pid, MiB
+};
+constexpr size_t kMaxRows = 200000;
+
+double FieldOr(const GpuSample& s, std::string_view name, double scale = 1) {
+  const auto* f = s.Find(name);
+  return f == nullptr ? NAN : f->value * scale;
+}
+
+std::string Svg(const std::vector<Row>& rows, const std::map<uint32_t, std::string>& names,
+                int devices) {
+  // One x per round of device 0's readings; other devices' values at the same round index.
+  std::vector<double> x;
+  std::map<int, std::vector<const Row*>> by_device;
+  for (const Row& r : rows) by_device[r.device].push_back(&r);
+  if (by_device.empty()) return bench::LineChartSvg("GPU sample (no readings)", "s", {}, {});
+  size_t n = 0;
+  for (const auto& [d, list] : by_device) n = std::max(n, list.size());
+  const auto& first = by_device.begin()->second;
+  for (size_t i = 0; i < n; ++i) x.push_back(i < first.size() ? first[i]->t_s : x.back());
+  static const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                  "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  size_t color = 0;
+  auto series = [&](std::string name, auto value_of, int device) {
+    bench::SvgSeries s{std::move(name), kColors[color++ % std::size(kColors)], {}};
+    const auto& list = by_device[device];
+    for (size_t i = 0; i < n; ++i) s.values.push_back(i < list.size() ? value_of(*list[i]) : NAN);
+    return s;
+  };
+  bench::SvgPanel memory{"memory (MiB)", {}}, util{"utilisation (%)", {}}, pcie{"PCIe (MB/s)", {}};
+  for (const auto& [d, list] : by_device) {
+    std::string p = devices > 1 ? fmt::format("gpu{} ", d) : "";
+    memory.series.push_back(series(p + "used", [](const Row& r) { return r.used_mib; }, d));
+    // The processes with the highest peaks (a legend has room for a few).
+    std::map<uint32_t, double> peak;
+    for (const Row* r : list) {
+      for (const auto& [pid, mib] : r->processes) peak[pid] = std::max(peak[pid], mib);
+    }
+    std::vector<std::pair<double, uint32_t>> top;
+    for (const auto& [pid, mib] : peak) top.emplace_back(mib, pid);
+    std::sort(top.rbegin(), top.rend());
+    if (top.size() > 6) top.resize(6);
+    for (const auto& [mib, pid] : top) {
+      auto it = names.find(pid);
+      std::string label = p + fmt::format("{} {}", it == names.end() ? "" : it->second, pid);
+      memory.series.push_back(series(
+          label,
+          [pid = pid](const Row& r) -> double {
+            for (const auto& [q, v] : r.processes) {
+              if (q == pid) return v;
+            }
+            return NAN;
+          },
+          d));
+    }
+    util.series.push_back(series(p + "gpu", [](const Row& r) { return r.gpu_util; }, d));
+    util.series.push_back(series(p + "memory", [](const Row& r) { return r.mem_util; }, d));
+    util.series.push_back(series(p + "SM (GPM)", [](const Row& r) { return r.sm_util; }, d));
+    pcie.series.push_back(series(p + "TX", [](const Row& r) { return r.tx_mbs; }, d));
+    pcie.series.push_back(series(p + "RX", [](const Row& r) { return r.rx_mbs; }, d));
+  }
+  return bench::LineChartSvg("GPU memory, utilisation and PCIe", "time since start (s)", x,
+                             {memory, util, pcie});
+}
+
+}  // namespace
+
+int GpuSampleCommand(const GpuSampleOptions& o) {
+  auto interval = util::ParseDuration(o.interval);
+  auto duration = util::ParseDuration(o.duration);
+  if (!interval || !duration) {
+    std::cerr << "gpu sample: " << (!interval ? interval.error() : duration.error()).message()
+              << "\n";
+    return kExitConfig;
+  }
+  if (*interval < std::chrono::milliseconds(10)) {
+    std::cerr << "gpu sample: --interval must be at least 10ms\n";
+    return kExitConfig;
+  }
+  sources::gpu::BackendSettings settings;
+  settings.backend = o.backend;
+  settings.nvml_library = o.nvml_library;
+  settings.sysfs_root = o.sysfs_root;
+  settings.devices = o.devices;
+  auto backend = sources::gpu::OpenBackend(settings);
+  if (!backend) {
+    std::cerr << "gpu sample: no GPU to read: " << backend.error().message() << "\n";
+    return kExitRuntime;
+  }
+  FILE* out = stdout;
+  if (!o.out_path.empty() && o.out_path != "-") {
+    out = std::fopen(o.out_path.c_str(), "we");
+    if (out == nullptr) {
+      std::cerr << "gpu sample: cannot write " << o.out_path << "\n";
+      return kExitRuntime;
+    }
+  }
+
+  std::mutex mu;
+  std::vector<Row> rows;
+  std::map<uint32_t, std::string> names;
+  std::vector<double> periods_ms;
+  int64_t first_ns = 0, last_round_ns = 0;
+  int devices = 0;
+  uint64_t readings = 0;
+  auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const double cpu_before = CpuSeconds();
+  const auto wall_before = std::chrono::steady_clock::now();
+  sources::gpu::Sampler sampler(
+      [] { return Result<std::unique_ptr<sources::gpu::GpuBackend>>(NotFoundError("unused")); },
+      *interval, std::chrono::minutes(1), now_ns,
+      {.on_samples =
+           [&](std::vector<GpuSample>&& samples) {
+             std::lock_guard<std::mutex> lock(mu);
+             if (samples.empty()) return;
+             int64_t t = samples.front().time_ns;
+             if (first_ns == 0) first_ns = t;
+             if (last_round_ns != 0) periods_ms.push_back(static_cast<double>(t - last_round_ns) / 1e6);
+             last_round_ns = t;
+             for (GpuSample& s : samples) {
+               if (!o.pids.empty()) {
+                 std::erase_if(s.processes, [&](const auto& p) {
+                   return std::find(o.pids.begin(), o.pids.end(), p.pid) == o.pids.end();
+                 });
+               }
+               std::string line = sources::gpu::SampleJson(s, /*with_time=*/true);
+               line += '\n';
+               std::fwrite(line.data(), 1, line.size(), out);
+               ++readings;
+               devices = std::max(devices, s.index + 1);
+               if (o.svg_path.empty() || rows.size() >= kMaxRows) continue;
+               Row r{static_cast<double>(t - first_ns) / 1e9,
+                     s.index,
+                     FieldOr(s, "memory_used_bytes", 1.0 / 1048576),
+                     FieldOr(s, "gpu_util_pct"),
+                     FieldOr(s, "memory_util_pct"),
+                     FieldOr(s, "gpm_sm_util_pct"),
+                     FieldOr(s, "pcie_tx_bytes_per_s", 1e-6),
+                     FieldOr(s, "pcie_rx_bytes_per_s", 1e-6),
+                     {}};
+               for (const auto& p : s.processes) {
+                 if (p.used_bytes >= 0) r.processes.emplace_back(p.pid, p.used_bytes / 1048576.0);
+                 if (!p.name.empty()) names[p.pid] = p.name;
+               }
+               rows.push_back(std::move(r));
+             }
+             std::fflush(out);
+           },
+       .on_open = [](const Status&, std::string_view) {},
+       .on_notice =
+           [](sources::gpu::GpuBackend::Notice&& n) {
+             std::cerr << "gpu sample: " << n.text << "\n";
+           }});
+  g_interrupted = false;
+  std::signal(SIGINT, [](int) { g_interrupted = true; });
+  std::signal(SIGTERM, [](int) { g_interrupted = true; });
+  sampler.Start(std::move(backend).value());
+  const auto end = wall_before + *duration;
+  while (!g_interrupted && (duration->count() == 0 || std::chrono::steady_clock::now() < end)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  sampler.Stop();
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
+  const double cpu_s = CpuSeconds() - cpu_before;
+  if (out != stdout) std::fclose(out);
+
+  auto num = [](double v) { return std::isfinite(v) ? fmt::format("{:.3f}", v) : "null"; };
+  std::string summary = fmt::format(
+      "{{\"rounds\":{},\"readings\":{},\"missed\":{},\"wall_s\":{:.3f},\"cpu_s\":{:.4f},"
+      "\"cpu_pct_of_one_core\":{:.4f},\"period_ms\":{{\"p50\":{},\"p99\":{},"
+      "\"max\":{}}},\"interval_ms\":{:.3f}}}",
+      sampler.rounds(), readings, sampler.missed(), wall_s, cpu_s, 100.0 * cpu_s / wall_s,
+      num(Percentile(periods_ms, 0.5)), num(Percentile(periods_ms, 0.99)),
+      num(Percentile(periods_ms, 1.0)),
+      std::chrono::duration<double, std::milli>(*interval).count());
+  std::cerr << "gpu sample: " << summary << "\n";
+  if (!o.summary_path.empty()) {
+    std::ofstream(o.summary_path) << summary << "\n";
+  }
+  if (!o.svg_path.empty()) {
+    std::ofstream svg(o.svg_path);
+    svg << Svg(rows, names, devices);
+    if (!svg) {
+      std::cerr << "gpu sample: cannot write " << o.svg_path << "\n";
+      return kExitRuntime;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace seedance::cli
