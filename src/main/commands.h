@@ -56,8 +56,8 @@ struct SloCheckOptions {
 // sampling, and an SVG of memory, utilisation and PCIe over time.
 struct GpuSampleOptions {
   std::string interval = "200ms";
-  std::string duration = "60s";  // 0: until SIGINT or SIGTERM
-  std::vector<uint32_t> pids;    // only these processes (all when empty)
+  std::string duration = "60s";   // 0: until SIGINT or SIGTERM
+  std::vector<std::string> pids;  // only these processes (all when empty)
   std::string out_path = "-";
   std::string svg_path;
   std::string summary_path;

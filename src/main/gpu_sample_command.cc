@@ -41,45 +41,71 @@ double Percentile(std::vector<double> v, double q) {
   return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
 }
 
-// What the SVG needs of each reading (bounded: kMaxRows readings).
+// What the SVG draws of each reading (bounded: kMaxRows readings).
+enum Plotted { kUsedMib, kGpuUtil, kMemUtil, kSmUtil, kTxMbs, kRxMbs, kPlotted };
+struct Plot {
+  std::string_view field;
+  double scale;
+  const char* label;
+  int panel;  // 0 memory, 1 utilisation, 2 PCIe
+};
+constexpr Plot kPlots[kPlotted] = {
+    {"memory_used_bytes", 1.0 / 1048576, "used", 0},
+    {"gpu_util_pct", 1, "gpu", 1},
+    {"memory_util_pct", 1, "memory", 1},
+    {"gpm_sm_util_pct", 1, "SM (GPM)", 1},
+    {"pcie_tx_bytes_per_s", 1e-6, "TX", 2},
+    {"pcie_rx_bytes_per_s", 1e-6, "RX", 2},
+};
 struct Row {
   double t_s;
   int device;
-  double used_mib, gpu_util, mem_util, sm_util, tx_mbs, rx_mbs;
+  double values[kPlotted];
   std::vector<std::pair<uint32_t, double>> processes;  // pid, MiB
 };
 constexpr size_t kMaxRows = 200000;
+constexpr size_t kProcessesDrawn = 6;  // per device: those with the highest peaks
 
-double FieldOr(const GpuSample& s, std::string_view name, double scale = 1) {
-  const auto* f = s.Find(name);
-  return f == nullptr ? NAN : f->value * scale;
+Row MakeRow(const GpuSample& s, double t_s) {
+  Row r{t_s, s.index, {}, {}};
+  for (int i = 0; i < kPlotted; ++i) {
+    const auto* f = s.Find(kPlots[i].field);
+    r.values[i] = f == nullptr ? NAN : f->value * kPlots[i].scale;
+  }
+  for (const auto& p : s.processes) {
+    if (p.used_bytes >= 0) r.processes.emplace_back(p.pid, p.used_bytes / 1048576.0);
+  }
+  return r;
 }
 
 std::string Svg(const std::vector<Row>& rows, const std::map<uint32_t, std::string>& names,
                 int devices) {
-  // One x per round of device 0's readings; other devices' values at the same round index.
-  std::vector<double> x;
+  // x: the rounds of the first device; other devices' readings by round index.
   std::map<int, std::vector<const Row*>> by_device;
   for (const Row& r : rows) by_device[r.device].push_back(&r);
-  if (by_device.empty()) return bench::LineChartSvg("GPU sample (no readings)", "s", {}, {});
+  std::vector<double> x;
   size_t n = 0;
-  for (const auto& [d, list] : by_device) n = std::max(n, list.size());
-  const auto& first = by_device.begin()->second;
-  for (size_t i = 0; i < n; ++i) x.push_back(i < first.size() ? first[i]->t_s : x.back());
+  for (const auto& entry : by_device) n = std::max(n, entry.second.size());
+  for (size_t i = 0; i < n; ++i) {
+    const auto& first = by_device.begin()->second;
+    x.push_back(i < first.size() ? first[i]->t_s : x.back());
+  }
   static const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  std::vector<bench::SvgPanel> panels = {
+      {"memory (MiB)", {}}, {"utilisation (%)", {}}, {"PCIe (MB/s)", {}}};
   size_t color = 0;
-  auto series = [&](std::string name, auto value_of, int device) {
-    bench::SvgSeries s{std::move(name), kColors[color++ % std::size(kColors)], {}};
-    const auto& list = by_device[device];
-    for (size_t i = 0; i < n; ++i) s.values.push_back(i < list.size() ? value_of(*list[i]) : NAN);
-    return s;
-  };
-  bench::SvgPanel memory{"memory (MiB)", {}}, util{"utilisation (%)", {}}, pcie{"PCIe (MB/s)", {}};
-  for (const auto& [d, list] : by_device) {
-    std::string p = devices > 1 ? fmt::format("gpu{} ", d) : "";
-    memory.series.push_back(series(p + "used", [](const Row& r) { return r.used_mib; }, d));
-    // The processes with the highest peaks (a legend has room for a few).
+  for (const auto& [device, list] : by_device) {
+    const std::string prefix = devices > 1 ? fmt::format("gpu{} ", device) : "";
+    auto add = [&](int panel, std::string name) -> std::vector<double>& {
+      panels[panel].series.push_back(
+          {std::move(name), kColors[color++ % std::size(kColors)], std::vector<double>(n, NAN)});
+      return panels[panel].series.back().values;
+    };
+    for (int p = 0; p < kPlotted; ++p) {
+      std::vector<double>& v = add(kPlots[p].panel, prefix + kPlots[p].label);
+      for (size_t i = 0; i < list.size(); ++i) v[i] = list[i]->values[p];
+    }
     std::map<uint32_t, double> peak;
     for (const Row* r : list) {
       for (const auto& [pid, mib] : r->processes) peak[pid] = std::max(peak[pid], mib);
@@ -87,28 +113,20 @@ std::string Svg(const std::vector<Row>& rows, const std::map<uint32_t, std::stri
     std::vector<std::pair<double, uint32_t>> top;
     for (const auto& [pid, mib] : peak) top.emplace_back(mib, pid);
     std::sort(top.rbegin(), top.rend());
-    if (top.size() > 6) top.resize(6);
-    for (const auto& [mib, pid] : top) {
-      auto it = names.find(pid);
-      std::string label = p + fmt::format("{} {}", it == names.end() ? "" : it->second, pid);
-      memory.series.push_back(series(
-          label,
-          [pid = pid](const Row& r) -> double {
-            for (const auto& [q, v] : r.processes) {
-              if (q == pid) return v;
-            }
-            return NAN;
-          },
-          d));
+    if (top.size() > kProcessesDrawn) top.resize(kProcessesDrawn);
+    for (const auto& entry : top) {
+      const uint32_t pid = entry.second;
+      auto name = names.find(pid);
+      std::vector<double>& v =
+          add(0, prefix + fmt::format("{} {}", name == names.end() ? "pid" : name->second, pid));
+      for (size_t i = 0; i < list.size(); ++i) {
+        for (const auto& [q, mib] : list[i]->processes) {
+          if (q == pid) v[i] = mib;
+        }
+      }
     }
-    util.series.push_back(series(p + "gpu", [](const Row& r) { return r.gpu_util; }, d));
-    util.series.push_back(series(p + "memory", [](const Row& r) { return r.mem_util; }, d));
-    util.series.push_back(series(p + "SM (GPM)", [](const Row& r) { return r.sm_util; }, d));
-    pcie.series.push_back(series(p + "TX", [](const Row& r) { return r.tx_mbs; }, d));
-    pcie.series.push_back(series(p + "RX", [](const Row& r) { return r.rx_mbs; }, d));
   }
-  return bench::LineChartSvg("GPU memory, utilisation and PCIe", "time since start (s)", x,
-                             {memory, util, pcie});
+  return bench::LineChartSvg("GPU memory, utilisation and PCIe", "time since start (s)", x, panels);
 }
 
 }  // namespace
@@ -124,6 +142,20 @@ int GpuSampleCommand(const GpuSampleOptions& o) {
   if (*interval < std::chrono::milliseconds(10)) {
     std::cerr << "gpu sample: --interval must be at least 10ms\n";
     return kExitConfig;
+  }
+  if (o.backend != "auto" && o.backend != "nvml" && o.backend != "jetson") {
+    std::cerr << "gpu sample: --backend must be auto, nvml or jetson\n";
+    return kExitConfig;
+  }
+  std::vector<uint32_t> pids;
+  for (const std::string& p : o.pids) {
+    char* end = nullptr;
+    unsigned long pid = std::strtoul(p.c_str(), &end, 10);
+    if (p.empty() || *end != '\0' || pid > UINT32_MAX) {
+      std::cerr << "gpu sample: --pid \"" << p << "\" is not a process id\n";
+      return kExitConfig;
+    }
+    pids.push_back(static_cast<uint32_t>(pid));
   }
   sources::gpu::BackendSettings settings;
   settings.backend = o.backend;
@@ -167,12 +199,13 @@ int GpuSampleCommand(const GpuSampleOptions& o) {
              if (samples.empty()) return;
              int64_t t = samples.front().time_ns;
              if (first_ns == 0) first_ns = t;
-             if (last_round_ns != 0) periods_ms.push_back(static_cast<double>(t - last_round_ns) / 1e6);
+             if (last_round_ns != 0)
+               periods_ms.push_back(static_cast<double>(t - last_round_ns) / 1e6);
              last_round_ns = t;
              for (GpuSample& s : samples) {
-               if (!o.pids.empty()) {
+               if (!pids.empty()) {
                  std::erase_if(s.processes, [&](const auto& p) {
-                   return std::find(o.pids.begin(), o.pids.end(), p.pid) == o.pids.end();
+                   return std::find(pids.begin(), pids.end(), p.pid) == pids.end();
                  });
                }
                std::string line = sources::gpu::SampleJson(s, /*with_time=*/true);
@@ -181,17 +214,8 @@ int GpuSampleCommand(const GpuSampleOptions& o) {
                ++readings;
                devices = std::max(devices, s.index + 1);
                if (o.svg_path.empty() || rows.size() >= kMaxRows) continue;
-               Row r{static_cast<double>(t - first_ns) / 1e9,
-                     s.index,
-                     FieldOr(s, "memory_used_bytes", 1.0 / 1048576),
-                     FieldOr(s, "gpu_util_pct"),
-                     FieldOr(s, "memory_util_pct"),
-                     FieldOr(s, "gpm_sm_util_pct"),
-                     FieldOr(s, "pcie_tx_bytes_per_s", 1e-6),
-                     FieldOr(s, "pcie_rx_bytes_per_s", 1e-6),
-                     {}};
+               Row r = MakeRow(s, static_cast<double>(t - first_ns) / 1e9);
                for (const auto& p : s.processes) {
-                 if (p.used_bytes >= 0) r.processes.emplace_back(p.pid, p.used_bytes / 1048576.0);
                  if (!p.name.empty()) names[p.pid] = p.name;
                }
                rows.push_back(std::move(r));

@@ -129,7 +129,6 @@ int main(int argc, char** argv) {
   gpu_sample->add_option("--summary", gpu_opts.summary_path,
                          "write the sampling's own figures (periods, missed, CPU) as JSON");
   gpu_sample->add_option("--backend", gpu_opts.backend, "auto, nvml or jetson")
-      ->check(CLI::IsMember({"auto", "nvml", "jetson"}))
       ->capture_default_str();
   gpu_sample->add_option("--nvml-library", gpu_opts.nvml_library, "the NVML library to load")
       ->capture_default_str();

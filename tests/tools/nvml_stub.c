@@ -30,14 +30,29 @@
 #define LOST_VALUE (-2.0)
 
 enum {
-  F_MEM_TOTAL, F_MEM_USED, F_MEM_RESERVED, F_UTIL_GPU, F_UTIL_MEM, F_POWER, F_ENERGY, F_TEMP,
-  F_SM_CLOCK, F_MEM_CLOCK, F_PCIE_TX, F_PCIE_RX, F_GPM_SM_UTIL, F_GPM_SM_OCC, F_GPM_DRAM,
-  F_GPM_PCIE_TX, F_GPM_PCIE_RX, F_COUNT
+  F_MEM_TOTAL,
+  F_MEM_USED,
+  F_MEM_RESERVED,
+  F_UTIL_GPU,
+  F_UTIL_MEM,
+  F_POWER,
+  F_ENERGY,
+  F_TEMP,
+  F_SM_CLOCK,
+  F_MEM_CLOCK,
+  F_PCIE_TX,
+  F_PCIE_RX,
+  F_GPM_SM_UTIL,
+  F_GPM_SM_OCC,
+  F_GPM_DRAM,
+  F_GPM_PCIE_TX,
+  F_GPM_PCIE_RX,
+  F_COUNT
 };
 static const char* kFieldNames[F_COUNT] = {
-    "mem_total", "mem_used", "mem_reserved", "util_gpu", "util_mem", "power_mw", "energy_mj",
-    "temp", "sm_clock", "mem_clock", "pcie_tx_kb", "pcie_rx_kb", "gpm_sm_util", "gpm_sm_occ",
-    "gpm_dram_bw", "gpm_pcie_tx", "gpm_pcie_rx"};
+    "mem_total",   "mem_used",   "mem_reserved", "util_gpu",    "util_mem",   "power_mw",
+    "energy_mj",   "temp",       "sm_clock",     "mem_clock",   "pcie_tx_kb", "pcie_rx_kb",
+    "gpm_sm_util", "gpm_sm_occ", "gpm_dram_bw",  "gpm_pcie_tx", "gpm_pcie_rx"};
 
 struct series {
   int n;
@@ -144,8 +159,9 @@ static void load_script(void) {
         s->n = 0;
         char* v;
         while ((v = strtok_r(NULL, " \t\r\n", &save)) != NULL && s->n < MAX_SERIES) {
-          s->v[s->n++] = strcmp(v, "NS") == 0 ? NS_VALUE : strcmp(v, "LOST") == 0 ? LOST_VALUE
-                                                                                  : atof(v);
+          s->v[s->n++] = strcmp(v, "NS") == 0     ? NS_VALUE
+                         : strcmp(v, "LOST") == 0 ? LOST_VALUE
+                                                  : atof(v);
         }
       }
     } else if (strcmp(word, "gpm") == 0) {
@@ -202,14 +218,22 @@ int nvmlInit_v2(void) {
 int nvmlShutdown(void) { return 0; }
 const char* nvmlErrorString(int r) {
   switch (r) {
-    case 0: return "Success";
-    case 3: return "Not Supported";
-    case 7: return "Insufficient Size";
-    case 9: return "Driver Not Loaded";
-    case 10: return "Timeout";
-    case 15: return "GPU is lost";
-    case 25: return "Argument version mismatch";
-    default: return "Unknown Error";
+    case 0:
+      return "Success";
+    case 3:
+      return "Not Supported";
+    case 7:
+      return "Insufficient Size";
+    case 9:
+      return "Driver Not Loaded";
+    case 10:
+      return "Timeout";
+    case 15:
+      return "GPU is lost";
+    case 25:
+      return "Argument version mismatch";
+    default:
+      return "Unknown Error";
   }
 }
 int nvmlDeviceGetCount_v2(unsigned int* n) {
@@ -280,14 +304,14 @@ int nvmlDeviceGetUtilizationRates(void* h, util_t* u) {
   u->memory = (unsigned int)m;
   return 0;
 }
-#define UINT_GETTER(fn, field)                      \
-  int fn(void* h, unsigned int* out) {              \
-    struct device* d = dev_of(h);                   \
-    double v;                                       \
-    if (!d) return 2;                               \
-    int r = next_value(d, field, &v);               \
-    if (r == 0) *out = (unsigned int)v;             \
-    return r;                                       \
+#define UINT_GETTER(fn, field)          \
+  int fn(void* h, unsigned int* out) {  \
+    struct device* d = dev_of(h);       \
+    double v;                           \
+    if (!d) return 2;                   \
+    int r = next_value(d, field, &v);   \
+    if (r == 0) *out = (unsigned int)v; \
+    return r;                           \
   }
 UINT_GETTER(nvmlDeviceGetPowerUsage, F_POWER)
 int nvmlDeviceGetTotalEnergyConsumption(void* h, unsigned long long* out) {
@@ -372,11 +396,21 @@ int nvmlGpmMetricsGet(gpm_get_t* get) {
   for (unsigned int i = 0; i < get->num; ++i) {
     int field = -1;
     switch (get->metrics[i].id) {
-      case 2: field = F_GPM_SM_UTIL; break;
-      case 3: field = F_GPM_SM_OCC; break;
-      case 10: field = F_GPM_DRAM; break;
-      case 20: field = F_GPM_PCIE_TX; break;
-      case 21: field = F_GPM_PCIE_RX; break;
+      case 2:
+        field = F_GPM_SM_UTIL;
+        break;
+      case 3:
+        field = F_GPM_SM_OCC;
+        break;
+      case 10:
+        field = F_GPM_DRAM;
+        break;
+      case 20:
+        field = F_GPM_PCIE_TX;
+        break;
+      case 21:
+        field = F_GPM_PCIE_RX;
+        break;
     }
     get->metrics[i].ret = field < 0 ? 2 : next_value(d, field, &get->metrics[i].value);
   }

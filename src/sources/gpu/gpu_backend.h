@@ -19,12 +19,12 @@
 namespace seedance::sources::gpu {
 
 struct BackendSettings {
-  std::string backend = "auto";                     // auto, nvml or jetson
-  std::string nvml_library = "libnvidia-ml.so.1";   // dlopen()ed by name or path
-  std::string sysfs_root = "/";                     // Jetson: where sys/ and proc/ are
-  std::vector<std::string> devices;                 // indices or UUIDs; empty: every device
-  bool processes = true;                            // list processes and their memory
-  bool gpm = true;                                  // GPM metrics where the device has them
+  std::string backend = "auto";                    // auto, nvml or jetson
+  std::string nvml_library = "libnvidia-ml.so.1";  // dlopen()ed by name or path
+  std::string sysfs_root = "/";                    // Jetson: where sys/ and proc/ are
+  std::vector<std::string> devices;                // indices or UUIDs; empty: every device
+  bool processes = true;                           // list processes and their memory
+  bool gpm = true;                                 // GPM metrics where the device has them
 };
 
 class GpuBackend {

@@ -24,11 +24,11 @@ struct SampleField {
 };
 
 struct GpuSample {
-  int index = 0;            // the backend's device index
-  std::string uuid;         // GPU-... (NVML) or jetson-<devfreq device>
-  std::string name;         // "NVIDIA H200", the Jetson module's model
-  std::string_view backend; // "nvml" or "jetson"
-  int64_t time_ns = 0;      // when the reading was taken (Unix ns): the event time
+  int index = 0;             // the backend's device index
+  std::string uuid;          // GPU-... (NVML) or jetson-<devfreq device>
+  std::string name;          // "NVIDIA H200", the Jetson module's model
+  std::string_view backend;  // "nvml" or "jetson"
+  int64_t time_ns = 0;       // when the reading was taken (Unix ns): the event time
   // "ok", or "lost" (the device stopped answering: GPU fallen off the bus, an Xid that needs a
   // reset); `error` says why.
   std::string_view state = "ok";

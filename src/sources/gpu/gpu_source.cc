@@ -74,13 +74,13 @@ class GpuSource final : public Source {
                     Opened(backend);
                   } else {
                     available_.Set(0);
-                    util::Log(util::LogLevel::kWarn, ctx_.name,
-                              "no GPU to read ({}); the source is unavailable, the rest of the "
-                              "pipeline runs; trying again every {} s",
-                              st.message(),
-                              std::chrono::duration_cast<std::chrono::seconds>(
-                                  settings_.reopen_interval)
-                                  .count());
+                    util::Log(
+                        util::LogLevel::kWarn, ctx_.name,
+                        "no GPU to read ({}); the source is unavailable, the rest of the "
+                        "pipeline runs; trying again every {} s",
+                        st.message(),
+                        std::chrono::duration_cast<std::chrono::seconds>(settings_.reopen_interval)
+                            .count());
                   }
                 },
             .on_notice =
@@ -196,9 +196,11 @@ class GpuSource final : public Source {
     if (it != lost_.end()) return *it->second;
     observe::Labels l = labels_;
     l.emplace_back("device", std::to_string(s.index));
-    observe::Gauge& g = ctx_.metrics->GetGauge(
-        "seedance_gpu_device_lost", "1 while a GPU does not answer (fallen off the bus, reset "
-        "needed).", l);
+    observe::Gauge& g =
+        ctx_.metrics->GetGauge("seedance_gpu_device_lost",
+                               "1 while a GPU does not answer (fallen off the bus, reset "
+                               "needed).",
+                               l);
     lost_.emplace(s.index, &g);
     return g;
   }
@@ -236,12 +238,11 @@ const Options<GpuSettings>& GpuSchema() {
           .Add(&B::sysfs_root, {.name = "sysfs_root",
                                 .doc = "jetson: the directory holding sys/ and proc/",
                                 .default_value = "/"})
-          .Add(&B::devices, {.name = "devices",
-                             .doc = "GPUs to read, by index or UUID; unset: every GPU"})
-          .Add(&B::processes,
-               {.name = "processes",
-                .doc = "list the processes on each GPU with their memory (nvml)",
-                .default_value = "true"})
+          .Add(&B::devices,
+               {.name = "devices", .doc = "GPUs to read, by index or UUID; unset: every GPU"})
+          .Add(&B::processes, {.name = "processes",
+                               .doc = "list the processes on each GPU with their memory (nvml)",
+                               .default_value = "true"})
           .Add(&B::gpm, {.name = "gpm",
                          .doc = "GPM metrics (SM utilisation and occupancy, DRAM bandwidth, "
                                 "PCIe) where the GPU has them (Hopper and later)",

@@ -133,8 +133,9 @@ series 0 temp 40
     EXPECT_EQ(Field(samples[0], "temperature_c"), 40);
     EXPECT_EQ(samples[0].Find("energy_j"), nullptr);  // never scripted: not supported
     for (const std::string& n : Texts(b)) {
-      power_notices += n.find("power_w not available: Not Supported") != std::string::npos;
-      util_notices += n.find("gpu_util_pct not available") != std::string::npos;
+      power_notices += n.find("not available (Not Supported (3)): ") != std::string::npos &&
+                       n.find("power_w") != std::string::npos;
+      util_notices += n.find("gpu_util_pct") != std::string::npos;
     }
   }
   EXPECT_EQ(power_notices, 1);
@@ -229,8 +230,9 @@ TEST_F(NvmlStubTest, NoLibraryOrNoDriverSaysWhy) {
 }
 
 TEST_F(NvmlStubTest, TenThousandReadingsHoldNoMoreHeap) {
-  Script("count 2\nseries 0 temp 40 41\nseries 1 temp 42\nprocesses 0 20 4096\ngpm 0 1\n"
-         "series 0 gpm_sm_util 50\n");
+  Script(
+      "count 2\nseries 0 temp 40 41\nseries 1 temp 42\nprocesses 0 20 4096\ngpm 0 1\n"
+      "series 0 gpm_sm_util 50\n");
   auto backend = OpenBackend(Settings());
   ASSERT_TRUE(backend.has_value());
   std::vector<GpuSample> samples;
@@ -269,8 +271,8 @@ TEST(JetsonBackend, ReadsAnOrinFixture) {
   EXPECT_DOUBLE_EQ(Field(g, "gpu_util_pct"), 47.5);
   EXPECT_EQ(Field(g, "sm_clock_mhz"), 306);
   EXPECT_DOUBLE_EQ(Field(g, "temperature_c"), 47.531);
-  EXPECT_DOUBLE_EQ(Field(g, "power_w"), 6.0);       // 5 V x 1.2 A on VDD_GPU_SOC
-  EXPECT_DOUBLE_EQ(Field(g, "energy_j"), 12.0);     // 6 W over the 2 s between readings
+  EXPECT_DOUBLE_EQ(Field(g, "power_w"), 6.0);    // 5 V x 1.2 A on VDD_GPU_SOC
+  EXPECT_DOUBLE_EQ(Field(g, "energy_j"), 12.0);  // 6 W over the 2 s between readings
   EXPECT_FALSE(g.processes_known);
 }
 
@@ -344,18 +346,17 @@ TEST(Sampler, OverrunPeriodsAreCountedNotBunched) {
   std::mutex mu;
   std::vector<int64_t> steady_ms;
   const auto t0 = std::chrono::steady_clock::now();
-  Sampler sampler(
-      [] { return Result<std::unique_ptr<GpuBackend>>(NotFoundError("unused")); },
-      std::chrono::milliseconds(20), std::chrono::seconds(1), [] { return int64_t{0}; },
-      {.on_samples =
-           [&](std::vector<GpuSample>&&) {
-             std::lock_guard<std::mutex> lock(mu);
-             steady_ms.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                     std::chrono::steady_clock::now() - t0)
-                                     .count());
-           },
-       .on_open = [](const Status&, std::string_view) {},
-       .on_notice = [](GpuBackend::Notice&&) {}});
+  Sampler sampler([] { return Result<std::unique_ptr<GpuBackend>>(NotFoundError("unused")); },
+                  std::chrono::milliseconds(20), std::chrono::seconds(1), [] { return int64_t{0}; },
+                  {.on_samples =
+                       [&](std::vector<GpuSample>&&) {
+                         std::lock_guard<std::mutex> lock(mu);
+                         steady_ms.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 std::chrono::steady_clock::now() - t0)
+                                                 .count());
+                       },
+                   .on_open = [](const Status&, std::string_view) {},
+                   .on_notice = [](GpuBackend::Notice&&) {}});
   sampler.Start(std::make_unique<SlowBackend>(std::chrono::milliseconds(50)));
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   sampler.Stop();
@@ -388,7 +389,8 @@ TEST(Sampler, ABackendThatCannotOpenIsTriedAgain) {
            },
        .on_notice = [](GpuBackend::Notice&&) {}});
   sampler.Start();
-  for (int i = 0; i < 200 && rounds < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (int i = 0; i < 200 && rounds < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   sampler.Stop();
   EXPECT_GE(rounds.load(), 3);
   std::lock_guard<std::mutex> lock(mu);

@@ -7,40 +7,58 @@
 //   - power from the INA3221 monitor's channel whose label names the GPU (VDD_GPU_SOC,
 //     VDD_GPU), volts x amps; energy integrated from it over time.
 // Every path is under `sysfs_root` ("/" on a module; a fixture directory in tests).
+#include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include "sources/gpu/gpu_backend.h"
 
 namespace seedance::sources::gpu {
 namespace {
 
-namespace fs = std::filesystem;
+// Paths are plain strings joined with '/': std::filesystem and iostreams would add their code
+// to the binary for a handful of short reads.
+std::string Join(const std::string& dir, std::string_view name) {
+  std::string out = dir;
+  if (!out.empty() && out.back() != '/') out += '/';
+  out += name;
+  return out;
+}
 
-std::optional<std::string> ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::string text;
-  std::getline(in, text, '\0');
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  if (text.size() > 4096) text.resize(4096);  // a sysfs value is short; a fixture may not be
+std::string BaseName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The file's text (at most 4 KiB: a sysfs value is short), trailing whitespace and NULs cut.
+std::optional<std::string> ReadText(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  char buf[4096];
+  ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n < 0) return std::nullopt;
+  std::string text(buf, static_cast<size_t>(n));
+  while (!text.empty() &&
+         (std::isspace(static_cast<unsigned char>(text.back())) || text.back() == '\0')) {
+    text.pop_back();
+  }
   return text;
 }
 
-std::optional<double> ReadNumber(const fs::path& path) {
+std::optional<double> ReadNumber(const std::string& path) {
   std::optional<std::string> text = ReadText(path);
   if (!text || text->empty()) return std::nullopt;
   char* end = nullptr;
   double v = std::strtod(text->c_str(), &end);
-  if (end == text->c_str()) return std::nullopt;
+  if (end == text->c_str() || !std::isfinite(v)) return std::nullopt;
   return v;
 }
 
@@ -50,14 +68,19 @@ std::string Lower(std::string s) {
   return s;
 }
 
-// The entries of `dir`, sorted (a fixed order on every machine); none when it is missing.
-std::vector<fs::path> List(const fs::path& dir) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    out.push_back(it->path());
-    if (out.size() > 4096) break;
+// The entries of `dir` as paths, sorted (a fixed order on every machine); none when it is
+// missing. At most 4096.
+std::vector<std::string> List(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name(e->d_name);
+    if (name == "." || name == "..") continue;
+    out.push_back(Join(dir, name));
+    if (out.size() >= 4096) break;
   }
+  ::closedir(d);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -67,10 +90,10 @@ bool IsGpuDevfreq(const std::string& name) {
   std::string lower = Lower(name);
   return std::any_of(std::begin(kNames), std::end(kNames), [&](const char* n) {
     std::string_view needle(n);
-    return needle.front() == '.' ? lower.size() >= needle.size() &&
-                                       lower.compare(lower.size() - needle.size(), needle.size(),
-                                                     needle) == 0
-                                 : lower.find(needle) != std::string::npos;
+    return needle.front() == '.'
+               ? lower.size() >= needle.size() &&
+                     lower.compare(lower.size() - needle.size(), needle.size(), needle) == 0
+               : lower.find(needle) != std::string::npos;
   });
 }
 
@@ -81,30 +104,29 @@ class JetsonBackend final : public GpuBackend {
   std::string_view name() const override { return "jetson"; }
 
   Status Open() override {
-    fs::path root = settings_.sysfs_root;
-    for (const fs::path& dev : List(root / "sys/class/devfreq")) {
-      if (IsGpuDevfreq(dev.filename().string())) {
+    const std::string& root = settings_.sysfs_root;
+    for (const std::string& dev : List(Join(root, "sys/class/devfreq"))) {
+      if (IsGpuDevfreq(BaseName(dev))) {
         devfreq_ = dev;
         break;
       }
     }
     if (devfreq_.empty()) {
       return NotFoundError("no Jetson GPU: no GPU devfreq device under " +
-                           (root / "sys/class/devfreq").string());
+                           Join(root, "sys/class/devfreq"));
     }
     if (!settings_.devices.empty() &&
         (settings_.devices.size() > 1 ||
          (settings_.devices[0] != "0" && settings_.devices[0] != Uuid()))) {
-      return InvalidArgumentError(
-          fmt::format("devices: no GPU \"{}\" (a Jetson module has one: 0, {})",
-                      settings_.devices[0], Uuid()));
+      return InvalidArgumentError(fmt::format(
+          "devices: no GPU \"{}\" (a Jetson module has one: 0, {})", settings_.devices[0], Uuid()));
     }
-    model_ = ReadText(root / "proc/device-tree/model").value_or("NVIDIA Jetson");
+    model_ = ReadText(Join(root, "proc/device-tree/model")).value_or("NVIDIA Jetson");
     while (!model_.empty() && model_.back() == '\0') model_.pop_back();
-    for (const fs::path& zone : List(root / "sys/class/thermal")) {
-      std::string type = Lower(ReadText(zone / "type").value_or(""));
+    for (const std::string& zone : List(Join(root, "sys/class/thermal"))) {
+      std::string type = Lower(ReadText(Join(zone, "type")).value_or(""));
       if (type.find("gpu") != std::string::npos) {
-        thermal_ = zone / "temp";
+        thermal_ = Join(zone, "temp");
         break;
       }
     }
@@ -119,12 +141,11 @@ class JetsonBackend final : public GpuBackend {
     s.name = model_;
     s.backend = "jetson";
     s.time_ns = now_ns;
-    fs::path root = settings_.sysfs_root;
-    ReadMemory(root, s);
-    if (auto load = Read("gpu_util_pct", devfreq_ / "device/load")) {
+    ReadMemory(settings_.sysfs_root, s);
+    if (auto load = Read("gpu_util_pct", Join(devfreq_, "device/load"))) {
       s.Add("gpu_util_pct", *load / 10.0);
     }
-    if (auto hz = Read("sm_clock_mhz", devfreq_ / "cur_freq")) {
+    if (auto hz = Read("sm_clock_mhz", Join(devfreq_, "cur_freq"))) {
       s.Add("sm_clock_mhz", std::round(*hz / 1e6), true);
     }
     if (!thermal_.empty()) {
@@ -146,33 +167,32 @@ class JetsonBackend final : public GpuBackend {
   }
 
  private:
-  std::string Uuid() const { return "jetson-" + devfreq_.filename().string(); }
+  std::string Uuid() const { return "jetson-" + BaseName(devfreq_); }
 
   // The value at `path`; a file that cannot be read is noticed once per field.
-  std::optional<double> Read(std::string_view field, const fs::path& path) {
+  std::optional<double> Read(std::string_view field, const std::string& path) {
     std::optional<double> v = ReadNumber(path);
     if (!v && missing_.insert(std::string(field)).second) {
-      Note(fmt::format("device 0: {} not available: cannot read {}", field, path.string()));
+      Note(fmt::format("device 0: {} not available: cannot read {}", field, path));
     }
     return v;
   }
 
-  void ReadMemory(const fs::path& root, GpuSample& s) {
-    std::ifstream in(root / "proc/meminfo");
-    std::string line;
+  void ReadMemory(const std::string& root, GpuSample& s) {
     double total_kb = -1, available_kb = -1;
-    for (int n = 0; n < 256 && std::getline(in, line); ++n) {
-      std::istringstream fields(line);
-      std::string key;
-      double kb = 0;
-      if (!(fields >> key >> kb)) continue;
-      if (key == "MemTotal:") total_kb = kb;
-      if (key == "MemAvailable:") available_kb = kb;
-    }
+    std::optional<std::string> text =
+        ReadText(Join(root, "proc/meminfo"));  // both in the first 4 KiB
+    auto value_of = [&](std::string_view key) {
+      size_t at = text ? text->find(key) : std::string::npos;
+      if (at == std::string::npos || (at > 0 && (*text)[at - 1] != '\n')) return -1.0;
+      return std::strtod(text->c_str() + at + key.size(), nullptr);
+    };
+    total_kb = value_of("MemTotal:");
+    available_kb = value_of("MemAvailable:");
     if (total_kb < 0 || available_kb < 0) {
       if (missing_.insert("memory").second) {
         Note("device 0: memory not available: no MemTotal/MemAvailable in " +
-               (root / "proc/meminfo").string());
+             Join(root, "proc/meminfo"));
       }
       return;
     }
@@ -185,11 +205,11 @@ class JetsonBackend final : public GpuBackend {
 
   // The INA3221 channel whose label names the GPU: in<N>_label, in<N>_input (mV),
   // curr<N>_input (mA) in the same hwmon directory.
-  void FindPowerChannel(const fs::path& root) {
-    for (const fs::path& dev : List(root / "sys/bus/i2c/drivers/ina3221")) {
-      for (const fs::path& hwmon : List(dev / "hwmon")) {
-        for (const fs::path& f : List(hwmon)) {
-          std::string file = f.filename().string();
+  void FindPowerChannel(const std::string& root) {
+    for (const std::string& dev : List(Join(root, "sys/bus/i2c/drivers/ina3221"))) {
+      for (const std::string& hwmon : List(Join(dev, "hwmon"))) {
+        for (const std::string& f : List(hwmon)) {
+          std::string file = BaseName(f);
           if (file.rfind("in", 0) != 0 || file.size() < 8 ||
               file.compare(file.size() - 6, 6, "_label") != 0) {
             continue;
@@ -197,8 +217,8 @@ class JetsonBackend final : public GpuBackend {
           std::string label = Lower(ReadText(f).value_or(""));
           if (label.find("gpu") == std::string::npos) continue;
           std::string channel = file.substr(2, file.size() - 8);
-          power_voltage_ = hwmon / ("in" + channel + "_input");
-          power_current_ = hwmon / ("curr" + channel + "_input");
+          power_voltage_ = Join(hwmon, "in" + channel + "_input");
+          power_current_ = Join(hwmon, "curr" + channel + "_input");
           return;
         }
       }
@@ -207,7 +227,7 @@ class JetsonBackend final : public GpuBackend {
   }
 
   BackendSettings settings_;
-  fs::path devfreq_, thermal_, power_voltage_, power_current_;
+  std::string devfreq_, thermal_, power_voltage_, power_current_;
   std::string model_;
   std::set<std::string> missing_;
   double energy_j_ = 0;

@@ -32,8 +32,8 @@ Status Nvml::Load(const std::string& library) {
   handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle_ == nullptr) {
     const char* why = dlerror();
-    return NotFoundError("cannot load " + library + " (no NVIDIA driver?): " +
-                         (why != nullptr ? why : "unknown"));
+    return NotFoundError("cannot load " + library +
+                         " (no NVIDIA driver?): " + (why != nullptr ? why : "unknown"));
   }
   ResolveFirst(handle_, {"nvmlInit_v2", "nvmlInit"}, &Init);
   Resolve(handle_, "nvmlShutdown", &Shutdown);
@@ -43,8 +43,10 @@ Status Nvml::Load(const std::string& library) {
                &DeviceGetHandleByIndex);
   if (Init == nullptr || Shutdown == nullptr || DeviceGetCount == nullptr ||
       DeviceGetHandleByIndex == nullptr) {
-    return FailedPreconditionError(library + " is not NVML: nvmlInit_v2, nvmlShutdown, "
-                                   "nvmlDeviceGetCount_v2 or nvmlDeviceGetHandleByIndex_v2 missing");
+    return FailedPreconditionError(
+        library +
+        " is not NVML: nvmlInit_v2, nvmlShutdown, "
+        "nvmlDeviceGetCount_v2 or nvmlDeviceGetHandleByIndex_v2 missing");
   }
   Resolve(handle_, "nvmlDeviceGetName", &DeviceGetName);
   Resolve(handle_, "nvmlDeviceGetUUID", &DeviceGetUUID);
@@ -58,14 +60,14 @@ Status Nvml::Load(const std::string& library) {
   Resolve(handle_, "nvmlDeviceGetPcieThroughput", &DeviceGetPcieThroughput);
   // _v3 and _v2 take the same 24-byte nvmlProcessInfo_t; the unversioned name takes a 16-byte
   // one and is not used.
-  ResolveFirst(handle_,
-               {"nvmlDeviceGetComputeRunningProcesses_v3",
-                "nvmlDeviceGetComputeRunningProcesses_v2"},
-               &DeviceGetComputeRunningProcesses);
-  ResolveFirst(handle_,
-               {"nvmlDeviceGetGraphicsRunningProcesses_v3",
-                "nvmlDeviceGetGraphicsRunningProcesses_v2"},
-               &DeviceGetGraphicsRunningProcesses);
+  ResolveFirst(
+      handle_,
+      {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"},
+      &DeviceGetComputeRunningProcesses);
+  ResolveFirst(
+      handle_,
+      {"nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2"},
+      &DeviceGetGraphicsRunningProcesses);
   Resolve(handle_, "nvmlGpmQueryDeviceSupport", &GpmQueryDeviceSupport);
   Resolve(handle_, "nvmlGpmSampleAlloc", &GpmSampleAlloc);
   Resolve(handle_, "nvmlGpmSampleFree", &GpmSampleFree);

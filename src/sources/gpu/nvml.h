@@ -84,11 +84,11 @@ struct NvmlGpmMetricsGet {
   NvmlGpmMetric metrics[333];
 };
 enum NvmlGpmMetricId : unsigned int {
-  kGpmSmUtil = 2,            // percent of SMs busy
-  kGpmSmOccupancy = 3,       // percent of warps active vs the theoretical maximum
-  kGpmDramBwUtil = 10,       // percent of peak DRAM bandwidth
-  kGpmPcieTxPerSec = 20,     // bytes/s
-  kGpmPcieRxPerSec = 21,     // bytes/s
+  kGpmSmUtil = 2,         // percent of SMs busy
+  kGpmSmOccupancy = 3,    // percent of warps active vs the theoretical maximum
+  kGpmDramBwUtil = 10,    // percent of peak DRAM bandwidth
+  kGpmPcieTxPerSec = 20,  // bytes/s
+  kGpmPcieRxPerSec = 21,  // bytes/s
 };
 
 inline constexpr unsigned int kNvmlTemperatureGpu = 0;
@@ -141,8 +141,7 @@ class Nvml {
   nvmlReturn_t (*GpmMetricsGet)(NvmlGpmMetricsGet*) = nullptr;
   nvmlReturn_t (*EventSetCreate)(nvmlEventSet_t*) = nullptr;
   nvmlReturn_t (*EventSetFree)(nvmlEventSet_t) = nullptr;
-  nvmlReturn_t (*DeviceRegisterEvents)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) =
-      nullptr;
+  nvmlReturn_t (*DeviceRegisterEvents)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
   nvmlReturn_t (*EventSetWait)(nvmlEventSet_t, NvmlEventData*, unsigned int) = nullptr;
 
  private:

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <set>
 #include <utility>
@@ -90,8 +91,8 @@ class NvmlBackend final : public GpuBackend {
       devices_.push_back(std::move(d));
     }
     if (!wanted.empty()) {
-      return InvalidArgumentError(fmt::format("devices: no GPU \"{}\" (NVML found {})",
-                                              *wanted.begin(), count));
+      return InvalidArgumentError(
+          fmt::format("devices: no GPU \"{}\" (NVML found {})", *wanted.begin(), count));
     }
     return Status::Ok();
   }
@@ -110,6 +111,10 @@ class NvmlBackend final : public GpuBackend {
       }
       for (uint64_t xid : s.xids) Warn(fmt::format("device {}: Xid {}", d.index, xid));
       SampleDevice(d, s);
+      for (const auto& [why, fields] : d.newly_unsupported) {  // one line per device and reason
+        Note(fmt::format("device {}: not available ({}): {}", d.index, why, fields));
+      }
+      d.newly_unsupported.clear();
       if (s.state == "lost" && !d.lost) {
         d.lost = true;
         Warn(fmt::format("device {} ({}) lost: {}", d.index, d.uuid, s.error));
@@ -130,8 +135,9 @@ class NvmlBackend final : public GpuBackend {
     int gpm_current = 0;
     bool gpm_primed = false;  // gpm[1 - current] holds the previous reading
     bool lost = false;
-    bool memory_v1 = false;   // memory v2 refused: use v1
-    std::set<std::string_view> unsupported;  // fields reported as not offered
+    bool memory_v1 = false;                                // memory v2 refused: use v1
+    std::set<std::string_view> unsupported;                // fields reported as not offered
+    std::map<std::string, std::string> newly_unsupported;  // this round's, by NVML's reason
   };
 
   void SetUpGpm(Device& d) {
@@ -162,7 +168,9 @@ class NvmlBackend final : public GpuBackend {
       s.state = "lost";
       if (s.error.empty()) s.error = nvml_.ErrorString(r);
     } else if (d.unsupported.insert(field).second) {
-      Note(fmt::format("device {}: {} not available: {}", d.index, field, nvml_.ErrorString(r)));
+      std::string& fields = d.newly_unsupported[nvml_.ErrorString(r)];
+      fields += fields.empty() ? "" : ", ";
+      fields += field;
     }
     return false;
   }
@@ -196,8 +204,7 @@ class NvmlBackend final : public GpuBackend {
       if (Check(d, s, "sm_clock_mhz", nvml_.DeviceGetClockInfo(d.handle, kNvmlClockSm, &v))) {
         s.Add("sm_clock_mhz", v, true);
       }
-      if (Check(d, s, "memory_clock_mhz",
-                nvml_.DeviceGetClockInfo(d.handle, kNvmlClockMem, &v))) {
+      if (Check(d, s, "memory_clock_mhz", nvml_.DeviceGetClockInfo(d.handle, kNvmlClockMem, &v))) {
         s.Add("memory_clock_mhz", v, true);
       }
     }
@@ -266,7 +273,8 @@ class NvmlBackend final : public GpuBackend {
       get->num_metrics = std::size(kMetrics);
       get->sample1 = d.gpm[1 - d.gpm_current];
       get->sample2 = current;
-      for (size_t i = 0; i < std::size(kMetrics); ++i) get->metrics[i].metric_id = kMetrics[i].first;
+      for (size_t i = 0; i < std::size(kMetrics); ++i)
+        get->metrics[i].metric_id = kMetrics[i].first;
       if (Check(d, s, "gpm", nvml_.GpmMetricsGet(get.get()))) {
         for (size_t i = 0; i < std::size(kMetrics); ++i) {
           if (Check(d, s, kMetrics[i].second, get->metrics[i].nvml_return)) {

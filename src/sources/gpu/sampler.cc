@@ -42,7 +42,7 @@ void Sampler::Loop(std::unique_ptr<GpuBackend> backend) {
     if (opened.has_value()) {
       backend = std::move(opened).value();
       for (GpuBackend::Notice& n : backend->TakeNotices()) callbacks_.on_notice(std::move(n));
-      if (failed_before) callbacks_.on_open(Status::Ok(), backend->name());
+      callbacks_.on_open(Status::Ok(), backend->name());
       break;
     }
     if (!failed_before) callbacks_.on_open(opened.status(), "");

@@ -30,7 +30,7 @@ class Sampler {
   struct Callbacks {
     // One round: a sample per device.
     std::function<void(std::vector<GpuSample>&& samples)> on_samples;
-    // The backend could not be opened (`status`), or is open (ok) after having failed.
+    // The backend is open (ok), or could not be opened (`status`: once, not per retry).
     std::function<void(const Status& status, std::string_view backend)> on_open;
     // A line worth logging (GpuBackend::TakeNotices).
     std::function<void(GpuBackend::Notice&& notice)> on_notice;
