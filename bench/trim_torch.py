@@ -1,10 +1,16 @@
-"""seedance::trim under PyTorch: ResNet-50 and a small transformer under TrimmedModel with a fast-tier budget below their size (CPU; --device cuda on a GPU): outputs, peak, overhead, bytes moved."""
+"""seedance::trim under PyTorch: ResNet-50 and a small transformer under TrimmedModel with a fast-tier budget below their size (CPU; --device cuda on a GPU): outputs, peak, overhead, bytes moved, and on a GPU what the driver saw."""
 # Each model runs plain and trimmed on the same input, in alternating iterations after a
 # warm-up, so drift hits both alike; step_overhead is the trimmed time over the plain time,
 # minus one. outputs_equal compares every iteration's outputs bit for bit. Weights are random
 # (nothing is downloaded). Prints one JSON line:
 #   {"benchmark": "trim_torch", "device": ..., "models": [{name, outputs_equal, budget_bytes,
-#    peak_fast_bytes, model_bytes, step_overhead, bytes_moved, ...}, ...]}
+#    peak_fast_bytes, model_bytes, step_overhead, bytes_moved, ..., telemetry}, ...]}
+# On CUDA `seedance gpu sample` runs alongside (bench/gpu_telemetry.py) and each model's
+# `telemetry` puts three views of memory side by side (docs/trim.md, "What the figures can
+# show"): the driver's (the process's and the device's peak, NVML), the library's own accounting
+# (fast_peak_used) and PyTorch's allocator (max_memory_allocated, the cached blocks it reserved
+# beyond that, and its inactive split blocks: fragmentation, which NVML cannot see), plus the
+# PCIe throughput while the trimmed model streamed.
 import argparse
 import copy
 import json
@@ -20,10 +26,12 @@ _release_lib = os.path.join(ROOT, "build-release", "src", "trim", "libseedance_t
 if os.path.exists(_release_lib):  # bench/run's Release build
     os.environ.setdefault("SEEDANCE_TRIM_LIB", _release_lib)
 sys.path.insert(0, os.path.join(ROOT, "python", "tests"))
+sys.path.append(os.path.join(ROOT, "bench"))  # after the standard library: gpu_telemetry only
 
 import torch  # noqa: E402
 import torchvision  # noqa: E402
 
+from gpu_telemetry import GpuSampler  # noqa: E402
 from seedance_trim import TrimManager, TrimmedModel  # noqa: E402
 from test_trim_torch import SmallTransformer, model_bytes  # noqa: E402
 
@@ -33,7 +41,22 @@ def sync(device):
         torch.cuda.synchronize()
 
 
-def measure(name, model, inputs, budget_share, device, iterations):
+def allocator_view(device):
+    """PyTorch's caching allocator since its peak stats were reset (CUDA only)."""
+    st = torch.cuda.memory_stats(device)
+    return {"max_allocated_bytes": torch.cuda.max_memory_allocated(device),
+            "max_reserved_bytes": torch.cuda.max_memory_reserved(device),
+            # reserved but not allocated at the end: blocks the allocator keeps cached
+            "cached_bytes": st.get("reserved_bytes.all.current", 0) -
+            st.get("allocated_bytes.all.current", 0),
+            # free pieces of split blocks: memory no allocation of another size can use
+            "inactive_split_peak_bytes": st.get("inactive_split_bytes.all.peak", 0)}
+
+
+def measure(name, model, inputs, budget_share, device, iterations, sampler=None):
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats(device)
+    t_start = time.time()
     plain = copy.deepcopy(model).eval().to(device)
     size = model_bytes(model)
     budget = int(size * budget_share)
@@ -60,7 +83,16 @@ def measure(name, model, inputs, budget_share, device, iterations):
                     times[label] += time.perf_counter() - t0
             equal = equal and torch.equal(outs["plain"], outs["trimmed"])
     s = trimmed.stats()
-    return {"name": name, "outputs_equal": equal, "budget_bytes": budget,
+    telemetry = None
+    if device.startswith("cuda"):
+        time.sleep(0.3)  # a last reading after the final step
+        telemetry = {"library": {"fast_peak_used_bytes": s["fast_peak_used"]},
+                     "allocator": allocator_view(device)}
+        if sampler is not None and sampler.error is None:
+            telemetry["driver"] = sampler.window(t_start, time.time(), pid=os.getpid())
+        else:
+            telemetry["driver"] = {"error": sampler.error if sampler else "no sampler"}
+    return {"name": name, "telemetry": telemetry, "outputs_equal": equal, "budget_bytes": budget,
             "peak_fast_bytes": s["fast_peak_used"], "model_bytes": size,
             "step_overhead": round(times["trimmed"] / times["plain"] - 1, 4),
             "step_ms_plain": round(1000 * times["plain"] / iterations, 3),
@@ -84,19 +116,26 @@ def main():
     else:
         torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
         resnet_input = torch.randn(1, 3, 128, 128)
+    sampler = GpuSampler(interval="100ms", pid=os.getpid()) if args.device.startswith(
+        "cuda") else None
+    if sampler is not None:
+        sampler.__enter__()
     models = [
         measure("resnet50", torchvision.models.resnet50(), resnet_input, 0.4, args.device,
-                args.iterations),
+                args.iterations, sampler),
         # On CUDA blocks are backed in 2 MiB granules: a model of a few MB cannot be held to
         # 35% of itself, so the GPU run uses a larger transformer of the same shape.
         measure("small_transformer", SmallTransformer(), torch.randint(0, 4000, (4, 64)), 0.35,
                 args.device, args.iterations) if args.device == "cpu" else
         measure("transformer_d512_l6", SmallTransformer(vocab=32000, d=512, layers=6),
-                torch.randint(0, 32000, (8, 128)), 0.35, args.device, args.iterations),
+                torch.randint(0, 32000, (8, 128)), 0.35, args.device, args.iterations, sampler),
     ]
+    if sampler is not None:
+        sampler.stop()
     print(json.dumps({"benchmark": "trim_torch", "device": args.device,
                       "torch": torch.__version__, "iterations": args.iterations,
-                      "models": models}))
+                      "sampler": (sampler.summary or {"error": sampler.error})
+                      if sampler else None, "models": models}))
 
 
 if __name__ == "__main__":
