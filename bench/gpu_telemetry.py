@@ -40,6 +40,8 @@ class GpuSampler:
                 "--out", self.out, "--summary", self.summary_path] + self.extra
         if self.pid is not None:
             args += ["--pid", str(self.pid)]
+        if os.environ.get("SEEDANCE_NVML_LIBRARY"):  # another NVML (the tests' stub)
+            args += ["--nvml-library", os.environ["SEEDANCE_NVML_LIBRARY"]]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.time() + 10
         while time.time() < deadline and self.proc.poll() is None and not self.samples():
