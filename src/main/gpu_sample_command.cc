@@ -6,15 +6,14 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <csignal>
+#include <pthread.h>
+#include <signal.h>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
-#include <thread>
 
 #include "bench/svg_plot.h"
 #include "main/commands.h"
@@ -25,8 +24,6 @@ namespace seedance::cli {
 namespace {
 
 using sources::gpu::GpuSample;
-
-std::atomic<bool> g_interrupted{false};
 
 double CpuSeconds() {
   rusage u{};
@@ -227,13 +224,24 @@ int GpuSampleCommand(const GpuSampleOptions& o) {
            [](sources::gpu::GpuBackend::Notice&& n) {
              std::cerr << "gpu sample: " << n.text << "\n";
            }});
-  g_interrupted = false;
-  std::signal(SIGINT, [](int) { g_interrupted = true; });
-  std::signal(SIGTERM, [](int) { g_interrupted = true; });
+  // SIGINT and SIGTERM end the run early: blocked here (and in the sampler thread, which
+  // inherits the mask) and waited for, so the main thread sleeps until the end or a signal.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   sampler.Start(std::move(backend).value());
   const auto end = wall_before + *duration;
-  while (!g_interrupted && (duration->count() == 0 || std::chrono::steady_clock::now() < end)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (true) {
+    auto left = duration->count() == 0 ? std::chrono::nanoseconds(std::chrono::hours(1))
+                                       : end - std::chrono::steady_clock::now();
+    if (left <= std::chrono::nanoseconds(0)) break;
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(left);
+    timespec wait{static_cast<time_t>(secs.count()),
+                  static_cast<long>((left - secs).count())};
+    int sig = sigtimedwait(&stop_signals, nullptr, &wait);
+    if (sig == SIGINT || sig == SIGTERM) break;
   }
   sampler.Stop();
   const double wall_s =
