@@ -5,10 +5,10 @@
 #include <fmt/format.h>
 #include <sys/resource.h>
 
-#include <algorithm>
-#include <cmath>
 #include <pthread.h>
 #include <signal.h>
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -238,8 +238,7 @@ int GpuSampleCommand(const GpuSampleOptions& o) {
                                        : end - std::chrono::steady_clock::now();
     if (left <= std::chrono::nanoseconds(0)) break;
     const auto secs = std::chrono::duration_cast<std::chrono::seconds>(left);
-    timespec wait{static_cast<time_t>(secs.count()),
-                  static_cast<long>((left - secs).count())};
+    timespec wait{static_cast<time_t>(secs.count()), static_cast<long>((left - secs).count())};
     int sig = sigtimedwait(&stop_signals, nullptr, &wait);
     if (sig == SIGINT || sig == SIGTERM) break;
   }

@@ -3,6 +3,7 @@
  *
  *   init_error CODE                  nvmlInit_v2 fails with CODE (9: driver not loaded)
  *   count N                          N devices (at most 64)
+ *   claim_count N                    nvmlDeviceGetCount says N (handles past `count` fail)
  *   name DEV TEXT...                 the device's name (default "Stub GPU DEV")
  *   uuid DEV TEXT                    its UUID (default GPU-00000000-stub-DEV)
  *   series DEV FIELD V1 V2 ...       what successive calls return, cycling; NS answers
@@ -77,6 +78,7 @@ struct device {
 };
 static struct device g_dev[MAX_DEV];
 static int g_count = 1;
+static unsigned int g_claimed = 0;
 static int g_init_error = 0;
 
 typedef struct {
@@ -118,6 +120,7 @@ typedef struct {
 static void load_script(void) {
   memset(g_dev, 0, sizeof g_dev);
   g_count = 1;
+  g_claimed = 0;
   g_init_error = 0;
   for (int d = 0; d < MAX_DEV; ++d) {
     snprintf(g_dev[d].name, sizeof g_dev[d].name, "Stub GPU %d", d);
@@ -135,6 +138,10 @@ static void load_script(void) {
     if (word == NULL || word[0] == '#') continue;
     if (strcmp(word, "init_error") == 0) {
       g_init_error = atoi(strtok_r(NULL, " \t\r\n", &save));
+      continue;
+    }
+    if (strcmp(word, "claim_count") == 0) {
+      g_claimed = (unsigned int)strtoul(strtok_r(NULL, " \t\r\n", &save), NULL, 10);
       continue;
     }
     if (strcmp(word, "count") == 0) {
@@ -237,7 +244,7 @@ const char* nvmlErrorString(int r) {
   }
 }
 int nvmlDeviceGetCount_v2(unsigned int* n) {
-  *n = (unsigned int)g_count;
+  *n = g_claimed ? g_claimed : (unsigned int)g_count;
   return 0;
 }
 int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void** handle) {

@@ -192,6 +192,40 @@ TEST_F(NvmlStubTest, ManyProcessesAreListedPastTheFirstBuffer) {
   EXPECT_EQ(samples[0].processes[299].pid, 100299u);
 }
 
+TEST_F(NvmlStubTest, MoreProcessesThanTheLimitLeaveTheListOutSayingSoOnce) {
+  Script("count 1\nprocesses 0 2000 4096\nseries 0 temp 40\n");
+  auto backend = OpenBackend(Settings());
+  ASSERT_TRUE(backend.has_value());
+  int notes = 0;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<GpuSample> samples;
+    (*backend)->Sample(i, &samples);
+    EXPECT_FALSE(samples[0].processes_known);
+    EXPECT_TRUE(samples[0].processes.empty());
+    EXPECT_EQ(Field(samples[0], "temperature_c"), 40);
+    EXPECT_EQ(SampleJson(samples[0]).find("processes"), std::string::npos);
+    for (const std::string& n : Texts(**backend)) {
+      notes += n.find("more than 1024 processes: the list is left out") != std::string::npos;
+    }
+  }
+  EXPECT_EQ(notes, 1);
+}
+
+TEST_F(NvmlStubTest, AnAbsurdDeviceCountIsCutAndFailedHandlesSaidOnce) {
+  Script("count 2\nclaim_count 4000000000\n");
+  auto backend = OpenBackend(Settings());
+  ASSERT_TRUE(backend.has_value()) << backend.error().ToString();
+  std::vector<std::string> notes = Texts(**backend);
+  std::erase_if(notes, [](const std::string& n) { return n.find("no GPM") != std::string::npos; });
+  ASSERT_EQ(notes.size(), 2u) << ::testing::PrintToString(notes);
+  EXPECT_EQ(notes[0], "NVML counts 4000000000 GPUs: reading the first 64");
+  EXPECT_NE(notes[1].find("62 of 64 GPUs could not be opened (device 2: "), std::string::npos)
+      << notes[1];
+  std::vector<GpuSample> samples;
+  (*backend)->Sample(1, &samples);
+  EXPECT_EQ(samples.size(), 2u);
+}
+
 TEST_F(NvmlStubTest, DevicesChosenByIndexOrUuidAndAnUnknownOneIsAConfigError) {
   Script("count 3\nuuid 2 GPU-cccc\n");
   BackendSettings s = Settings();

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <unordered_map>
 #include <utility>
 
 #include "sources/gpu/gpu_backend.h"
@@ -57,16 +58,23 @@ class NvmlBackend final : public GpuBackend {
       return FailedPreconditionError("nvmlDeviceGetCount: " + nvml_.ErrorString(r));
     }
     if (count == 0) return NotFoundError("NVML found no GPU");
+    constexpr unsigned int kMaxDevices = 64;  // a count past any machine's is not followed
+    if (count > kMaxDevices) {
+      Note(fmt::format("NVML counts {} GPUs: reading the first {}", count, kMaxDevices));
+      count = kMaxDevices;
+    }
     if (nvml_.EventSetCreate != nullptr && nvml_.EventSetCreate(&events_) != kNvmlSuccess) {
       events_ = nullptr;
     }
     std::set<std::string> wanted(settings_.devices.begin(), settings_.devices.end());
+    int no_handle = 0;
+    std::string first_no_handle;
     for (unsigned int i = 0; i < count; ++i) {
       Device d;
       d.index = static_cast<int>(i);
       r = nvml_.DeviceGetHandleByIndex(i, &d.handle);
       if (r != kNvmlSuccess) {
-        Note(fmt::format("device {}: no handle: {}", i, nvml_.ErrorString(r)));
+        if (no_handle++ == 0) first_no_handle = fmt::format("{}: {}", i, nvml_.ErrorString(r));
         continue;
       }
       char text[96] = {};
@@ -90,14 +98,22 @@ class NvmlBackend final : public GpuBackend {
       }
       devices_.push_back(std::move(d));
     }
+    if (no_handle > 0) {
+      Note(fmt::format("{} of {} GPUs could not be opened (device {})", no_handle, count,
+                       first_no_handle));
+    }
     if (!wanted.empty()) {
       return InvalidArgumentError(
           fmt::format("devices: no GPU \"{}\" (NVML found {})", *wanted.begin(), count));
     }
+    if (devices_.empty())
+      return NotFoundError("NVML opened none of its " + std::to_string(count) + " GPUs (device " +
+                           first_no_handle + ")");
     return Status::Ok();
   }
 
   void Sample(int64_t now_ns, std::vector<GpuSample>* out) override {
+    ++round_;
     std::vector<std::pair<nvmlDevice_t, uint64_t>> xids = DrainXids();
     for (Device& d : devices_) {
       GpuSample& s = out->emplace_back();
@@ -124,6 +140,7 @@ class NvmlBackend final : public GpuBackend {
         Warn(fmt::format("device {} ({}) answers again", d.index, d.uuid));
       }
     }
+    std::erase_if(names_, [&](const auto& e) { return e.second.round != round_; });
   }
 
  private:
@@ -291,37 +308,52 @@ class NvmlBackend final : public GpuBackend {
   void ReadProcesses(Device& d, GpuSample& s) {
     if (nvml_.DeviceGetComputeRunningProcesses == nullptr) return;
     auto list = [&](auto fn, std::string_view field) {
-      if (fn == nullptr) return;
+      if (fn == nullptr || !s.processes_known) return;
+      unsigned int n = 0;
+      nvmlReturn_t r = kNvmlSuccess;
       for (int attempt = 0; attempt < 2; ++attempt) {
-        unsigned int n = static_cast<unsigned int>(procs_.size());
-        nvmlReturn_t r = fn(d.handle, &n, procs_.data());
-        if (r == kNvmlErrorInsufficientSize && attempt == 0 && n > procs_.size()) {
-          procs_.resize(std::min(n + 16, kMaxProcesses));
-          continue;
+        n = static_cast<unsigned int>(procs_.size());
+        r = fn(d.handle, &n, procs_.data());
+        if (r != kNvmlErrorInsufficientSize || procs_.size() >= kMaxProcesses) break;
+        procs_.resize(std::min(std::max<size_t>(n, procs_.size()) + 16, size_t{kMaxProcesses}));
+      }
+      if (r == kNvmlErrorInsufficientSize) {  // more than kMaxProcesses, or still growing
+        if (d.unsupported.insert("processes_too_many").second) {
+          Note(fmt::format("device {}: more than {} processes: the list is left out", d.index,
+                           kMaxProcesses));
         }
-        if (r == kNvmlErrorInsufficientSize) r = kNvmlSuccess;  // the first kMaxProcesses
-        if (!Check(d, s, field, r)) return;
-        n = std::min<unsigned int>(n, static_cast<unsigned int>(procs_.size()));
-        for (unsigned int i = 0; i < n; ++i) {
-          const NvmlProcessInfo& p = procs_[i];
-          int64_t used = p.used_gpu_memory == kNvmlValueNotAvailable
-                             ? -1
-                             : static_cast<int64_t>(p.used_gpu_memory);
-          auto it = std::find_if(s.processes.begin(), s.processes.end(),
-                                 [&](const ProcessSample& q) { return q.pid == p.pid; });
-          if (it != s.processes.end()) {  // in both lists: the same memory
-            it->used_bytes = std::max(it->used_bytes, used);
-          } else if (s.processes.size() < kMaxProcesses) {
-            s.processes.push_back(ProcessSample{p.pid, ProcessName(p.pid), used});
-          }
-        }
+        s.processes_known = false;
+        s.processes.clear();
         return;
+      }
+      if (!Check(d, s, field, r)) return;
+      n = std::min<unsigned int>(n, static_cast<unsigned int>(procs_.size()));
+      for (unsigned int i = 0; i < n; ++i) {
+        const NvmlProcessInfo& p = procs_[i];
+        int64_t used = p.used_gpu_memory == kNvmlValueNotAvailable
+                           ? -1
+                           : static_cast<int64_t>(p.used_gpu_memory);
+        auto it = std::find_if(s.processes.begin(), s.processes.end(),
+                               [&](const ProcessSample& q) { return q.pid == p.pid; });
+        if (it != s.processes.end()) {  // in both lists: the same memory
+          it->used_bytes = std::max(it->used_bytes, used);
+        } else if (s.processes.size() < kMaxProcesses) {
+          s.processes.push_back(ProcessSample{p.pid, NameOf(p.pid), used});
+        }
       }
     };
     if (procs_.empty()) procs_.resize(64);
     s.processes_known = true;
     list(nvml_.DeviceGetComputeRunningProcesses, "processes");
     list(nvml_.DeviceGetGraphicsRunningProcesses, "graphics_processes");
+  }
+
+  // A process's name, read from /proc once while the process stays on a GPU.
+  const std::string& NameOf(unsigned int pid) {
+    auto [it, added] = names_.try_emplace(pid);
+    if (added) it->second.name = ProcessName(pid);
+    it->second.round = round_;
+    return it->second.name;
   }
 
   std::vector<std::pair<nvmlDevice_t, uint64_t>> DrainXids() {
@@ -340,6 +372,12 @@ class NvmlBackend final : public GpuBackend {
   nvmlEventSet_t events_ = nullptr;
   std::vector<Device> devices_;
   std::vector<NvmlProcessInfo> procs_;
+  struct KnownName {
+    std::string name;
+    uint64_t round = 0;  // the last round the process was listed in
+  };
+  std::unordered_map<unsigned int, KnownName> names_;
+  uint64_t round_ = 0;
 };
 
 }  // namespace
