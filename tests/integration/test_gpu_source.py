@@ -236,6 +236,36 @@ def test_a_lost_gpu_is_reported_and_the_others_go_on(tmp_path, stub):
     assert metric(text, "seedance_gpu_device_lost", component="gpu", device="0") == 0
 
 
+def test_a_wedged_driver_call_is_reported_and_cannot_hang_shutdown(tmp_path, stub):
+    """NVML can block for minutes on a wedged GPU: the source says so, the pipeline runs on,
+    readings resume when the call returns, and a stop during the block is not held by it."""
+    stub("count 1\nseries 0 temp 40\nhang 0 5 6\n")  # the 5th reading blocks 6 s
+    out = tmp_path / "out.ndjson"
+    port = free_port()
+    s = Seedance(gpu_config(out, port=port)).start()
+    try:
+        assert s.wait_log(r"WARN .*no GPU reading for \d+ s: a driver call has not returned",
+                          10), s.stderr()
+        assert metric(metrics(port), "seedance_gpu_stalled", component="gpu") == 1
+        n = len(lines(out))
+        assert s.wait_log(r"GPU readings resumed", 10), s.stderr()
+        assert wait_until(lambda: len(lines(out)) >= n + 5, 10)
+        assert metric(metrics(port), "seedance_gpu_stalled", component="gpu") == 0
+    finally:
+        assert s.stop() == 0
+
+    stub("count 1\nseries 0 temp 40\nhang 0 3 60\n")  # blocks for a minute
+    s = Seedance(gpu_config(tmp_path / "out2.ndjson")).start()
+    try:
+        assert s.wait_log(r"no GPU reading for", 10), s.stderr()
+        t0 = time.time()
+        assert s.stop(timeout=20) == 0
+        assert time.time() - t0 < 10, "shutdown waited for the driver"
+    finally:
+        s.kill()
+    assert "its thread is left to end on its own" in s.stderr()
+
+
 @pytest.mark.parametrize("fixture,uuid", [("orin", "jetson-17000000.gpu"),
                                           ("xavier-nx", "jetson-17000000.gv11b")])
 def test_jetson_sysfs(tmp_path, fixture, uuid):

@@ -16,6 +16,7 @@
  *   process DEV PID BYTES            one more compute process (BYTES -1: not available)
  *   lost_after DEV N                 after N memory readings every call answers GPU_IS_LOST
  *   xid DEV CODE AT                  an Xid CODE event when memory has been read AT times
+ *   hang DEV AT SECONDS              the AT-th memory reading blocks SECONDS (a wedged driver)
  *
  * Memory fields not scripted: total 80 GiB, used 1 GiB, reserved 0. Fields with no series
  * answer NOT_SUPPORTED. nvmlDeviceGetMemoryInfo_v2 checks the version word as the driver does.
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_DEV 64
 #define MAX_SERIES 64
@@ -74,6 +76,7 @@ struct device {
   long lost_after; /* -1: never */
   long memory_reads;
   long xid_code, xid_at;
+  long hang_at, hang_seconds;
   int xid_sent;
 };
 static struct device g_dev[MAX_DEV];
@@ -127,6 +130,7 @@ static void load_script(void) {
     snprintf(g_dev[d].uuid, sizeof g_dev[d].uuid, "GPU-00000000-stub-%d", d);
     g_dev[d].lost_after = -1;
     g_dev[d].xid_at = -1;
+    g_dev[d].hang_at = -1;
   }
   const char* path = getenv("SEEDANCE_NVML_STUB");
   FILE* f = path ? fopen(path, "r") : NULL;
@@ -189,6 +193,9 @@ static void load_script(void) {
       }
     } else if (strcmp(word, "lost_after") == 0) {
       dev->lost_after = atol(strtok_r(NULL, " \t\r\n", &save));
+    } else if (strcmp(word, "hang") == 0) {
+      dev->hang_at = atol(strtok_r(NULL, " \t\r\n", &save));
+      dev->hang_seconds = atol(strtok_r(NULL, " \t\r\n", &save));
     } else if (strcmp(word, "xid") == 0) {
       dev->xid_code = atol(strtok_r(NULL, " \t\r\n", &save));
       dev->xid_at = atol(strtok_r(NULL, " \t\r\n", &save));
@@ -266,6 +273,7 @@ int nvmlDeviceGetUUID(void* h, char* out, unsigned int len) {
 }
 static int memory(struct device* d, double* total, double* used, double* reserved) {
   d->memory_reads++;
+  if (d->memory_reads == d->hang_at) sleep((unsigned int)d->hang_seconds);
   if (is_lost(d)) return 15;
   *total = 80.0 * 1024 * 1024 * 1024;
   *used = 1024.0 * 1024 * 1024;

@@ -1,5 +1,8 @@
 #include "sources/gpu/gpu_source.h"
 
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
 #include <deque>
 #include <mutex>
 
@@ -49,8 +52,13 @@ class GpuSource final : public Source {
                                           "1 while the gpu source reads a GPU, 0 while it cannot "
                                           "(no driver, no device).",
                                           labels_)),
+        stalled_(ctx_.metrics->GetGauge("seedance_gpu_stalled",
+                                        "1 while a GPU reading has not returned for longer than "
+                                        "3 intervals (at least 3 s): a wedged driver call.",
+                                        labels_)),
         missed_overrun_(Missed("overrun")),
-        missed_backpressure_(Missed("backpressure")) {}
+        missed_backpressure_(Missed("backpressure")),
+        watchdog_(ctx_.loop->io()) {}
 
   ~GpuSource() override { Stop(); }
 
@@ -89,11 +97,20 @@ class GpuSource final : public Source {
                             "{}", n.text);
                 }});
     sampler_->Start(std::move(opened));
+    Watch();
     return Status::Ok();
   }
 
   void Stop() override {
-    if (sampler_ != nullptr) sampler_->Stop();
+    if (stopped_) return;
+    stopped_ = true;
+    watchdog_.cancel();
+    if (sampler_ != nullptr && !sampler_->Stop()) {
+      util::Log(
+          util::LogLevel::kWarn, ctx_.name,
+          "a GPU driver call has not returned for {} s; its thread is left to end on its own",
+          std::chrono::duration_cast<std::chrono::seconds>(sampler_->SinceLastRound()).count());
+    }
     std::lock_guard<std::mutex> lock(handoff_->mu);
     handoff_->stopped = true;
   }
@@ -107,6 +124,35 @@ class GpuSource final : public Source {
         "GPU readings not taken (overrun: a reading outlasted its period) or dropped before "
         "the pipeline took them (backpressure).",
         l);
+  }
+
+  // On the loop, every second: a round that has not ended for longer than stall_after() is a
+  // driver call that does not return (NVML can block for minutes on a wedged GPU). Said once
+  // when it starts and once when readings resume; readings cannot be taken meanwhile, and the
+  // device's events stop, so the metric and the log are what tell.
+  void Watch() {
+    watchdog_.expires_after(std::chrono::seconds(1));
+    watchdog_.async_wait([this](boost::system::error_code ec) {
+      if (ec || stopped_) return;
+      const auto silent = sampler_->SinceLastRound();
+      const bool stalled = silent > StallAfter();
+      if (stalled != stalled_now_) {
+        stalled_now_ = stalled;
+        stalled_.Set(stalled ? 1 : 0);
+        if (stalled) {
+          util::Log(util::LogLevel::kWarn, ctx_.name,
+                    "no GPU reading for {} s: a driver call has not returned (a wedged GPU?)",
+                    std::chrono::duration_cast<std::chrono::seconds>(silent).count());
+        } else {
+          util::Log(util::LogLevel::kWarn, ctx_.name, "GPU readings resumed");
+        }
+      }
+      Watch();
+    });
+  }
+  std::chrono::steady_clock::duration StallAfter() const {
+    return std::max<std::chrono::steady_clock::duration>(std::chrono::seconds(3),
+                                                         3 * settings_.interval);
   }
 
   void Opened(std::string_view backend) {
@@ -210,10 +256,14 @@ class GpuSource final : public Source {
   std::shared_ptr<Handoff> handoff_;
   observe::Labels labels_;
   observe::Gauge& available_;
+  observe::Gauge& stalled_;
   observe::Counter& missed_overrun_;
   observe::Counter& missed_backpressure_;
   uint64_t overruns_seen_ = 0;  // sampler thread only
   std::unique_ptr<gpu::Sampler> sampler_;
+  boost::asio::steady_timer watchdog_;
+  bool stalled_now_ = false;
+  bool stopped_ = false;
   SourceOutput* output_ = nullptr;
   bool waiting_ = false;
   std::map<int, observe::Gauge*> lost_;

@@ -4,6 +4,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <fstream>
 #include <thread>
 
@@ -402,6 +403,57 @@ TEST(Sampler, OverrunPeriodsAreCountedNotBunched) {
   // sampler that caught up would take more readings than there were periods).
   const int64_t periods = steady_ms.back() / 20 + 2;
   EXPECT_LE(static_cast<int64_t>(steady_ms.size() + sampler.missed()), periods + 1);
+}
+
+// A backend whose second reading blocks (a wedged driver call) until `release` is set.
+class WedgedBackend final : public GpuBackend {
+ public:
+  explicit WedgedBackend(std::shared_ptr<std::atomic<bool>> release) : release_(release) {}
+  std::string_view name() const override { return "wedged"; }
+  Status Open() override { return Status::Ok(); }
+  void Sample(int64_t, std::vector<GpuSample>* out) override {
+    out->emplace_back();
+    if (++n_ == 2) {
+      while (!*release_) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> release_;
+  int n_ = 0;
+};
+
+TEST(Sampler, AWedgedReadingIsVisibleAndCannotHangStop) {
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  auto calls_after_stop = std::make_shared<std::atomic<int>>(0);
+  auto stopped = std::make_shared<std::atomic<bool>>(false);
+  auto rounds = std::make_shared<std::atomic<int>>(0);
+  {
+    Sampler sampler([] { return Result<std::unique_ptr<GpuBackend>>(NotFoundError("unused")); },
+                    std::chrono::milliseconds(10), std::chrono::seconds(1),
+                    [] { return int64_t{0}; },
+                    {.on_samples =
+                         [=](std::vector<GpuSample>&&) {
+                           ++*rounds;
+                           if (*stopped) ++*calls_after_stop;
+                         },
+                     .on_open = [](const Status&, std::string_view) {},
+                     .on_notice = [](GpuBackend::Notice&&) {}});
+    sampler.Start(std::make_unique<WedgedBackend>(release));
+    for (int i = 0; i < 200 && *rounds < 1; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(rounds->load(), 1) << "the second reading is stuck";
+    EXPECT_GE(sampler.SinceLastRound(), std::chrono::milliseconds(250));
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_FALSE(sampler.Stop(std::chrono::milliseconds(100)));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+    *stopped = true;
+  }  // the Sampler is gone; its thread is still in the driver
+  *release = true;
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(calls_after_stop->load(), 0) << "no callback after Stop() returned";
 }
 
 TEST(Sampler, ABackendThatCannotOpenIsTriedAgain) {

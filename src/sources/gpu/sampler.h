@@ -7,18 +7,20 @@
 // starts. The backend is opened on the thread; while it cannot be, the sampler tries again
 // every `reopen_interval`.
 //
-// Thread-safety: Start() and Stop() from one thread; the callbacks run on the sampler's.
+// A driver call that never returns (a wedged GPU: NVML can block for minutes after an Xid)
+// cannot hang its owner: SinceLastRound() tells how long the thread has been silent, and
+// Stop() waits a bounded time, then leaves the thread behind (it owns its state and the
+// backend, and calls no callback after Stop() returned).
+//
+// Thread-safety: Start(), Stop() and the accessors from any one thread; the callbacks run on
+// the sampler's, never after Stop() returned.
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "sources/gpu/gpu_backend.h"
@@ -40,32 +42,28 @@ class Sampler {
   Sampler(std::function<Result<std::unique_ptr<GpuBackend>>()> open,
           std::chrono::nanoseconds interval, std::chrono::nanoseconds reopen_interval,
           std::function<int64_t()> now_ns, Callbacks callbacks);
-  ~Sampler();  // stops
+  ~Sampler();  // Stop()
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
 
   // Starts the thread. With `backend` given (already opened by the caller), uses it.
   void Start(std::unique_ptr<GpuBackend> backend = nullptr);
-  // Ends the thread after the round in progress.
-  void Stop();
+  // Ends the thread after the round in progress. Returns false when the round did not end
+  // within `wait` (a driver call that does not return): the thread is then left to end on its
+  // own whenever the call returns.
+  bool Stop(std::chrono::milliseconds wait = std::chrono::seconds(2));
   // Periods skipped because a round overran them.
-  uint64_t missed() const { return missed_.load(std::memory_order_relaxed); }
-  uint64_t rounds() const { return rounds_.load(std::memory_order_relaxed); }
+  uint64_t missed() const;
+  uint64_t rounds() const;
+  // How long since the thread last finished a round (or opened the backend, or started);
+  // zero while it waits to open one.
+  std::chrono::steady_clock::duration SinceLastRound() const;
 
  private:
-  void Loop(std::unique_ptr<GpuBackend> backend);
-  // Waits until `deadline` or Stop(); false on Stop().
-  bool WaitUntil(std::chrono::steady_clock::time_point deadline);
+  struct State;
+  static void Loop(std::shared_ptr<State> state, std::unique_ptr<GpuBackend> backend);
 
-  std::function<Result<std::unique_ptr<GpuBackend>>()> open_;
-  std::chrono::nanoseconds interval_, reopen_interval_;
-  std::function<int64_t()> now_ns_;
-  Callbacks callbacks_;
-  std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;
-  std::atomic<uint64_t> missed_{0}, rounds_{0};
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace seedance::sources::gpu
