@@ -21,6 +21,30 @@ def test_seed_config_validates_as_it_stands():
     assert "ok" in r.stdout
 
 
+@pytest.mark.parametrize("example", ["reference/config.yaml", "gpu/window-influxdb.yaml",
+                                     "gpu/alert-mqtt.yaml"])
+def test_example_configs_validate_as_they_stand(example):
+    r = validate("--config", os.path.join(SOURCE_DIR, "examples", example))
+    assert r.returncode == 0, r.stderr
+    assert "ok" in r.stdout
+
+
+def test_gpu_source_settings_are_checked(tmp_path):
+    path = tmp_path / "gpu.yaml"
+    path.write_text("""sources:
+  - type: gpu
+    interval: 100ms
+    backend: cuda
+    on_unavailable: maybe
+sinks:
+  - type: stdout
+""")
+    r = validate("--config", str(path))
+    assert r.returncode == 2
+    assert "sources[0].interval: must be at least 200ms" in r.stderr, r.stderr
+    assert "sources[0].backend" in r.stderr and "sources[0].on_unavailable" in r.stderr
+
+
 GOOD_SINK = """sinks:
   - type: http
     endpoint: "http://127.0.0.1:9/x"
