@@ -22,6 +22,7 @@ SEEDANCE_FUZZ_TARGET(lua_patterns);
 SEEDANCE_FUZZ_TARGET(config);
 SEEDANCE_FUZZ_TARGET(http_response);
 SEEDANCE_FUZZ_TARGET(influx_write_error);
+SEEDANCE_FUZZ_TARGET(modbus_codec);
 
 namespace seedance {
 namespace {
@@ -113,6 +114,7 @@ TEST(FuzzTest, JsonToLuaAndBack) { Fuzz("json_lua", SeedanceFuzz_json_lua, 20000
 TEST(FuzzTest, LuaPatterns) { Fuzz("lua_patterns", SeedanceFuzz_lua_patterns, 20000); }
 TEST(FuzzTest, ConfigLoader) { Fuzz("config", SeedanceFuzz_config, 5000); }
 TEST(FuzzTest, HttpResponse) { Fuzz("http_response", SeedanceFuzz_http_response, 50000); }
+TEST(FuzzTest, ModbusCodec) { Fuzz("modbus_codec", SeedanceFuzz_modbus_codec, 50000); }
 #ifdef SEEDANCE_SINK_INFLUXDB
 TEST(FuzzTest, InfluxWriteError) {
   Fuzz("influx_write_error", SeedanceFuzz_influx_write_error, 50000);
