@@ -11,7 +11,8 @@ void PutU16(std::string& out, uint16_t v) {
 }
 
 uint16_t GetU16(std::string_view b, size_t at) {
-  return static_cast<uint16_t>((static_cast<uint8_t>(b[at]) << 8) | static_cast<uint8_t>(b[at + 1]));
+  return static_cast<uint16_t>((static_cast<uint8_t>(b[at]) << 8) |
+                               static_cast<uint8_t>(b[at + 1]));
 }
 
 // Bytes the data of `count` items of `area` take in an answer.
@@ -54,8 +55,8 @@ Result<ReadAnswer> DecodeReadResponse(Area area, uint16_t count, std::string_vie
     return ReadAnswer{true, static_cast<uint8_t>(pdu[1]), {}};
   }
   if (function != asked) {
-    return DataLossError(fmt::format("an answer with function {} to a request with function {}",
-                                     function, asked));
+    return DataLossError(
+        fmt::format("an answer with function {} to a request with function {}", function, asked));
   }
   const size_t want = DataBytes(area, count);
   if (pdu.size() < 2) return DataLossError("an answer without its byte count");
@@ -118,7 +119,8 @@ Result<std::optional<std::pair<TcpAdu, size_t>>> PeekTcpFrame(std::string_view b
   }
   const size_t total = 6 + length;
   if (bytes.size() < total) return Out();
-  TcpAdu adu{GetU16(bytes, 0), static_cast<uint8_t>(bytes[6]), bytes.substr(kMbapBytes, length - 1)};
+  TcpAdu adu{GetU16(bytes, 0), static_cast<uint8_t>(bytes[6]),
+             bytes.substr(kMbapBytes, length - 1)};
   return Out(std::make_pair(adu, total));
 }
 
@@ -126,7 +128,8 @@ uint16_t Crc16(std::string_view bytes) {
   uint16_t crc = 0xFFFF;
   for (char c : bytes) {
     crc ^= static_cast<uint8_t>(c);
-    for (int i = 0; i < 8; ++i) crc = (crc & 1) ? static_cast<uint16_t>((crc >> 1) ^ 0xA001) : crc >> 1;
+    for (int i = 0; i < 8; ++i)
+      crc = (crc & 1) ? static_cast<uint16_t>((crc >> 1) ^ 0xA001) : crc >> 1;
   }
   return crc;
 }
@@ -150,8 +153,8 @@ Result<std::string_view> CheckRtuFrame(uint8_t unit, std::string_view frame) {
   const uint16_t want = Crc16(frame.substr(0, frame.size() - 2));
   if (got != want) return DataLossError(fmt::format("CRC {:04X}, {:04X} expected", got, want));
   if (static_cast<uint8_t>(frame[0]) != unit) {
-    return DataLossError(fmt::format("an answer from unit {} to unit {}",
-                                     static_cast<uint8_t>(frame[0]), unit));
+    return DataLossError(
+        fmt::format("an answer from unit {} to unit {}", static_cast<uint8_t>(frame[0]), unit));
   }
   return frame.substr(1, frame.size() - 3);
 }

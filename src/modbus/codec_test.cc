@@ -58,8 +58,8 @@ TEST(ModbusCodec, AnswersAreCheckedAgainstTheRequest) {
 }
 
 TEST(ModbusCodec, TcpFramesAreFoundWholeAndAForeignHeaderIsAnError) {
-  std::string two = TcpFrame(1, 1, Bytes({0x03, 0x02, 0x00, 0x2A})) +
-                    TcpFrame(2, 9, Bytes({0x83, 0x02}));
+  std::string two =
+      TcpFrame(1, 1, Bytes({0x03, 0x02, 0x00, 0x2A})) + TcpFrame(2, 9, Bytes({0x83, 0x02}));
   for (size_t cut = 0; cut < 11; ++cut) {
     auto partial = PeekTcpFrame(std::string_view(two).substr(0, cut));
     ASSERT_TRUE(partial.has_value());

@@ -72,9 +72,10 @@ std::string_view TagTypeName(TagType type) {
 }
 
 bool ParseWordOrder(std::string_view text, WordOrder* order) {
-  static constexpr std::pair<std::string_view, WordOrder> kOrders[] = {
-      {"ABCD", WordOrder::kABCD}, {"CDAB", WordOrder::kCDAB},
-      {"BADC", WordOrder::kBADC}, {"DCBA", WordOrder::kDCBA}};
+  static constexpr std::pair<std::string_view, WordOrder> kOrders[] = {{"ABCD", WordOrder::kABCD},
+                                                                       {"CDAB", WordOrder::kCDAB},
+                                                                       {"BADC", WordOrder::kBADC},
+                                                                       {"DCBA", WordOrder::kDCBA}};
   for (const auto& [name, o] : kOrders) {
     if (name == text) {
       *order = o;
@@ -113,9 +114,9 @@ Status CheckTags(const std::vector<Tag>& tags) {
       return InvalidArgumentError(fmt::format("tag \"{}\" named twice", t.name));
     }
     if (IsBitArea(t.area) && t.type != TagType::kBool) {
-      return InvalidArgumentError(fmt::format(
-          "tag \"{}\": {} hold bits: its type must be bool, not {}", t.name, AreaName(t.area),
-          TagTypeName(t.type)));
+      return InvalidArgumentError(
+          fmt::format("tag \"{}\": {} hold bits: its type must be bool, not {}", t.name,
+                      AreaName(t.area), TagTypeName(t.type)));
     }
     if (t.type == TagType::kString && (t.length == 0 || t.length > kMaxRegistersPerRead)) {
       return InvalidArgumentError(fmt::format(
@@ -123,23 +124,23 @@ Status CheckTags(const std::vector<Tag>& tags) {
           t.name, kMaxRegistersPerRead, t.length));
     }
     if (t.type != TagType::kString && t.length != 0) {
-      return InvalidArgumentError(fmt::format(
-          "tag \"{}\": length is for strings; a {} takes {} register(s)", t.name,
-          TagTypeName(t.type), TagWidth(t)));
+      return InvalidArgumentError(
+          fmt::format("tag \"{}\": length is for strings; a {} takes {} register(s)", t.name,
+                      TagTypeName(t.type), TagWidth(t)));
     }
     if (!IsNumber(t.type) && (t.scale != 1 || t.offset != 0)) {
-      return InvalidArgumentError(
-          fmt::format("tag \"{}\": scale and offset apply to numbers, not a {}", t.name,
-                      TagTypeName(t.type)));
+      return InvalidArgumentError(fmt::format(
+          "tag \"{}\": scale and offset apply to numbers, not a {}", t.name, TagTypeName(t.type)));
     }
     if (!std::isfinite(t.scale) || !std::isfinite(t.offset)) {
-      return InvalidArgumentError(fmt::format("tag \"{}\": scale and offset must be finite", t.name));
+      return InvalidArgumentError(
+          fmt::format("tag \"{}\": scale and offset must be finite", t.name));
     }
     const uint32_t end = uint32_t{t.address} + TagWidth(t);
     if (end > 65536) {
-      return InvalidArgumentError(fmt::format(
-          "tag \"{}\": addresses {}-{} run past the last address, 65535", t.name, t.address,
-          end - 1));
+      return InvalidArgumentError(
+          fmt::format("tag \"{}\": addresses {}-{} run past the last address, 65535", t.name,
+                      t.address, end - 1));
     }
     auto [it, added] = by_area[t.area].emplace(t.address, &t);
     if (!added) {
@@ -152,10 +153,10 @@ Status CheckTags(const std::vector<Tag>& tags) {
     const Tag* prev = nullptr;
     for (const auto& [address, tag] : starts) {
       if (prev != nullptr && prev->address + TagWidth(*prev) > address) {
-        return InvalidArgumentError(fmt::format(
-            "tags \"{}\" ({} {}-{}) and \"{}\" ({} {}) overlap", prev->name, AreaName(area),
-            prev->address, prev->address + TagWidth(*prev) - 1, tag->name, AreaName(area),
-            address));
+        return InvalidArgumentError(fmt::format("tags \"{}\" ({} {}-{}) and \"{}\" ({} {}) overlap",
+                                                prev->name, AreaName(area), prev->address,
+                                                prev->address + TagWidth(*prev) - 1, tag->name,
+                                                AreaName(area), address));
       }
       prev = tag;
     }

@@ -35,7 +35,7 @@ struct Tag {
   uint16_t address = 0;  // the first register or bit, 0-based as on the wire
   TagType type = TagType::kUint16;
   WordOrder order = WordOrder::kABCD;
-  double scale = 1;   // value = raw x scale + offset (numbers only)
+  double scale = 1;  // value = raw x scale + offset (numbers only)
   double offset = 0;
   uint16_t length = 0;  // kString: registers (2 characters each)
 };

@@ -37,30 +37,29 @@ TEST(ModbusTags, FloatsInEveryWordOrder) {
   // 123.456f is 0x42F6E979.
   EXPECT_FLOAT_EQ(std::get<double>(One(T("a", 0, TagType::kFloat32), Regs({0x42F6, 0xE979}))),
                   123.456f);
-  EXPECT_FLOAT_EQ(std::get<double>(One(T("c", 0, TagType::kFloat32, WordOrder::kCDAB),
-                                       Regs({0xE979, 0x42F6}))),
-                  123.456f);
-  EXPECT_FLOAT_EQ(std::get<double>(One(T("b", 0, TagType::kFloat32, WordOrder::kBADC),
-                                       Regs({0xF642, 0x79E9}))),
-                  123.456f);
-  EXPECT_FLOAT_EQ(std::get<double>(One(T("d", 0, TagType::kFloat32, WordOrder::kDCBA),
-                                       Regs({0x79E9, 0xF642}))),
-                  123.456f);
+  EXPECT_FLOAT_EQ(
+      std::get<double>(One(T("c", 0, TagType::kFloat32, WordOrder::kCDAB), Regs({0xE979, 0x42F6}))),
+      123.456f);
+  EXPECT_FLOAT_EQ(
+      std::get<double>(One(T("b", 0, TagType::kFloat32, WordOrder::kBADC), Regs({0xF642, 0x79E9}))),
+      123.456f);
+  EXPECT_FLOAT_EQ(
+      std::get<double>(One(T("d", 0, TagType::kFloat32, WordOrder::kDCBA), Regs({0x79E9, 0xF642}))),
+      123.456f);
   // float64 1.5 = 0x3FF8000000000000; CDAB reverses the four words.
   EXPECT_EQ(std::get<double>(One(T("e", 0, TagType::kFloat64), Regs({0x3FF8, 0, 0, 0}))), 1.5);
-  EXPECT_EQ(std::get<double>(One(T("f", 0, TagType::kFloat64, WordOrder::kCDAB),
-                                 Regs({0, 0, 0, 0x3FF8}))),
+  EXPECT_EQ(std::get<double>(
+                One(T("f", 0, TagType::kFloat64, WordOrder::kCDAB), Regs({0, 0, 0, 0x3FF8}))),
             1.5);
-  EXPECT_EQ(std::get<double>(One(T("g", 0, TagType::kFloat64, WordOrder::kDCBA),
-                                 Regs({0, 0, 0, 0xF83F}))),
+  EXPECT_EQ(std::get<double>(
+                One(T("g", 0, TagType::kFloat64, WordOrder::kDCBA), Regs({0, 0, 0, 0xF83F}))),
             1.5);
 }
 
 TEST(ModbusTags, IntegersSignsAndScale) {
-  EXPECT_EQ(std::get<uint64_t>(One(T("u32", 0, TagType::kUint32), Regs({0x0001, 0x0002}))),
-            65538u);
-  EXPECT_EQ(std::get<uint64_t>(One(T("u32", 0, TagType::kUint32, WordOrder::kCDAB),
-                                   Regs({0x0002, 0x0001}))),
+  EXPECT_EQ(std::get<uint64_t>(One(T("u32", 0, TagType::kUint32), Regs({0x0001, 0x0002}))), 65538u);
+  EXPECT_EQ(std::get<uint64_t>(
+                One(T("u32", 0, TagType::kUint32, WordOrder::kCDAB), Regs({0x0002, 0x0001}))),
             65538u);
   EXPECT_EQ(std::get<int64_t>(One(T("i16", 0, TagType::kInt16), Regs({0xFFFE}))), -2);
   EXPECT_EQ(std::get<int64_t>(One(T("i16", 0, TagType::kInt16, WordOrder::kBADC), Regs({0xFEFF}))),
@@ -109,8 +108,8 @@ TEST(ModbusTags, ChecksNameWhatIsImpossible) {
   EXPECT_EQ(why({T("a", 5, TagType::kUint16), T("b", 5, TagType::kInt16)}),
             "tags \"a\" and \"b\" both start at holding_registers 5");
   // The same address in another area is another register.
-  EXPECT_EQ(why({T("a", 5, TagType::kUint16), T("b", 5, TagType::kUint16, WordOrder::kABCD,
-                                                  Area::kInputRegisters)}),
+  EXPECT_EQ(why({T("a", 5, TagType::kUint16),
+                 T("b", 5, TagType::kUint16, WordOrder::kABCD, Area::kInputRegisters)}),
             "ok");
   EXPECT_EQ(why({T("a", 65534, TagType::kFloat64)}),
             "tag \"a\": addresses 65534-65537 run past the last address, 65535");

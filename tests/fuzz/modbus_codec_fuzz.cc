@@ -18,14 +18,15 @@ SEEDANCE_FUZZ_TARGET(modbus_codec) {
     auto frame = PeekTcpFrame(rest);
     if (!frame || !frame->has_value()) break;
     const auto& [adu, taken] = **frame;
-    if (taken > rest.size() || TcpFrame(adu.transaction, adu.unit, adu.pdu) != rest.substr(0, taken)) {
+    if (taken > rest.size() ||
+        TcpFrame(adu.transaction, adu.unit, adu.pdu) != rest.substr(0, taken)) {
       std::abort();
     }
     rest.remove_prefix(taken);
   }
   const uint16_t count = size >= 2 ? static_cast<uint16_t>((data[0] << 8 | data[1]) % 2001 + 1) : 1;
-  for (Area area : {Area::kCoils, Area::kDiscreteInputs, Area::kHoldingRegisters,
-                    Area::kInputRegisters}) {
+  for (Area area :
+       {Area::kCoils, Area::kDiscreteInputs, Area::kHoldingRegisters, Area::kInputRegisters}) {
     const uint16_t n = IsBitArea(area) ? count : static_cast<uint16_t>(count % 125 + 1);
     auto answer = DecodeReadResponse(area, n, bytes);
     if (answer && !answer->exception) {

@@ -17,6 +17,7 @@
  *   lost_after DEV N                 after N memory readings every call answers GPU_IS_LOST
  *   xid DEV CODE AT                  an Xid CODE event when memory has been read AT times
  *   hang DEV AT SECONDS              the AT-th memory reading blocks SECONDS (a wedged driver)
+ *   memory_v2 CODE                   nvmlDeviceGetMemoryInfo_v2 answers CODE (25: an older driver)
  *
  * Memory fields not scripted: total 80 GiB, used 1 GiB, reserved 0. Fields with no series
  * answer NOT_SUPPORTED. nvmlDeviceGetMemoryInfo_v2 checks the version word as the driver does.
@@ -82,6 +83,7 @@ struct device {
 static struct device g_dev[MAX_DEV];
 static int g_count = 1;
 static unsigned int g_claimed = 0;
+static int g_memory_v2_error = 0;
 static int g_init_error = 0;
 
 typedef struct {
@@ -124,6 +126,7 @@ static void load_script(void) {
   memset(g_dev, 0, sizeof g_dev);
   g_count = 1;
   g_claimed = 0;
+  g_memory_v2_error = 0;
   g_init_error = 0;
   for (int d = 0; d < MAX_DEV; ++d) {
     snprintf(g_dev[d].name, sizeof g_dev[d].name, "Stub GPU %d", d);
@@ -142,6 +145,10 @@ static void load_script(void) {
     if (word == NULL || word[0] == '#') continue;
     if (strcmp(word, "init_error") == 0) {
       g_init_error = atoi(strtok_r(NULL, " \t\r\n", &save));
+      continue;
+    }
+    if (strcmp(word, "memory_v2") == 0) {
+      g_memory_v2_error = atoi(strtok_r(NULL, " \t\r\n", &save));
       continue;
     }
     if (strcmp(word, "claim_count") == 0) {
@@ -300,6 +307,7 @@ int nvmlDeviceGetMemoryInfo_v2(void* h, mem_v2* m) {
   double total, used, reserved;
   if (!d) return 2;
   if (m->version != (unsigned int)(sizeof(mem_v2) | (2u << 24))) return 25;
+  if (g_memory_v2_error) return g_memory_v2_error;
   int r = memory(d, &total, &used, &reserved);
   if (r) return r;
   m->total = (unsigned long long)total;

@@ -227,6 +227,30 @@ TEST_F(NvmlStubTest, AnAbsurdDeviceCountIsCutAndFailedHandlesSaidOnce) {
   EXPECT_EQ(samples.size(), 2u);
 }
 
+TEST_F(NvmlStubTest, ADriverWithoutMemoryV2IsReadWithV1) {
+  Script("count 1\nseries 0 mem_total 1000\nseries 0 mem_used 250\nmemory_v2 25\n");
+  auto backend = OpenBackend(Settings());
+  ASSERT_TRUE(backend.has_value());
+  for (int i = 0; i < 2; ++i) {
+    std::vector<GpuSample> samples;
+    (*backend)->Sample(i, &samples);
+    EXPECT_EQ(Field(samples[0], "memory_used_bytes"), 250);
+    EXPECT_EQ(Field(samples[0], "memory_free_bytes"), 750);
+    EXPECT_EQ(samples[0].Find("memory_reserved_bytes"), nullptr) << "v1 has no reserved";
+  }
+}
+
+TEST_F(NvmlStubTest, AFailedMemoryReadingIsLeftOutOfThatReadingOnly) {
+  Script("count 1\nseries 0 temp 40\nmemory_v2 999\n");
+  auto backend = OpenBackend(Settings());
+  ASSERT_TRUE(backend.has_value());
+  std::vector<GpuSample> samples;
+  (*backend)->Sample(1, &samples);
+  EXPECT_EQ(samples[0].state, "ok");
+  EXPECT_EQ(samples[0].Find("memory_used_bytes"), nullptr);
+  EXPECT_EQ(Field(samples[0], "temperature_c"), 40);
+}
+
 TEST_F(NvmlStubTest, DevicesChosenByIndexOrUuidAndAnUnknownOneIsAConfigError) {
   Script("count 3\nuuid 2 GPU-cccc\n");
   BackendSettings s = Settings();

@@ -19,6 +19,8 @@ namespace {
 // The most processes listed per device: the list is the driver's, and a sample's size should
 // not follow it without limit (a machine rarely has more than a few dozen).
 constexpr unsigned int kMaxProcesses = 1024;
+constexpr nvmlReturn_t kNvmlErrorInvalidArgument = 2;
+constexpr nvmlReturn_t kNvmlErrorFunctionNotFound = 13;
 constexpr nvmlReturn_t kNvmlErrorArgumentVersionMismatch = 25;
 
 // /proc/PID/comm, or "" when it cannot be read (another PID namespace: NVML reports the
@@ -249,11 +251,12 @@ class NvmlBackend final : public GpuBackend {
       if (r == kNvmlSuccess) {
         total = m.total, free = m.free, used = m.used, reserved = m.reserved;
         have = have_reserved = true;
-      } else if (r == kNvmlErrorGpuIsLost || r == kNvmlErrorResetRequired) {
-        Check(d, s, "memory_used_bytes", r);
+      } else if (r != kNvmlErrorArgumentVersionMismatch && r != kNvmlErrorNotSupported &&
+                 r != kNvmlErrorInvalidArgument && r != kNvmlErrorFunctionNotFound) {
+        Check(d, s, "memory_used_bytes", r);  // lost, or a failure of this reading
         return;
       } else {
-        d.memory_v1 = true;  // an older driver: v1 from now on
+        d.memory_v1 = true;  // a driver that does not take memory v2: v1 from now on
       }
     }
     if (!have && nvml_.DeviceGetMemoryInfo != nullptr) {
