@@ -200,13 +200,13 @@ def main():
             r = subprocess.run([ncu, "--metrics", "lts__t_sector_hit_rate.pct", "--csv",
                                 "--launch-count", "1", "-k", "regex:gemm|nvjet|xmma|cutlass",
                                 sys.executable, "-c", code], capture_output=True, text=True,
-                               timeout=90)
+                               timeout=45)
             rows = [l for l in r.stdout.splitlines() if "lts__t_sector_hit_rate.pct" in l]
             l2 = rows[-1].split('","')[-1].strip('"') + " %" if rows else (
                 "ncu read nothing: " + (r.stderr or r.stdout).strip().splitlines()[-1][:200]
                 if (r.stderr or r.stdout).strip() else "ncu read nothing")
         except subprocess.TimeoutExpired:
-            l2 = "ncu took over 90 s"
+            l2 = "ncu took over 45 s"
 
     def ours_in(phase, field, scale=1.0):
         t0, t1 = marks[phase]
