@@ -402,31 +402,42 @@ class SlowBackend final : public GpuBackend {
 };
 
 TEST(Sampler, OverrunPeriodsAreCountedNotBunched) {
+  struct Reading {
+    int64_t steady_us;       // when its callback ran, since before Start()
+    uint64_t missed_before;  // periods skipped before it
+  };
   std::mutex mu;
-  std::vector<int64_t> steady_ms;
+  std::vector<Reading> readings;
+  Sampler* self = nullptr;
   const auto t0 = std::chrono::steady_clock::now();
   Sampler sampler([] { return Result<std::unique_ptr<GpuBackend>>(NotFoundError("unused")); },
                   std::chrono::milliseconds(20), std::chrono::seconds(1), [] { return int64_t{0}; },
                   {.on_samples =
                        [&](std::vector<GpuSample>&&) {
                          std::lock_guard<std::mutex> lock(mu);
-                         steady_ms.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(
+                         readings.push_back({std::chrono::duration_cast<std::chrono::microseconds>(
                                                  std::chrono::steady_clock::now() - t0)
-                                                 .count());
+                                                 .count(),
+                                             self->missed()});
                        },
                    .on_open = [](const Status&, std::string_view) {},
                    .on_notice = [](GpuBackend::Notice&&) {}});
+  self = &sampler;
   sampler.Start(std::make_unique<SlowBackend>(std::chrono::milliseconds(50)));
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   sampler.Stop();
   std::lock_guard<std::mutex> lock(mu);
-  ASSERT_GE(steady_ms.size(), 6u);
-  // Every third reading overran by 30-50 ms: two or three periods skipped each time.
-  EXPECT_GE(sampler.missed(), 2u * (steady_ms.size() / 3 - 1));
-  // No catch-up burst: readings and skipped periods together fit the time that passed (a
-  // sampler that caught up would take more readings than there were periods).
-  const int64_t periods = steady_ms.back() / 20 + 2;
-  EXPECT_LE(static_cast<int64_t>(steady_ms.size() + sampler.missed()), periods + 1);
+  ASSERT_GE(readings.size(), 6u);
+  // Every third reading outlasts its period by at least 30 ms: two or more periods are skipped
+  // each time (a sampler that caught up with a burst of readings would skip none).
+  EXPECT_GE(sampler.missed(), 2u * (readings.size() / 3));
+  // And no more than were skipped: reading i (0-based) runs in period i + missed_before, which
+  // must have begun by the time it runs.
+  for (size_t i = 0; i < readings.size(); ++i) {
+    const uint64_t period = i + readings[i].missed_before;
+    EXPECT_LE(period * 20'000, static_cast<uint64_t>(readings[i].steady_us) + 1'000)
+        << "reading " << i << " ran ahead of its period";
+  }
 }
 
 // A backend whose second reading blocks (a wedged driver call) until `release` is set.
