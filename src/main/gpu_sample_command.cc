@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 
+#include "bench/report.h"
 #include "bench/svg_plot.h"
 #include "main/commands.h"
 #include "sources/gpu/sampler.h"
@@ -32,10 +33,9 @@ double CpuSeconds() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
+// bench's nearest-rank percentile; NaN (written as null) when there is no value.
 double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
+  return v.empty() ? NAN : bench::Percentile(v, q);
 }
 
 // What the SVG draws of each reading (bounded: kMaxRows readings).

@@ -8,9 +8,7 @@
 //     VDD_GPU), volts x amps; energy integrated from it over time.
 // Every path is under `sysfs_root` ("/" on a module; a fixture directory in tests).
 #include <dirent.h>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -19,6 +17,7 @@
 #include <set>
 
 #include "sources/gpu/gpu_backend.h"
+#include "util/fd_io.h"
 
 namespace seedance::sources::gpu {
 namespace {
@@ -37,15 +36,12 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// The file's text (at most 4 KiB: a sysfs value is short), trailing whitespace and NULs cut.
+// The file's text, trailing whitespace and NULs cut; nullopt when it cannot be read (a sysfs
+// value is a few bytes, meminfo a few KiB: past 64 KiB a file is refused).
 std::optional<std::string> ReadText(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return std::nullopt;
-  char buf[4096];
-  ssize_t n = ::read(fd, buf, sizeof buf);
-  ::close(fd);
-  if (n < 0) return std::nullopt;
-  std::string text(buf, static_cast<size_t>(n));
+  Result<std::string> read = util::ReadRegularFile(path, 64 * 1024, "sysfs file");
+  if (!read.has_value()) return std::nullopt;
+  std::string text = std::move(read).value();
   while (!text.empty() &&
          (std::isspace(static_cast<unsigned char>(text.back())) || text.back() == '\0')) {
     text.pop_back();

@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -12,6 +11,7 @@
 
 #include "sources/gpu/gpu_backend.h"
 #include "sources/gpu/nvml.h"
+#include "util/fd_io.h"
 
 namespace seedance::sources::gpu {
 namespace {
@@ -26,14 +26,10 @@ constexpr nvmlReturn_t kNvmlErrorArgumentVersionMismatch = 25;
 // /proc/PID/comm, or "" when it cannot be read (another PID namespace: NVML reports the
 // host's pids).
 std::string ProcessName(unsigned int pid) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%u/comm", pid);
-  FILE* f = std::fopen(path, "re");
-  if (f == nullptr) return "";
-  char buf[64] = {};
-  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  std::string name(buf, n);
+  Result<std::string> comm =
+      util::ReadRegularFile("/proc/" + std::to_string(pid) + "/comm", 256, "process name");
+  if (!comm.has_value()) return "";
+  std::string name = std::move(comm).value();
   while (!name.empty() && (name.back() == '\n' || name.back() == '\0')) name.pop_back();
   return name;
 }
