@@ -216,6 +216,31 @@ class Options {
     });
     return *this;
   }
+  // A list of sections, each bound with `nested` (a device's tags): `tags: [{name: a, ...}]`.
+  // An error in item i is the item's own, located at the item.
+  template <typename U>
+  Options& SectionList(std::vector<U> T::*member, ParamSpec spec, const Options<U>& nested) {
+    spec.type = ParamType::kSectionList;
+    spec.fields = nested.Specs();
+    const std::string name = spec.name;
+    specs_.push_back(std::move(spec));
+    applies_.push_back([member, name, nested](const Params& p, T& out) -> Status {
+      const ParamValue* v = options_internal::Find(p, name);
+      if (v == nullptr) return Status::Ok();
+      const auto* items = std::get_if<seedance::SectionList>(v);
+      if (items == nullptr) return options_internal::WrongType(p, name);
+      std::vector<U> values;
+      values.reserve(items->size());
+      for (const auto& item : *items) {
+        Result<U> bound = nested.Bind(*item);
+        if (!bound) return bound.error();
+        values.push_back(std::move(*bound));
+      }
+      out.*member = std::move(values);
+      return Status::Ok();
+    });
+    return *this;
+  }
   // Every parameter of `other`, at this level, bound to the member of type U (shared groups
   // of parameters: an MQTT connection, the sink runner's delivery settings).
   template <typename U>
@@ -225,6 +250,15 @@ class Options {
       Result<U> bound = other.Bind(p, std::move(out.*member));
       if (!bound) return bound.error();
       out.*member = std::move(*bound);
+      return Status::Ok();
+    });
+    return *this;
+  }
+  // Sets `member` to where the section is written ("file:line:column"), for checks made
+  // later over several sections (a poll group's tags, checked together).
+  Options& SectionLocation(std::string T::*member) {
+    applies_.push_back([member](const Params& p, T& out) {
+      out.*member = p.section_location();
       return Status::Ok();
     });
     return *this;

@@ -29,11 +29,12 @@ enum class ParamType {
   kInt,
   kDouble,
   kBool,
-  kDuration,    // "250ms", "5s"
-  kSize,        // "64MiB", 4096
-  kStringList,  // a YAML list of strings; a single string is a list of one
-  kStringMap,   // a YAML map of string to string (e.g. HTTP headers)
-  kObject,      // a nested section with its own fields
+  kDuration,     // "250ms", "5s"
+  kSize,         // "64MiB", 4096
+  kStringList,   // a YAML list of strings; a single string is a list of one
+  kStringMap,    // a YAML map of string to string (e.g. HTTP headers)
+  kObject,       // a nested section with its own fields
+  kSectionList,  // a YAML list of sections, each with the same fields (a device's tags)
 };
 
 // "string", "integer", "duration", ...
@@ -42,9 +43,10 @@ std::string_view ParamTypeName(ParamType type);
 class Params;
 
 using StringPairs = std::vector<std::pair<std::string, std::string>>;
-using ParamValue =
-    std::variant<std::monostate, std::string, int64_t, double, bool, std::chrono::nanoseconds,
-                 uint64_t, std::vector<std::string>, StringPairs, std::shared_ptr<const Params>>;
+using SectionList = std::vector<std::shared_ptr<const Params>>;
+using ParamValue = std::variant<std::monostate, std::string, int64_t, double, bool,
+                                std::chrono::nanoseconds, uint64_t, std::vector<std::string>,
+                                StringPairs, std::shared_ptr<const Params>, SectionList>;
 
 struct ParamSpec {
   std::string name;
@@ -53,7 +55,7 @@ struct ParamSpec {
   bool required = false;
   std::optional<std::string> default_value;  // written as in YAML, e.g. "5s"
   std::vector<std::string> allowed;          // for enum-like strings; empty = any
-  std::vector<ParamSpec> fields;             // for kObject
+  std::vector<ParamSpec> fields;             // for kObject and kSectionList
   // For kObject: a plain value of this type is accepted instead of the section
   // (e.g. `concurrency: 4` or `concurrency: {adaptive: true}`).
   std::optional<ParamType> scalar_alternative;
@@ -91,6 +93,8 @@ class Params {
     entries_[name] = Entry{std::move(value), std::move(location)};
   }
   void set_section_location(std::string location) { section_location_ = std::move(location); }
+  // "file:line:column" of the section itself.
+  const std::string& section_location() const { return section_location_; }
   const std::map<std::string, Entry>& entries() const { return entries_; }
 
  private:

@@ -34,6 +34,8 @@ std::string_view ParamTypeName(ParamType type) {
       return "map of strings";
     case ParamType::kObject:
       return "section";
+    case ParamType::kSectionList:
+      return "list of sections";
   }
   return "?";
 }
@@ -48,14 +50,26 @@ bool Params::IsDefaulted(const std::string& name) const {
   return it != entries_.end() && it->second.location.empty();
 }
 
+namespace {
+
+bool SameSection(const std::shared_ptr<const Params>& x, const std::shared_ptr<const Params>& y) {
+  return !x || !y ? x == y : x->SameValues(*y);
+}
+
+}  // namespace
+
 bool Params::SameValues(const Params& other) const {
   if (entries_.size() != other.entries_.size()) return false;
   for (auto a = entries_.begin(), b = other.entries_.begin(); a != entries_.end(); ++a, ++b) {
     if (a->first != b->first || a->second.value.index() != b->second.value.index()) return false;
-    const auto* x = std::get_if<std::shared_ptr<const Params>>(&a->second.value);
-    if (x != nullptr) {
-      const auto& y = std::get<std::shared_ptr<const Params>>(b->second.value);
-      if (!*x || !y ? *x != y : !(*x)->SameValues(*y)) return false;
+    if (const auto* x = std::get_if<std::shared_ptr<const Params>>(&a->second.value)) {
+      if (!SameSection(*x, std::get<std::shared_ptr<const Params>>(b->second.value))) return false;
+    } else if (const auto* xs = std::get_if<SectionList>(&a->second.value)) {
+      const auto& ys = std::get<SectionList>(b->second.value);
+      if (xs->size() != ys.size()) return false;
+      for (size_t i = 0; i < xs->size(); ++i) {
+        if (!SameSection((*xs)[i], ys[i])) return false;
+      }
     } else if (a->second.value != b->second.value) {
       return false;
     }

@@ -221,6 +221,26 @@ class Checker {
         auto params = std::make_shared<Params>(CheckSection(node, spec.fields, path, {}));
         return ParamValue(std::shared_ptr<const Params>(std::move(params)));
       }
+      case ParamType::kSectionList: {
+        if (!node.IsSequence()) {
+          Error(node, path, "expected a list of sections");
+          return std::nullopt;
+        }
+        SectionList out;
+        bool ok = true;
+        for (size_t i = 0; i < node.size(); ++i) {
+          std::string item_path = fmt::format("{}[{}]", path, i);
+          if (!node[i].IsMap()) {
+            Error(node[i], item_path, "expected a section (a map of keys)");
+            ok = false;
+            continue;
+          }
+          out.push_back(
+              std::make_shared<const Params>(CheckSection(node[i], spec.fields, item_path, {})));
+        }
+        if (!ok) return std::nullopt;
+        return ParamValue(std::move(out));
+      }
     }
     return std::nullopt;
   }

@@ -35,6 +35,7 @@ struct Settings {
   std::optional<Inner> maybe;
   Shared shared;
   std::string parsed;
+  std::vector<Inner> items;
 };
 
 Options<Settings> Schema() {
@@ -64,6 +65,15 @@ Options<Settings> Schema() {
                    if (s == "bad") return InvalidArgumentError("not this one");
                    return "<" + s + ">";
                  }))
+      .SectionList(&S::items, {.name = "items", .doc = "list"},
+                   Options<Inner>()
+                       .Add(&Inner::on, {.name = "on", .doc = "o", .required = true})
+                       .Int(&Inner::level, {.name = "level", .doc = "l", .default_value = "7"})
+                       .Check([](const Inner& i, const Params& p) {
+                         if (i.level < 0)
+                           return InvalidArgumentError(p.section_location() + ": negative");
+                         return Status::Ok();
+                       }))
       .Check([](const S& s, const Params& p) {
         if (s.count > 100) return InvalidArgumentError(p.Location("count") + ": too many");
         return Status::Ok();
@@ -170,6 +180,33 @@ TEST(OptionsTest, ChecksAndParseErrorsNameTheLocation) {
   s = Load("    label: a\n    parsed: bad\n");
   ASSERT_FALSE(s.has_value());
   EXPECT_EQ(s.error().message(), "o.yaml:4:13: parsed: not this one");
+}
+
+TEST(OptionsTest, AListOfSectionsChecksAndBindsEachItemAtItsLocation) {
+  auto s =
+      Load("    label: a\n    items:\n      - {on: true}\n      - on: false\n        level: 2\n");
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  ASSERT_EQ(s->items.size(), 2u);
+  EXPECT_TRUE(s->items[0].on);
+  EXPECT_EQ(s->items[0].level, 7);  // each item's own defaults
+  EXPECT_FALSE(s->items[1].on);
+  EXPECT_EQ(s->items[1].level, 2);
+
+  // A key error names the item's path and line; a check names the item's line.
+  s = Load("    label: a\n    items:\n      - {on: true}\n      - {on: true, levle: 2}\n");
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message().find("o.yaml:6:"), std::string::npos) << s.error().message();
+  EXPECT_NE(s.error().message().find("items[1]"), std::string::npos) << s.error().message();
+  EXPECT_NE(s.error().message().find("did you mean \"level\""), std::string::npos);
+  s = Load("    label: a\n    items:\n      - {level: 1}\n");
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message().find("missing required key \"on\""), std::string::npos);
+  s = Load("    label: a\n    items:\n      - {on: true}\n      - {on: true, level: -1}\n");
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().message(), "o.yaml:6:9: negative");
+  s = Load("    label: a\n    items: [1, 2]\n");
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message().find("expected a section"), std::string::npos);
 }
 
 TEST(OptionsTest, AMismatchBetweenSchemaAndValueIsAnInternalError) {

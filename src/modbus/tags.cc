@@ -104,11 +104,14 @@ uint32_t TagWidth(const Tag& tag) {
   return 1;
 }
 
-Status CheckTags(const std::vector<Tag>& tags) {
+Status CheckTags(const std::vector<Tag>& tags, size_t* culprit) {
+  size_t unused = 0;
+  if (culprit == nullptr) culprit = &unused;
   std::set<std::string> names;
   // Per area: address -> the tag that starts there, to find overlaps in address order.
   std::map<Area, std::map<uint32_t, const Tag*>> by_area;
   for (const Tag& t : tags) {
+    *culprit = static_cast<size_t>(&t - tags.data());
     if (t.name.empty()) return InvalidArgumentError("a tag without a name");
     if (!names.insert(t.name).second) {
       return InvalidArgumentError(fmt::format("tag \"{}\" named twice", t.name));
@@ -153,6 +156,7 @@ Status CheckTags(const std::vector<Tag>& tags) {
     const Tag* prev = nullptr;
     for (const auto& [address, tag] : starts) {
       if (prev != nullptr && prev->address + TagWidth(*prev) > address) {
+        *culprit = static_cast<size_t>(tag - tags.data());
         return InvalidArgumentError(fmt::format("tags \"{}\" ({} {}-{}) and \"{}\" ({} {}) overlap",
                                                 prev->name, AreaName(area), prev->address,
                                                 prev->address + TagWidth(*prev) - 1, tag->name,

@@ -47,8 +47,9 @@ uint32_t TagWidth(const Tag& tag);
 // A group's tags are readable as declared: names unique and non-empty, bits only as bool, a
 // string with a length of 1-125 registers, scale and offset only on numbers, every tag inside
 // the 65,536 addresses, and no two tags of one area sharing an address. kInvalidArgument naming
-// the tag(s).
-Status CheckTags(const std::vector<Tag>& tags);
+// the tag(s); `culprit`, when given, is set to the index of the tag the error is about (the
+// later one of two).
+Status CheckTags(const std::vector<Tag>& tags, size_t* culprit = nullptr);
 
 struct PlanLimits {
   uint16_t max_registers = kMaxRegistersPerRead;  // per request, 1-125

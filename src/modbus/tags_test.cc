@@ -122,6 +122,18 @@ TEST(ModbusTags, ChecksNameWhatIsImpossible) {
   EXPECT_EQ(why({scaled}), "tag \"on\": scale and offset apply to numbers, not a bool");
   EXPECT_EQ(why({T("a", 0, TagType::kUint16), T("a", 1, TagType::kUint16)}),
             "tag \"a\" named twice");
+
+  // The culprit is the tag the error is about (the later of two), so the config can name its
+  // line.
+  size_t culprit = 99;
+  EXPECT_FALSE(CheckTags({T("a", 4, TagType::kUint16), T("b", 0, TagType::kFloat32),
+                          T("c", 1, TagType::kUint16)},
+                         &culprit)
+                   .ok());
+  EXPECT_EQ(culprit, 2u);
+  EXPECT_FALSE(
+      CheckTags({T("a", 0, TagType::kUint16), T("s", 1, TagType::kString)}, &culprit).ok());
+  EXPECT_EQ(culprit, 1u);
 }
 
 TEST(ModbusTags, ReadsAreTheFewestTheLimitsAllow) {

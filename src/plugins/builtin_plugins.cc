@@ -19,6 +19,7 @@
 #include "sources/generate/generate_source.h"
 #include "sources/gpu/gpu_source.h"
 #include "sources/http/http_source.h"
+#include "sources/modbus/modbus_source.h"
 #include "sources/mqtt/mqtt_source.h"
 #include "sources/tail/tail_source.h"
 
@@ -30,6 +31,7 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
   registry.Add(sources::HttpSourceFactory());
   registry.Add(sources::TailSourceFactory());
   registry.Add(sources::GpuSourceFactory());
+  registry.Add(sources::ModbusSourceFactory());
   registry.Add(processors::LuaProcessorFactory());
   registry.Add(processors::WatermarkProcessorFactory());
   registry.Add(processors::WindowProcessorFactory());
