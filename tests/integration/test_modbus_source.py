@@ -427,6 +427,77 @@ def test_rtu_over_a_pty_pair_matches_mbpoll(tmp_path):
     assert v["serial"] == sim.SERIAL and v["energy"] == sim.ENERGY
 
 
+def crc16(data):
+    crc = 0xFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc
+
+
+@pytest.mark.skipif(shutil.which("socat") is None, reason="socat is needed (scripts/setup)")
+def test_rtu_a_silent_line_and_bad_crcs_are_retried_and_counted(tmp_path):
+    """First nothing answers on the line (timeouts), then a device answers every request with
+    a frame whose CRC is wrong: both are retried and counted, nothing is emitted."""
+    import threading
+    import tty
+    a, b = tmp_path / "master", tmp_path / "device"
+    socat = subprocess.Popen(["socat", f"pty,raw,echo=0,link={a}", f"pty,raw,echo=0,link={b}"],
+                             stderr=subprocess.DEVNULL)
+    stop = threading.Event()
+    answered = []
+    try:
+        wait_until(lambda: a.exists() and b.exists(), timeout=5)
+        out, port = tmp_path / "out.ndjson", free_port()
+        groups = """      - name: meter
+        interval: 200ms
+        tags:
+          - {name: counter, address: 0, type: uint32}
+"""
+        sd = Seedance(config(f"rtu:{a}", groups, out, port=port,
+                             extra="    baud: 19200\n    parity: none\n    retries: 1\n"
+                                   "    retry_backoff: 10ms\n")).start()
+        url = f"http://127.0.0.1:{port}/metrics"
+        try:
+            wait_until(lambda: (metric(scrape(url), "seedance_modbus_request_errors_total",
+                                       kind="timeout") or 0) >= 4, timeout=15)
+
+            def bad_crc_device():
+                fd = os.open(str(b), os.O_RDWR | os.O_NOCTTY)
+                tty.setraw(fd)
+                buf = b""
+                while not stop.is_set():
+                    import select
+                    if not select.select([fd], [], [], 0.1)[0]:
+                        continue
+                    buf += os.read(fd, 64)
+                    while len(buf) >= 8:
+                        req, buf = buf[:8], buf[8:]
+                        frame = bytes([req[0], 3, 4, 0x12, 0x34, 0x56, 0x78])
+                        c = crc16(frame) ^ 0x0101
+                        os.write(fd, frame + bytes([c & 0xFF, c >> 8]))
+                        answered.append(req)
+                os.close(fd)
+
+            threading.Thread(target=bad_crc_device, daemon=True).start()
+            wait_until(lambda: (metric(scrape(url), "seedance_modbus_request_errors_total",
+                                       kind="crc") or 0) >= 4, timeout=15)
+            text = scrape(url)
+        finally:
+            assert sd.stop() == 0
+    finally:
+        stop.set()
+        socat.send_signal(signal.SIGTERM)
+        socat.wait()
+    assert lines(out) == []
+    assert metric(text, "seedance_modbus_retries_total") >= 4
+    assert metric(text, "seedance_modbus_polls_missed_total", reason="failed") >= 4
+    # Each request was a well-formed read of holding 0, 2 registers, to unit 1.
+    assert answered and all(r[:6] == bytes([1, 3, 0, 0, 0, 2]) and
+                            crc16(r[:6]) == (r[6] | r[7] << 8) for r in answered)
+
+
 @pytest.mark.parametrize("tags,extra,why", [
     ("          - {name: a, address: 0, type: float32}\n          - {name: b, address: 1}\n",
      "", r'tags "a" \(holding_registers 0-1\) and "b" \(holding_registers 1\) overlap'),

@@ -22,7 +22,7 @@ def test_seed_config_validates_as_it_stands():
 
 
 @pytest.mark.parametrize("example", ["reference/config.yaml", "gpu/window-influxdb.yaml",
-                                     "gpu/alert-mqtt.yaml"])
+                                     "gpu/alert-mqtt.yaml", "modbus/sdm630-mqtt.yaml"])
 def test_example_configs_validate_as_they_stand(example):
     r = validate("--config", os.path.join(SOURCE_DIR, "examples", example))
     assert r.returncode == 0, r.stderr

@@ -35,7 +35,7 @@ def words_abcd32(fmt, value):
 
 
 def holding_map(bump=0):
-    regs = [0] * 400
+    regs = [0] * 2000  # 400-1999 hold their address (bench/modbus.py reads 1,000 of them)
     regs[0:2] = words_abcd32("I", COUNTER + bump)
     regs[2:4] = words_abcd32("f", VOLTAGE + bump)
     hi, lo = words_abcd32("f", FREQUENCY + bump)
@@ -45,6 +45,8 @@ def holding_map(bump=0):
     regs[14:18] = words_abcd32("q", ENERGY + bump)
     for i in range(SPAN_COUNT):
         regs[SPAN_START + i] = (SPAN_START + i + bump) & 0xFFFF
+    for i in range(400, 2000):
+        regs[i] = i
     return regs
 
 
