@@ -84,7 +84,7 @@ def span_tags():
                    for i in range(sim.SPAN_START, sim.SPAN_START + sim.SPAN_COUNT))
 
 
-def config(url, groups, out, error_out=None, port=None, extra=""):
+def config(url, groups, out, error_out=None, port=None, extra="", timeout="300ms"):
     errors = f"""  - type: file
     inputs: [error]
     path: {error_out}
@@ -94,7 +94,7 @@ def config(url, groups, out, error_out=None, port=None, extra=""):
 sources:
   - type: modbus
     url: {url}
-    timeout: 300ms
+    timeout: {timeout}
 {extra}    groups:
 {groups}
 sinks:
@@ -365,6 +365,69 @@ def test_a_hostile_device_is_cut_off_and_counted_not_trusted(tmp_path):
     assert lines(out) == []
     # Every hostile answer ended its connection: one connection per request.
     assert len(connections) >= 6
+
+
+def test_a_slow_device_makes_polls_missed_not_bunched(tmp_path):
+    """A device that takes 250 ms to answer, polled every 100 ms: the polls that fall due while
+    one is out are counted (overrun) and skipped; the next poll starts on the schedule, never
+    as a burst to catch up."""
+    import socket
+    import threading
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    stop = threading.Event()
+
+    def serve():
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            c.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    req = c.recv(12)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    break
+                if len(req) < 12:
+                    break
+                tid = struct.unpack(">H", req[:2])[0]
+                time.sleep(0.25)
+                c.sendall(struct.pack(">HHHBBBH", tid, 0, 5, 1, 3, 2, 42))
+            c.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    out, port = tmp_path / "out.ndjson", free_port()
+    groups = """      - name: meter
+        interval: 100ms
+        tags:
+          - {name: v, address: 0}
+"""
+    sd = Seedance(config(f"tcp://127.0.0.1:{srv.getsockname()[1]}", groups, out, port=port,
+                         timeout="1s")).start()
+    try:
+        wait_until(lambda: len(lines(out)) >= 10, timeout=20)
+        text = scrape(f"http://127.0.0.1:{port}/metrics")
+    finally:
+        assert sd.stop() == 0
+        stop.set()
+        srv.close()
+    events = [as_dict(p) for p in lines(out)]
+    assert all(e["values"] == {"v": 42} for e in events)
+    times = [e["time_ns"] / 1e6 for e in events]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    # Each poll takes 250 ms: the next starts at the first due time after it, 300 ms on; never
+    # sooner than one interval after the last (no catch-up burst).
+    assert min(gaps) > 250, gaps
+    assert sum(1 for g in gaps if 280 <= g <= 330) >= len(gaps) * 0.7, gaps
+    missed = metric(text, "seedance_modbus_polls_missed_total", reason="overrun")
+    ok = metric(text, "seedance_modbus_polls_total", result="ok")
+    assert missed >= 1.5 * ok, (missed, ok)  # two of every three due times
 
 
 @pytest.mark.skipif(shutil.which("socat") is None or shutil.which("mbpoll") is None,
