@@ -1,4 +1,6 @@
-"""One rank of test_masks.py: python3 mask_worker.py RANK WORLD PORT SCENARIO OUTDIR."""
+"""One rank of test_masks.py: python3 mask_worker.py RANK WORLD PORT SCENARIO OUTDIR [BACKEND].
+
+BACKEND: gloo (the default, CPU tensors) or nccl (CUDA tensors, one GPU per rank)."""
 import json
 import os
 import sys
@@ -13,9 +15,13 @@ from seedance_prune.masks import MaskSet, MaskSync, MaskSyncError, StaleMasks  #
 
 rank, world, port, scenario, outdir = (int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]),
                                        sys.argv[4], sys.argv[5])
+backend = sys.argv[6] if len(sys.argv) > 6 else "gloo"
+device = "cuda" if backend == "nccl" else "cpu"
+if device == "cuda":
+    torch.cuda.set_device(rank)
 torch.set_num_threads(1)
 os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # gloo's pairs on loopback too, not the host's address
-dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                         world_size=world, timeout=timedelta(seconds=10))
 result = {"rank": rank}
 
@@ -30,8 +36,9 @@ def wait_for(name, seconds=30):
 
 torch.manual_seed(0)  # the same model on every rank; only the root chooses masks
 model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+model = model.to(device)
 masks = MaskSet({"hidden": (64,), "blocks": (5,)})
-sync = MaskSync(masks, root=0)
+sync = MaskSync(masks, root=0, device=device)
 if rank == 0:
     g = torch.Generator().manual_seed(42)
     masks.set("hidden", torch.rand(64, generator=g) > 0.5)
@@ -39,8 +46,8 @@ if rank == 0:
 result["moved"] = sync.broadcast()
 result["moved_again"] = sync.broadcast()  # nothing changed: no payload
 result["version"] = sync.verify()
-model[0].register_forward_hook(lambda m, i, out: out * masks["hidden"])
-x = torch.linspace(-1, 1, 32).view(2, 16)
+model[0].register_forward_hook(lambda m, i, out: out * masks["hidden"].to(out.device))
+x = torch.linspace(-1, 1, 32).view(2, 16).to(device)
 with torch.no_grad():
     result["output"] = model(x).tolist()
 result["packed"] = masks.pack().tolist()

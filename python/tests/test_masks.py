@@ -21,10 +21,11 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start(scenario, tmp_path, world=3):
+def start(scenario, tmp_path, world=3, backend="gloo"):
     port = free_port()
     return [subprocess.Popen([sys.executable, WORKER, str(r), str(world), str(port), scenario,
-                              str(tmp_path)], stderr=subprocess.PIPE) for r in range(world)]
+                              str(tmp_path), backend], stderr=subprocess.PIPE)
+            for r in range(world)]
 
 
 def finish(procs, tmp_path, ranks, timeout=60):
@@ -91,3 +92,30 @@ def test_a_killed_rank_is_detected(tmp_path):
         assert "broadcast" not in r
         assert "mask broadcast failed, a rank is gone or late" in r["error"]
         assert r["detected_s"] <= 15
+
+
+NCCL_MISSING = ("NCCL needs a CUDA device (one per rank): run on the GPU machine "
+                "(scripts/gpu-check --sparsity)")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or not torch.distributed.is_nccl_available(),
+                    reason=NCCL_MISSING)
+def test_nccl_path_with_world_size_one(tmp_path):
+    """NCCL needs one GPU per rank and the machine lent here has one: the same calls as over
+    gloo (broadcast, verify, the guard, a masked forward) on CUDA tensors, world size 1."""
+    [result] = finish(start("equal", tmp_path, world=1, backend="nccl"), tmp_path, [0])
+    cpu_dir = tmp_path / "gloo"
+    cpu_dir.mkdir()
+    [cpu] = finish(start("equal", cpu_dir, world=1), cpu_dir, [0])
+    assert result["moved"] is False  # the root alone: nothing differs, no payload
+    assert result["version"] == cpu["version"] == 2
+    assert result["packed"] == cpu["packed"]
+    assert result["output"] == pytest.approx(cpu["output"], rel=1e-5, abs=1e-6)
+
+
+def test_world_size_one_over_gloo(tmp_path):
+    """The calls the NCCL test makes, on the CPU: a root alone moves no payload."""
+    [result] = finish(start("equal", tmp_path, world=1), tmp_path, [0])
+    assert result["moved"] is False and result["moved_again"] is False
+    assert result["version"] == 2
+    assert result["packed"] != MaskSet({"hidden": (64,), "blocks": (5,)}).pack().tolist()
