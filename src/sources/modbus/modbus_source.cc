@@ -71,8 +71,8 @@ class ModbusSource final : public Source, public Acknowledger {
                             "Requests that failed, by kind (each retry counts).", labels_, "kind",
                             std::string(FailureName(f)));
     }
-    retries_ = &Counter("seedance_modbus_retries_total", "Requests sent again after a failure.",
-                        labels_, "", "");
+    retries_ = &ctx_.metrics->GetCounter("seedance_modbus_retries_total",
+                                         "Requests sent again after a failure.", labels_);
   }
 
   ~ModbusSource() override { Stop(); }
@@ -137,9 +137,10 @@ class ModbusSource final : public Source, public Acknowledger {
     std::map<std::string, observe::Counter*, std::less<>> missed;
   };
 
+  // The counter `name` with the labels `l` and one more, `key`="value".
   observe::Counter& Counter(const char* name, const char* help, observe::Labels l,
                             const std::string& key, const std::string& value) {
-    if (!key.empty()) l.emplace_back(key, value);
+    l.emplace_back(key, value);
     return ctx_.metrics->GetCounter(name, help, l);
   }
 
