@@ -55,6 +55,19 @@ def device():
     s.stop()
 
 
+@pytest.fixture
+def pty_pair(tmp_path):
+    """Two ptys joined by socat: the serial line (master side, device side)."""
+    assert shutil.which("socat"), "socat is needed (scripts/setup installs it)"
+    a, b = tmp_path / "master", tmp_path / "device"
+    socat = subprocess.Popen(["socat", f"pty,raw,echo=0,link={a}", f"pty,raw,echo=0,link={b}"],
+                             stderr=subprocess.DEVNULL)
+    wait_until(lambda: a.exists() and b.exists(), timeout=5)
+    yield a, b
+    socat.send_signal(signal.SIGTERM)
+    socat.wait()
+
+
 def lines(path):
     try:
         with open(path) as f:
@@ -430,43 +443,35 @@ def test_a_slow_device_makes_polls_missed_not_bunched(tmp_path):
     assert missed >= 1.5 * ok, (missed, ok)  # two of every three due times
 
 
-@pytest.mark.skipif(shutil.which("socat") is None or shutil.which("mbpoll") is None,
-                    reason="socat and mbpoll are needed (scripts/setup installs them)")
-def test_rtu_over_a_pty_pair_matches_mbpoll(tmp_path):
-    a, b = tmp_path / "master", tmp_path / "device"
-    socat = subprocess.Popen(["socat", f"pty,raw,echo=0,link={a}", f"pty,raw,echo=0,link={b}"],
-                             stderr=subprocess.DEVNULL)
+def test_rtu_over_a_pty_pair_matches_mbpoll(tmp_path, pty_pair):
+    assert shutil.which("mbpoll"), "mbpoll is needed (scripts/setup installs it)"
+    a, b = pty_pair
+    dev = Simulator(rtu=str(b)).start()
     try:
-        wait_until(lambda: a.exists() and b.exists(), timeout=5)
-        dev = Simulator(rtu=str(b)).start()
-        try:
-            # mbpoll first (one master on the line at a time): the raw registers.
-            r = subprocess.run(["mbpoll", "-m", "rtu", "-b", "19200", "-P", "none", "-s", "2",
-                                "-a", "1",
-                                "-r", "1", "-c", "6", "-t", "4", "-1", "-q", str(a)],
-                               capture_output=True, text=True, timeout=10)
-            regs = [int(x) & 0xFFFF for x in re.findall(r"^\[\d+\]:\s+(-?\d+)", r.stdout, re.M)]
-            assert len(regs) == 6, r.stdout + r.stderr
-            out = tmp_path / "out.ndjson"
-            groups = f"""      - name: meter
+        # mbpoll first (one master on the line at a time): the raw registers.
+        r = subprocess.run(["mbpoll", "-m", "rtu", "-b", "19200", "-P", "none", "-s", "2",
+                            "-a", "1", "-r", "1", "-c", "6", "-t", "4", "-1", "-q", str(a)],
+                           capture_output=True, text=True, timeout=10)
+        regs = [int(x) & 0xFFFF for x in re.findall(r"^\[\d+\]:\s+(-?\d+)", r.stdout, re.M)]
+        assert len(regs) == 6, r.stdout + r.stderr
+        out = tmp_path / "out.ndjson"
+        groups = f"""      - name: meter
         interval: 100ms
         tags:
 {METER_TAGS}"""
-            sd = Seedance(config(f"rtu:{a}", groups, out,
-                                 extra="    baud: 19200\n    parity: none\n    stop_bits: 2\n"))
-            sd.start()
-            try:
-                wait_until(lambda: len(lines(out)) >= 5, timeout=15)
-            finally:
-                assert sd.stop() == 0
+        sd = Seedance(config(f"rtu:{a}", groups, out,
+                             extra="    baud: 19200\n    parity: none\n    stop_bits: 2\n"))
+        sd.start()
+        try:
+            wait_until(lambda: len(lines(out)) >= 5, timeout=15)
         finally:
-            dev.stop()
+            assert sd.stop() == 0
     finally:
-        socat.send_signal(signal.SIGTERM)
-        socat.wait()
+        dev.stop()
     v = as_dict(lines(out)[0])["values"]
     assert v["counter"] == (regs[0] << 16 | regs[1]) == sim.COUNTER
-    assert v["voltage"] == pytest.approx(struct.unpack(">f", struct.pack(">HH", regs[2], regs[3]))[0])
+    assert v["voltage"] == pytest.approx(
+        struct.unpack(">f", struct.pack(">HH", regs[2], regs[3]))[0])
     assert v["frequency"] == pytest.approx(
         struct.unpack(">f", struct.pack(">HH", regs[5], regs[4]))[0])  # CDAB
     assert v["serial"] == sim.SERIAL and v["energy"] == sim.ENERGY
@@ -481,60 +486,53 @@ def crc16(data):
     return crc
 
 
-@pytest.mark.skipif(shutil.which("socat") is None, reason="socat is needed (scripts/setup)")
-def test_rtu_a_silent_line_and_bad_crcs_are_retried_and_counted(tmp_path):
+def bad_crc_device(path, stop, answered):
+    """Answers every 8-byte request on the serial line `path` with a frame whose CRC is off."""
+    import select
+    import tty
+    fd = os.open(str(path), os.O_RDWR | os.O_NOCTTY)
+    tty.setraw(fd)
+    buf = b""
+    while not stop.is_set():
+        if not select.select([fd], [], [], 0.1)[0]:
+            continue
+        buf += os.read(fd, 64)
+        while len(buf) >= 8:
+            req, buf = buf[:8], buf[8:]
+            frame = bytes([req[0], 3, 4, 0x12, 0x34, 0x56, 0x78])
+            c = crc16(frame) ^ 0x0101
+            os.write(fd, frame + bytes([c & 0xFF, c >> 8]))
+            answered.append(req)
+    os.close(fd)
+
+
+def test_rtu_a_silent_line_and_bad_crcs_are_retried_and_counted(tmp_path, pty_pair):
     """First nothing answers on the line (timeouts), then a device answers every request with
     a frame whose CRC is wrong: both are retried and counted, nothing is emitted."""
     import threading
-    import tty
-    a, b = tmp_path / "master", tmp_path / "device"
-    socat = subprocess.Popen(["socat", f"pty,raw,echo=0,link={a}", f"pty,raw,echo=0,link={b}"],
-                             stderr=subprocess.DEVNULL)
+    a, b = pty_pair
     stop = threading.Event()
     answered = []
-    try:
-        wait_until(lambda: a.exists() and b.exists(), timeout=5)
-        out, port = tmp_path / "out.ndjson", free_port()
-        groups = """      - name: meter
+    out, port = tmp_path / "out.ndjson", free_port()
+    groups = """      - name: meter
         interval: 200ms
         tags:
           - {name: counter, address: 0, type: uint32}
 """
-        sd = Seedance(config(f"rtu:{a}", groups, out, port=port,
-                             extra="    baud: 19200\n    parity: none\n    retries: 1\n"
-                                   "    retry_backoff: 10ms\n")).start()
-        url = f"http://127.0.0.1:{port}/metrics"
-        try:
-            wait_until(lambda: (metric(scrape(url), "seedance_modbus_request_errors_total",
-                                       kind="timeout") or 0) >= 4, timeout=15)
-
-            def bad_crc_device():
-                fd = os.open(str(b), os.O_RDWR | os.O_NOCTTY)
-                tty.setraw(fd)
-                buf = b""
-                while not stop.is_set():
-                    import select
-                    if not select.select([fd], [], [], 0.1)[0]:
-                        continue
-                    buf += os.read(fd, 64)
-                    while len(buf) >= 8:
-                        req, buf = buf[:8], buf[8:]
-                        frame = bytes([req[0], 3, 4, 0x12, 0x34, 0x56, 0x78])
-                        c = crc16(frame) ^ 0x0101
-                        os.write(fd, frame + bytes([c & 0xFF, c >> 8]))
-                        answered.append(req)
-                os.close(fd)
-
-            threading.Thread(target=bad_crc_device, daemon=True).start()
-            wait_until(lambda: (metric(scrape(url), "seedance_modbus_request_errors_total",
-                                       kind="crc") or 0) >= 4, timeout=15)
-            text = scrape(url)
-        finally:
-            assert sd.stop() == 0
+    sd = Seedance(config(f"rtu:{a}", groups, out, port=port,
+                         extra="    baud: 19200\n    parity: none\n    retries: 1\n"
+                               "    retry_backoff: 10ms\n")).start()
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        wait_until(lambda: (metric(scrape(url), "seedance_modbus_request_errors_total",
+                                   kind="timeout") or 0) >= 4, timeout=15)
+        threading.Thread(target=bad_crc_device, args=(b, stop, answered), daemon=True).start()
+        wait_until(lambda: (metric(scrape(url), "seedance_modbus_request_errors_total",
+                                   kind="crc") or 0) >= 4, timeout=15)
+        text = scrape(url)
     finally:
         stop.set()
-        socat.send_signal(signal.SIGTERM)
-        socat.wait()
+        assert sd.stop() == 0
     assert lines(out) == []
     assert metric(text, "seedance_modbus_retries_total") >= 4
     assert metric(text, "seedance_modbus_polls_missed_total", reason="failed") >= 4

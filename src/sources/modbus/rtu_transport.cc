@@ -12,6 +12,7 @@
 #include <boost/asio/write.hpp>
 
 #include "sources/modbus/modbus_settings.h"
+#include "sources/modbus/pending_request.h"
 #include "sources/modbus/transport.h"
 #include "util/event_loop.h"
 
@@ -32,15 +33,15 @@ class RtuTransport final : public Transport, public std::enable_shared_from_this
         timeout_(s.timeout),
         backoff_(s.reconnect_max),
         port_(loop.io()),
-        timer_(loop.io()) {}
+        timer_(loop.io()),
+        pending_(loop.io().get_executor()) {}
 
   void Read(uint8_t unit, modbus::Area area, uint16_t address, uint16_t count, Done done) override {
     unit_ = unit;
     area_ = area;
     count_ = count;
     pdu_ = modbus::ReadRequestPdu(area, address, count);
-    done_ = std::move(done);
-    const uint64_t id = ++generation_;
+    const uint64_t id = pending_.Begin(std::move(done));
     if (!port_.is_open()) {
       if (backoff_.Waiting(std::chrono::steady_clock::now())) {
         Fail(id, Failure::kUnreachable, "serial line not open (" + open_error_ + ")");
@@ -57,7 +58,7 @@ class RtuTransport final : public Transport, public std::enable_shared_from_this
     // The line must be silent for 3.5 characters before a frame.
     timer_.expires_at(last_activity_ + silence_);
     timer_.async_wait([self = shared_from_this(), id](error_code ec) {
-      if (ec || id != self->generation_ || !self->done_) return;
+      if (ec || !self->pending_.Current(id)) return;
       self->Send(id);
     });
   }
@@ -65,8 +66,7 @@ class RtuTransport final : public Transport, public std::enable_shared_from_this
   bool connected() const override { return port_.is_open(); }
 
   void Shutdown() override {
-    shut_ = true;
-    done_ = nullptr;
+    pending_.Shutdown();
     Close();
   }
 
@@ -101,7 +101,7 @@ class RtuTransport final : public Transport, public std::enable_shared_from_this
     out_ = modbus::RtuFrame(unit_, pdu_);
     timer_.expires_after(timeout_);
     timer_.async_wait([self = shared_from_this(), id](error_code ec) {
-      if (ec || id != self->generation_ || !self->done_) return;
+      if (ec || !self->pending_.Current(id)) return;
       self->last_activity_ = std::chrono::steady_clock::now();
       self->Fail(
           id, self->in_.empty() ? Failure::kTimeout : Failure::kGarbled,
@@ -114,7 +114,7 @@ class RtuTransport final : public Transport, public std::enable_shared_from_this
     });
     boost::asio::async_write(port_, boost::asio::buffer(out_),
                              [self = shared_from_this(), id](error_code ec, size_t) {
-                               if (id != self->generation_ || !self->done_) return;
+                               if (!self->pending_.Current(id)) return;
                                if (ec) {
                                  self->Dropped(id, ec);
                                  return;
@@ -126,7 +126,7 @@ class RtuTransport final : public Transport, public std::enable_shared_from_this
   void Receive(uint64_t id) {
     port_.async_read_some(boost::asio::buffer(chunk_),
                           [self = shared_from_this(), id](error_code ec, size_t n) {
-                            if (id != self->generation_ || !self->done_) return;
+                            if (!self->pending_.Current(id)) return;
                             if (ec) {
                               self->Dropped(id, ec);
                               return;
@@ -160,10 +160,7 @@ class RtuTransport final : public Transport, public std::enable_shared_from_this
       Fail(id, Failure::kGarbled, answer.error().message());
       return;
     }
-    Outcome o;
-    o.ok = true;
-    o.answer = std::move(*answer);
-    Finish(id, std::move(o));
+    Finish(id, PendingRequest::Answered(std::move(*answer)));
   }
 
   void Dropped(uint64_t id, const error_code& ec) {
@@ -172,24 +169,15 @@ class RtuTransport final : public Transport, public std::enable_shared_from_this
   }
 
   void Fail(uint64_t id, Failure failure, std::string detail) {
-    Outcome o;
-    o.failure = failure;
-    o.detail = std::move(detail);
-    Finish(id, std::move(o));
+    Finish(id, PendingRequest::Failed(failure, std::move(detail)));
   }
 
   void Finish(uint64_t id, Outcome o) {
-    if (id != generation_ || !done_) return;
+    if (!pending_.Current(id)) return;
     timer_.cancel();
     error_code ignored;
     if (port_.is_open()) port_.cancel(ignored);
-    ++generation_;
-    Done done = std::move(done_);
-    done_ = nullptr;
-    boost::asio::post(timer_.get_executor(), [self = shared_from_this(), done = std::move(done),
-                                              o = std::move(o)]() mutable {
-      if (!self->shut_) done(std::move(o));
-    });
+    pending_.Complete(id, std::move(o), shared_from_this());
   }
 
   void Close() {
@@ -209,13 +197,11 @@ class RtuTransport final : public Transport, public std::enable_shared_from_this
   serial_port port_;
   boost::asio::steady_timer timer_;
   std::chrono::steady_clock::time_point last_activity_{};
-  bool shut_ = false;
-  uint64_t generation_ = 0;
   uint8_t unit_ = 0;
   modbus::Area area_ = modbus::Area::kHoldingRegisters;
   uint16_t count_ = 0;
   std::string pdu_;
-  Done done_;
+  PendingRequest pending_;
   std::string out_;
   std::string in_;  // at most one answer's bytes and one chunk
   std::array<char, 512> chunk_{};

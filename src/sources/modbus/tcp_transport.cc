@@ -11,6 +11,7 @@
 #include <boost/asio/write.hpp>
 
 #include "sources/modbus/modbus_settings.h"
+#include "sources/modbus/pending_request.h"
 #include "sources/modbus/transport.h"
 #include "util/event_loop.h"
 
@@ -29,12 +30,12 @@ class TcpTransport final : public Transport, public std::enable_shared_from_this
         backoff_(s.reconnect_max),
         resolver_(loop.io()),
         socket_(loop.io()),
-        timer_(loop.io()) {}
+        timer_(loop.io()),
+        pending_(loop.io().get_executor()) {}
 
   void Read(uint8_t unit, modbus::Area area, uint16_t address, uint16_t count, Done done) override {
     request_ = Request{unit, area, address, count};
-    done_ = std::move(done);
-    const uint64_t id = ++generation_;
+    const uint64_t id = pending_.Begin(std::move(done));
     if (connected_) {
       Send(id);
       return;
@@ -49,8 +50,7 @@ class TcpTransport final : public Transport, public std::enable_shared_from_this
   bool connected() const override { return connected_; }
 
   void Shutdown() override {
-    shut_ = true;
-    done_ = nullptr;
+    pending_.Shutdown();
     Disconnect();
   }
 
@@ -65,7 +65,7 @@ class TcpTransport final : public Transport, public std::enable_shared_from_this
   void Arm(uint64_t id, Failure failure, std::string what) {
     timer_.expires_after(timeout_);
     timer_.async_wait([self = shared_from_this(), id, failure, what](error_code ec) {
-      if (ec || id != self->generation_ || !self->done_) return;
+      if (ec || !self->pending_.Current(id)) return;
       if (failure == Failure::kUnreachable) {
         self->ConnectFailed(id, what);
         return;
@@ -80,14 +80,14 @@ class TcpTransport final : public Transport, public std::enable_shared_from_this
     resolver_.async_resolve(
         host_, std::to_string(port_),
         [self = shared_from_this(), id](error_code ec, tcp::resolver::results_type results) {
-          if (id != self->generation_ || !self->done_) return;
+          if (!self->pending_.Current(id)) return;
           if (ec) {
             self->ConnectFailed(id, "resolving " + self->host_ + ": " + ec.message());
             return;
           }
           boost::asio::async_connect(
               self->socket_, results, [self, id](error_code ec, const tcp::endpoint&) {
-                if (id != self->generation_ || !self->done_) return;
+                if (!self->pending_.Current(id)) return;
                 if (ec) {
                   self->ConnectFailed(id, fmt::format("connect to {}:{}: {}", self->host_,
                                                       self->port_, ec.message()));
@@ -120,7 +120,7 @@ class TcpTransport final : public Transport, public std::enable_shared_from_this
     in_.clear();
     boost::asio::async_write(socket_, boost::asio::buffer(out_),
                              [self = shared_from_this(), id](error_code ec, size_t) {
-                               if (id != self->generation_ || !self->done_) return;
+                               if (!self->pending_.Current(id)) return;
                                if (ec) {
                                  self->Dropped(id, ec);
                                  return;
@@ -132,7 +132,7 @@ class TcpTransport final : public Transport, public std::enable_shared_from_this
   void Receive(uint64_t id) {
     socket_.async_read_some(boost::asio::buffer(chunk_),
                             [self = shared_from_this(), id](error_code ec, size_t n) {
-                              if (id != self->generation_ || !self->done_) return;
+                              if (!self->pending_.Current(id)) return;
                               if (ec) {
                                 self->Dropped(id, ec);
                                 return;
@@ -169,10 +169,7 @@ class TcpTransport final : public Transport, public std::enable_shared_from_this
       return;
     }
     timer_.cancel();
-    Outcome o;
-    o.ok = true;
-    o.answer = std::move(*answer);
-    Finish(id, std::move(o));
+    Finish(id, PendingRequest::Answered(std::move(*answer)));
   }
 
   void Dropped(uint64_t id, const error_code& ec) {
@@ -186,24 +183,15 @@ class TcpTransport final : public Transport, public std::enable_shared_from_this
   }
 
   void Fail(uint64_t id, Failure failure, std::string detail) {
-    Outcome o;
-    o.failure = failure;
-    o.detail = std::move(detail);
-    Finish(id, std::move(o));
+    Finish(id, PendingRequest::Failed(failure, std::move(detail)));
   }
 
   // Completes request `id` once, on a later turn of the loop (a caller that sends the next
   // request from `done` does not nest inside this one's handler).
   void Finish(uint64_t id, Outcome o) {
-    if (id != generation_ || !done_) return;
+    if (!pending_.Current(id)) return;
     timer_.cancel();
-    ++generation_;  // late handlers of this request are ignored
-    Done done = std::move(done_);
-    done_ = nullptr;
-    boost::asio::post(socket_.get_executor(), [self = shared_from_this(), done = std::move(done),
-                                               o = std::move(o)]() mutable {
-      if (!self->shut_) done(std::move(o));
-    });
+    pending_.Complete(id, std::move(o), shared_from_this());
   }
 
   void Disconnect() {
@@ -224,11 +212,9 @@ class TcpTransport final : public Transport, public std::enable_shared_from_this
   tcp::socket socket_;
   boost::asio::steady_timer timer_;
   bool connected_ = false;
-  bool shut_ = false;
-  uint64_t generation_ = 0;
   uint16_t transaction_ = 0;
   Request request_;
-  Done done_;
+  PendingRequest pending_;
   std::string out_;
   std::string in_;  // at most one frame (260 bytes) and one chunk: PeekTcpFrame bounds it
   std::array<char, 512> chunk_{};
