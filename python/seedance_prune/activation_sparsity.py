@@ -7,15 +7,16 @@ remain (the bytes batch-1 decoding is bound by).
     calibrate_thresholds(model, layers, x_held_out, sparsity=0.4)
     model.eval(); model(x)
 
-`SparseLinear` computes either way: "dense" (the masked input through the full weight, the
-definition) or "gather" (the CPU reference of the skipping kernel: the weight kept transposed,
-only the rows of non-zero entries read). The two agree to float rounding (tested); the device
-kernel (Triton) is the GPU side, not in this file yet.
+`SparseLinear` computes "dense" (the masked input through the full weight, the definition),
+"gather" (the CPU reference of the skipping kernel: the weight kept transposed, only the rows of
+non-zero entries read) or "kernel" (sparse_gemv.py, Triton, on CUDA at batch 1; elsewhere the
+gather reference). All agree to float rounding (tested; the kernel on the GPU machine).
 """
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import sparse_gemv
 from .slicing import replace_submodule
 
 
@@ -27,12 +28,22 @@ class SparseLinear(nn.Module):
         self.threshold = None  # None: off (the plain layer)
         self.mode = "dense"
         self._weight_t = None  # (weight's storage, version, W^T): remade when the weight changes
-        self.zeros = 0
+        # Zero entries counted on the input's device (no host sync per call), read by sparsity().
+        self._zeros = None
+        self.entries = 0
+
+    @property
+    def zeros(self):
+        return int(self._zeros) if self._zeros is not None else 0
+
+    def reset_counts(self):
+        self._zeros = None
         self.entries = 0
 
     def sparsify(self, x):
         keep = x.abs() > self.threshold
-        self.zeros += int((~keep).sum())
+        dropped = (~keep).sum()
+        self._zeros = dropped if self._zeros is None else self._zeros + dropped
         self.entries += keep.numel()
         return x * keep, keep
 
@@ -42,6 +53,12 @@ class SparseLinear(nn.Module):
         xs, keep = self.sparsify(x)
         if self.mode == "dense" or self.training:
             return F.linear(xs, self.linear.weight, self.linear.bias)
+        if self.mode == "kernel" and xs.numel() == xs.shape[-1] and \
+                sparse_gemv.available(xs.device)[0]:
+            y = sparse_gemv.sparse_gemv(xs.reshape(-1), self.weight_t())
+            if self.linear.bias is not None:
+                y = y + self.linear.bias
+            return y.to(xs.dtype).reshape(*xs.shape[:-1], -1)
         return self.gather(xs, keep)
 
     def weight_t(self):
@@ -103,5 +120,5 @@ def calibrate_thresholds(model, layers, x, sparsity=0.4, batch=256, max_samples=
         if len(values) > max_samples:
             values = values[torch.linspace(0, len(values) - 1, max_samples).long()]
         layer.threshold = torch.quantile(values, sparsity).item() if sparsity > 0 else None
-        layer.zeros = layer.entries = 0
+        layer.reset_counts()
     return layers

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from seedance_prune import activation_sparsity as act
-from seedance_prune import datasets, measure, models
+from seedance_prune import datasets, measure, models, sparse_gemv
 
 torch.set_num_threads(2)
 
@@ -86,3 +86,51 @@ def test_gather_follows_a_weight_changed_after_wrapping():
     gathered = model(x)
     layers[0].mode = "dense"
     assert torch.allclose(gathered, model(x), rtol=1e-5, atol=1e-6)
+
+
+def test_kernel_mode_without_a_device_kernel_is_the_gather_reference():
+    """On the CPU (or without Triton) "kernel" falls back to the gather reference."""
+    torch.manual_seed(3)
+    mlp = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 16)).eval()
+    layers = act.sparsify(mlp, ["2"])
+    act.calibrate_thresholds(mlp, layers, torch.randn(128, 32), sparsity=0.4)
+    x = torch.randn(1, 32)
+    layers[0].mode = "gather"
+    with torch.no_grad():
+        gathered = mlp(x)
+    layers[0].mode = "kernel"
+    with torch.no_grad():
+        assert torch.equal(mlp(x), gathered)
+
+
+KERNEL_OK, KERNEL_WHY = sparse_gemv.available("cuda")
+
+
+@pytest.mark.skipif(not KERNEL_OK, reason=KERNEL_WHY)
+@pytest.mark.parametrize("zero_fraction", [0.0, 0.25, 0.5, 0.9, 1.0])
+def test_triton_kernel_equals_the_dense_product(zero_fraction):
+    """On the GPU machine: sparse_gemv reads only the non-zero rows and equals x @ W^T, odd
+    sizes included (masked tails in both dimensions)."""
+    torch.manual_seed(7)
+    k, n = 1000, 300
+    weight_t = torch.randn(k, n, device="cuda")
+    x = torch.randn(k, device="cuda")
+    x[torch.rand(k, device="cuda") < zero_fraction] = 0
+    y = sparse_gemv.sparse_gemv(x, weight_t)
+    expected = x @ weight_t
+    assert torch.allclose(y, expected, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.skipif(not KERNEL_OK, reason=KERNEL_WHY)
+def test_kernel_mode_on_the_device_matches_dense():
+    torch.manual_seed(5)
+    mlp = nn.Sequential(nn.Linear(256, 1024), nn.GELU(), nn.Linear(1024, 256)).eval().cuda()
+    layers = act.sparsify(mlp, ["2"])
+    act.calibrate_thresholds(mlp, layers, torch.randn(256, 256, device="cuda"), sparsity=0.5)
+    x = torch.randn(1, 256, device="cuda")
+    with torch.no_grad():
+        layers[0].mode = "dense"
+        dense = mlp(x)
+        layers[0].mode = "kernel"
+        kernel = mlp(x)
+    assert torch.allclose(kernel, dense, rtol=1e-4, atol=1e-4)
