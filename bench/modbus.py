@@ -7,26 +7,19 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-
 from common import RELEASE_BIN, ROOT, cpu_seconds, free_port
+from testing.seedance_process import metric as metric_or_none, scrape as scrape_url
 
 SECONDS = 10
 
 
 def metric_sum(text, name, **labels):
-    total = 0.0
-    for line in text.splitlines():
-        if not line.startswith(name + "{"):
-            continue
-        if all(f'{k}="{v}"' in line for k, v in labels.items()):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
+    """The sum of `name`'s samples with `labels` (0 when there are none yet)."""
+    return metric_or_none(text, name, **labels) or 0.0
 
 
 def scrape(port):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-        return r.read().decode()
+    return scrape_url(f"http://127.0.0.1:{port}/metrics")
 
 
 def run(name, groups, interval):

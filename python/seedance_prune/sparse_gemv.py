@@ -18,13 +18,22 @@ BLOCK_K = 32
 _kernel = None
 
 
+_triton = None  # whether Triton imports: tried once (a failed import is slow to repeat)
+
+
 def available(device="cuda"):
-    """(True, "") when the kernel can run on `device`, else (False, why)."""
+    """(True, "") when the kernel can run on `device`, else (False, why). Cheap: layers ask
+    on every call."""
+    global _triton
     if not str(device).startswith("cuda") or not torch.cuda.is_available():
         return False, "the kernel runs on a CUDA device; none here"
-    try:
-        import triton  # noqa: F401
-    except ImportError:
+    if _triton is None:
+        try:
+            import triton  # noqa: F401
+            _triton = True
+        except ImportError:
+            _triton = False
+    if not _triton:
         return False, "Triton is not installed (the GPU machine has it; Debian does not)"
     return True, ""
 

@@ -197,4 +197,11 @@ std::string SanitizeText(std::string_view s, size_t max_bytes) {
   return out;
 }
 
+void ReplaceAll(std::string& text, std::string_view from, std::string_view to) {
+  for (size_t pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos)) {
+    text.replace(pos, from.size(), to);
+    pos += to.size();
+  }
+}
+
 }  // namespace seedance::util

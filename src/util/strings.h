@@ -37,4 +37,8 @@ bool DecodeBase64(std::string_view text, std::string* out);
 // "... (N more bytes)". Bytes of well-formed UTF-8 stay as they are; malformed ones become \xHH.
 std::string SanitizeText(std::string_view s, size_t max_bytes);
 
+// Replaces every `from` in `text` with `to`, left to right (a replacement is not searched
+// again). REQUIRES: `from` is not empty.
+void ReplaceAll(std::string& text, std::string_view from, std::string_view to);
+
 }  // namespace seedance::util

@@ -372,12 +372,16 @@ def test_a_hostile_device_is_cut_off_and_counted_not_trusted(tmp_path):
         wait_until(lambda: (metric(scrape(url), "seedance_modbus_request_errors_total",
                                    kind="garbled") or 0) >= 6, timeout=15)
         assert sd.proc.poll() is None
+        text = scrape(url)
     finally:
         assert sd.stop() == 0
         srv.close()
     assert lines(out) == []
     # Every hostile answer ended its connection: one connection per request.
     assert len(connections) >= 6
+    # Each was judged on the bytes it sent: none (the 60,000-byte length above all) was read
+    # on, waiting for more, until its request timed out.
+    assert metric(text, "seedance_modbus_request_errors_total", kind="timeout") == 0, text
 
 
 def test_a_slow_device_makes_polls_missed_not_bunched(tmp_path):

@@ -6,6 +6,7 @@
 #include "seedance/options.h"
 #include "seedance/plugin_context.h"
 #include "util/event_loop.h"
+#include "util/strings.h"
 
 namespace seedance::sources {
 namespace {
@@ -60,8 +61,8 @@ class GenerateSource final : public Source {
       e.format = format_;
       e.ingest_time_ns = e.event_time_ns = ctx_.now_ns();
       e.payload = payload_;
-      ReplaceAll(e.payload, "{n}", std::to_string(sent_));
-      ReplaceAll(e.payload, "{now_ns}", std::to_string(e.ingest_time_ns));
+      util::ReplaceAll(e.payload, "{n}", std::to_string(sent_));
+      util::ReplaceAll(e.payload, "{now_ns}", std::to_string(e.ingest_time_ns));
       if (!output_->TryEmit(e, AckHandle{})) {
         output_->WhenWritable([this] { Produce(); });
         return;
@@ -73,13 +74,6 @@ class GenerateSource final : public Source {
         ctx_.loop->Post([this] { Produce(); });
         return;
       }
-    }
-  }
-
-  static void ReplaceAll(std::string& text, std::string_view from, const std::string& to) {
-    for (size_t pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos)) {
-      text.replace(pos, from.size(), to);
-      pos += to.size();
     }
   }
 

@@ -14,20 +14,13 @@
 #include "sources/modbus/transport.h"
 #include "util/event_loop.h"
 #include "util/log.h"
+#include "util/strings.h"
 
 namespace seedance::sources {
 namespace {
 
 using namespace modbus_source;  // NOLINT: this file is the source's own
 using Clock = std::chrono::steady_clock;
-
-std::string Expand(std::string text, std::string_view key, std::string_view value) {
-  for (size_t pos = text.find(key); pos != std::string::npos; pos = text.find(key, pos)) {
-    text.replace(pos, key.size(), value);
-    pos += value.size();
-  }
-  return text;
-}
 
 class ModbusSource final : public Source, public Acknowledger {
  public:
@@ -45,8 +38,9 @@ class ModbusSource final : public Source, public Acknowledger {
     for (const GroupSettings& g : settings_.groups) {
       auto run = std::make_unique<GroupRun>(g, settings_.limits(), ctx_.loop->io());
       run->interval = g.interval;
-      run->topic =
-          Expand(Expand(settings_.topic, "{unit}", std::to_string(g.unit)), "{group}", g.name);
+      run->topic = settings_.topic;
+      util::ReplaceAll(run->topic, "{unit}", std::to_string(g.unit));
+      util::ReplaceAll(run->topic, "{group}", g.name);
       observe::Labels l = labels_;
       l.emplace_back("group", g.name);
       l.emplace_back("unit", std::to_string(g.unit));
