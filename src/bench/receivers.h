@@ -1,7 +1,7 @@
 // The receiving side of `seedance bench`: where the job's sinks deliver during a run.
 //
-// HttpStampReceiver: an HTTP/1.1 server on 127.0.0.1 (a thread per connection, keep-alive)
-// that answers 200 to every request and records the stamps in its body.
+// HttpStampReceiver: an HTTP/1.1 server on 127.0.0.1 (http/server.h on a loop thread of its
+// own, keep-alive) that answers 200 to every request and records the stamps in its body.
 // FileStampTailer: follows a file a file sink appends to and records the stamps of each
 // complete line.
 #pragma once
@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "bench/delivery_recorder.h"
+#include "http/server.h"
 #include "seedance/result.h"
 
 namespace seedance::bench {
@@ -29,9 +30,10 @@ class HttpStampReceiver {
 
  private:
   struct State;
+  http::Response Receive(const http::Request& req);  // on the loop thread
   DeliveryRecorder& recorder_;
-  std::shared_ptr<State> state_;
   std::atomic<uint64_t> requests_{0};
+  std::unique_ptr<State> state_;
 };
 
 class FileStampTailer {

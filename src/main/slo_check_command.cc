@@ -5,8 +5,8 @@
 #include <sstream>
 #include <thread>
 
+#include "http/fetch.h"
 #include "main/commands.h"
-#include "slo/http_fetch.h"
 #include "slo/slo_check.h"
 #include "util/units.h"
 
@@ -14,7 +14,7 @@ namespace seedance::cli {
 namespace {
 
 Result<std::vector<slo::Sample>> Scrape(const std::string& url) {
-  SEEDANCE_ASSIGN_OR_RETURN(slo::HttpReply reply, slo::HttpRequest("GET", url));
+  SEEDANCE_ASSIGN_OR_RETURN(http::FetchReply reply, http::Fetch("GET", url));
   if (reply.status != 200) {
     return Status(StatusCode::kUnavailable, fmt::format("GET {}: HTTP {}", url, reply.status));
   }
@@ -86,9 +86,8 @@ int SloCheck(const SloCheckOptions& o) {
     std::string url = o.push_url;
     while (!url.empty() && url.back() == '/') url.pop_back();
     url += "/metrics/job/" + o.job;
-    auto reply =
-        slo::HttpRequest("PUT", url, slo::PushgatewayBody(*metric, *value, o.slo, window_s),
-                         "text/plain; version=0.0.4");
+    auto reply = http::Fetch("PUT", url, slo::PushgatewayBody(*metric, *value, o.slo, window_s),
+                             "text/plain; version=0.0.4");
     if (!reply || reply->status / 100 != 2) {
       std::cerr << "push to " << url << " failed: "
                 << (reply ? fmt::format("HTTP {}: {}", reply->status, reply->body)

@@ -1,14 +1,13 @@
 // HttpListener: the small HTTP server for /metrics (Prometheus text) and /healthz.
 //
-// Runs on the event loop; one coroutine per connection; GET and HEAD only. Anyone who can
-// reach the port is untrusted, so what a client can cost is bounded: at most
-// kMaxListenerConnections connections, kMaxListenerConnectionsPerClient from one address, the
-// one idle longest closed when a new client needs room (util/connection_slots.h: connections
-// held silent cannot keep /healthz from a supervisor; with every one busy the next client waits
-// in the kernel's backlog), request headers of
-// kMaxListenerHeaderBytes, bodies of kMaxListenerBodyBytes (413 beyond), and
-// kListenerIdleTimeout for a whole request. Thread-compatible: create, Start and Stop on the
-// loop thread.
+// Runs on the event loop (http/server.h); GET and HEAD only. Anyone who can reach the port is
+// untrusted, so what a client can cost is bounded: at most kMaxListenerConnections
+// connections, kMaxListenerConnectionsPerClient from one address, the one idle longest closed
+// when a new client needs room (http/connection_slots.h: connections held silent cannot keep
+// /healthz from a supervisor; with every one busy the next client waits in the kernel's
+// backlog), request headers of kMaxListenerHeaderBytes, bodies of kMaxListenerBodyBytes (413
+// beyond), and kListenerIdleTimeout for a whole request. Thread-compatible: create, Start and
+// Stop on the loop thread.
 #pragma once
 
 #include <chrono>
@@ -16,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "http/server.h"
 #include "observe/metrics.h"
 #include "seedance/result.h"
 #include "util/event_loop.h"
@@ -40,8 +40,7 @@ class HttpListener {
   void Stop();
 
  private:
-  struct State;
-  std::shared_ptr<State> state_;
+  std::unique_ptr<http::Server> server_;
 };
 
 }  // namespace seedance::observe

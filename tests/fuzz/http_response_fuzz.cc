@@ -1,6 +1,6 @@
 // Fuzz target for the HTTP sink's response handling: any bytes as what a server sends back,
 // parsed with the sink's limits (Beast, 1 MiB body), interim 1xx responses skipped as the
-// sink does, then classified (sinks/http/response_policy.h). The verdict's reason must be one
+// sink does, then classified (sinks/common/response_policy.h). The verdict's reason must be one
 // line, and a Retry-After is never negative (the sink runner caps it at retry_max).
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "fuzz/fuzz_target.h"
-#include "sinks/http/response_policy.h"
+#include "sinks/common/response_policy.h"
 
 SEEDANCE_FUZZ_TARGET(http_response) {
   namespace http = boost::beast::http;

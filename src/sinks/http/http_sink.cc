@@ -5,12 +5,12 @@
 #include "seedance/options.h"
 #include "sinks/common/event_encoding.h"
 #include "sinks/common/header_selection.h"
-#include "sinks/http/http_client.h"
+#include "sinks/common/http_batch_sink.h"
 
 namespace seedance::sinks {
 namespace {
 
-struct HttpSinkOptions : HttpClientOptions {
+struct HttpSinkOptions : HttpBatchOptions {
   std::vector<std::string> event_headers;  // names, or prefixes ending in '*' (format: single)
   EventEncoding encoding = EventEncoding::kPayload;
   BatchFormat format = BatchFormat::kJsonArray;
@@ -46,7 +46,7 @@ const Options<HttpSinkOptions>& HttpSinkSchema() {
   using S = HttpSinkOptions;
   static const Options<S> o = [] {
     Options<S> o;
-    HttpClientKeys(o, "URL to send events to, e.g. http://127.0.0.1:8080/v1/metrics");
+    HttpBatchKeys(o, "URL to send events to, e.g. http://127.0.0.1:8080/v1/metrics");
     o.Add(&S::event_headers,
           {.name = "event_headers",
            .doc = "event headers sent as request header fields, by name or prefix (mqtt_*); "
@@ -95,10 +95,8 @@ SinkFactory HttpSinkFactory() {
     const size_t max_batch = o.format == BatchFormat::kSingle ? 1 : SIZE_MAX;
     auto codec = std::make_unique<EventBatchCodec>(o);
     // Here, not at Start: `validate` builds the sink too, so it reports a bad CA file.
-    SEEDANCE_ASSIGN_OR_RETURN(
-        std::shared_ptr<HttpClient> client,
-        MakeHttpClient(static_cast<HttpClientOptions&&>(std::move(o)), std::move(codec), ctx));
-    return MakeHttpBatchSink(std::move(client), max_batch);
+    return MakeHttpBatchSink(static_cast<HttpBatchOptions&&>(std::move(o)), std::move(codec), ctx,
+                             max_batch);
   };
   return f;
 }

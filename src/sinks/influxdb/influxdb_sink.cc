@@ -5,7 +5,7 @@
 #include <unordered_map>
 
 #include "seedance/options.h"
-#include "sinks/http/http_client.h"
+#include "sinks/common/http_batch_sink.h"
 #include "sinks/influxdb/line_protocol.h"
 #include "sinks/influxdb/write_error.h"
 #include "util/strings.h"
@@ -15,7 +15,7 @@ namespace {
 
 enum class InfluxApi { kV1, kV2 };
 
-struct InfluxSinkOptions : HttpClientOptions {
+struct InfluxSinkOptions : HttpBatchOptions {
   InfluxApi api = InfluxApi::kV1;
   std::string database;
   std::string retention_policy;
@@ -77,7 +77,7 @@ class LineProtocolCodec final : public HttpBatchCodec {
 
   // 400: InfluxDB refused points, and took the rest. The lines it names go to `rejected`;
   // when it refused some without naming them, the batch is sent again in halves.
-  AttemptOutcome Outcome(const Batch& batch, const HttpAnswer& a) const override {
+  AttemptOutcome Outcome(const Batch& batch, const http::Answer& a) const override {
     if (a.status != 400) return HttpBatchCodec::Outcome(batch, a);
     // The line each event was sent as (again: the error path only).
     std::unordered_multimap<std::string, size_t> lines;
@@ -119,7 +119,7 @@ const Options<InfluxSinkOptions>& InfluxSinkSchema() {
   using S = InfluxSinkOptions;
   static const Options<S> o = [] {
     Options<S> o;
-    HttpClientKeys(o, "InfluxDB's URL, e.g. http://127.0.0.1:8086 (the API path is added)");
+    HttpBatchKeys(o, "InfluxDB's URL, e.g. http://127.0.0.1:8086 (the API path is added)");
     o.Enum(&S::api,
            {.name = "api",
             .doc = "v1 (/write: database, retention_policy, username, password) or v2 "
@@ -206,11 +206,8 @@ SinkFactory InfluxDbSinkFactory() {
       o.headers.emplace_back("Authorization", std::move(basic));
     }
     SEEDANCE_RETURN_IF_ERROR(CheckHeaderFields(ParamValue(o.headers)));
-    SEEDANCE_ASSIGN_OR_RETURN(
-        std::shared_ptr<HttpClient> client,
-        MakeHttpClient(static_cast<HttpClientOptions&&>(std::move(o)),
-                       std::make_unique<LineProtocolCodec>(std::move(mapping)), ctx));
-    return MakeHttpBatchSink(std::move(client));
+    return MakeHttpBatchSink(static_cast<HttpBatchOptions&&>(std::move(o)),
+                             std::make_unique<LineProtocolCodec>(std::move(mapping)), ctx);
   };
   return f;
 }

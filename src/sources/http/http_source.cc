@@ -2,16 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/ssl.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 
 #include <chrono>
 #include <map>
@@ -19,17 +14,16 @@
 #include <mutex>
 #include <set>
 
+#include "http/server.h"
 #include "observe/component_stats.h"
 #include "observe/connection_shedding.h"
 #include "observe/metrics.h"
 #include "seedance/options.h"
 #include "seedance/plugin_context.h"
 #include "sources/http/request_body.h"
-#include "util/connection_slots.h"
 #include "util/crc32c.h"
 #include "util/event_loop.h"
 #include "util/gzip.h"
-#include "util/http_close.h"
 #include "util/listen_address.h"
 #include "util/log.h"
 #include "util/strings.h"
@@ -40,11 +34,9 @@ namespace seedance::sources {
 namespace {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
+namespace bhttp = boost::beast::http;
 using asio::awaitable;
 using asio::use_awaitable;
-using asio::ip::tcp;
 using boost::system::error_code;
 using Clock = std::chrono::steady_clock;
 
@@ -93,28 +85,14 @@ bool SameSecret(std::string_view a, std::string_view b) {
 class HttpSource final : public Source, public Acknowledger {
  public:
   HttpSource(HttpSourceOptions options, PluginContext ctx)
-      : options_(std::move(options)),
-        ctx_(std::move(ctx)),
-        acceptor_(ctx_.loop->io()),
-        slot_freed_(ctx_.loop->io(), Clock::time_point::max()),
-        slots_(static_cast<size_t>(options_.max_connections),
-               static_cast<size_t>(
-                   std::min(options_.max_connections, options_.max_connections_per_client))) {}
+      : options_(std::move(options)), ctx_(std::move(ctx)) {}
 
   // Loads the certificate, key and client CAs: at create, so `validate` reports a bad file.
   Status InitTls() {
     if (options_.tls.cert_file.empty()) return Status::Ok();
-    tls_ = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
-    tls_->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
-                      asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
-                      asio::ssl::context::no_tlsv1_1);
-    SEEDANCE_RETURN_IF_ERROR(
-        util::LoadCertificate(*tls_, options_.tls.cert_file, options_.tls.key_file));
-    if (!options_.tls.client_ca_file.empty()) {
-      SEEDANCE_RETURN_IF_ERROR(
-          util::LoadCaFile(*tls_, options_.tls.client_ca_file, "tls.client_ca_file"));
-      tls_->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
-    }
+    SEEDANCE_ASSIGN_OR_RETURN(tls_,
+                              http::MakeServerTls(options_.tls.cert_file, options_.tls.key_file,
+                                                  options_.tls.client_ca_file));
     return Status::Ok();
   }
 
@@ -124,26 +102,37 @@ class HttpSource final : public Source, public Acknowledger {
         !options_.idempotency_header.empty()) {
       checkpoint_ = ctx_.positions;
     }
-    auto ep = util::ParseListenAddress(options_.listen);
-    if (!ep) return InvalidArgumentError("listen: " + ep.error().message());
-    error_code ec;
-    acceptor_.open(ep->protocol(), ec);
-    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
-    if (!ec) acceptor_.bind(*ep, ec);
-    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) {
-      return FailedPreconditionError("cannot listen on " + options_.listen + ": " + ec.message());
+    const auto per_client = std::min(options_.max_connections, options_.max_connections_per_client);
+    auto shedding = std::make_shared<observe::ConnectionShedding>(
+        *ctx_.metrics, ctx_.name,
+        fmt::format("max_connections_per_client ({}) connections", per_client));
+    server_ = std::make_unique<http::Server>(
+        ctx_.loop->io(), ctx_.name,
+        http::ServerLimits{.max_connections = static_cast<size_t>(options_.max_connections),
+                           .max_connections_per_client = static_cast<size_t>(per_client),
+                           .max_header_bytes = kMaxHeaderBytes,
+                           .max_body_bytes = options_.max_body,
+                           .idle_timeout = options_.idle_timeout},
+        http::ServerHooks{.handle = [this](const http::Request& req) { return Serve(req); },
+                          .too_large = [this](http::TooLarge what) { return RefuseTooLarge(what); },
+                          // Owned by the server's connections, which may end after this source.
+                          .shed = [shedding](const std::string& client,
+                                             bool refused) { shedding->Shed(client, refused); },
+                          .tls_refused = [this] { Count(0); }},
+        tls_);
+    Result<uint16_t> port = server_->Listen(options_.listen);
+    if (!port) {
+      if (port.error().code() == StatusCode::kInvalidArgument) {
+        return InvalidArgumentError("listen: " + port.error().message());
+      }
+      return FailedPreconditionError(port.error().message());
     }
     SEEDANCE_LOG_INFO(ctx_.name, "listening on {}", options_.listen);
-    asio::co_spawn(ctx_.loop->io(), Accept(), asio::detached);
     return Status::Ok();
   }
 
   void Stop() override {
-    stopped_ = true;
-    error_code ec;
-    acceptor_.close(ec);
-    slot_freed_.cancel();
+    if (server_) server_->Stop();
   }
 
   // Any thread (the pipeline's).
@@ -163,143 +152,50 @@ class HttpSource final : public Source, public Acknowledger {
 
  private:
   struct Answer {
-    http::status status;
+    bhttp::status status;
     std::string body;
     int retry_after_s = 0;
   };
 
-  awaitable<void> Accept() {
-    auto& io = ctx_.loop->io();
-    while (!stopped_) {
-      error_code ec;
-      tcp::socket socket = co_await acceptor_.async_accept(asio::redirect_error(use_awaitable, ec));
-      if (ec) {
-        if (stopped_ || ec == asio::error::operation_aborted) co_return;
-        uint64_t suppressed = 0;
-        if (limiter_.Allow("accept", &suppressed)) {
-          SEEDANCE_LOG_WARN(ctx_.name, "cannot accept a connection: {}; pausing 100 ms",
-                            ec.message());
-        }
-        asio::steady_timer pause(io, std::chrono::milliseconds(100));
-        co_await pause.async_wait(asio::redirect_error(use_awaitable, ec));
-        continue;
-      }
-      // Room for it: at max_connections (or the client's share) the connection idle longest
-      // goes; with every one busy the next client waits in the kernel's backlog, or the
-      // client's new one is refused (util/connection_slots.h).
-      const int fd = socket.native_handle();
-      const std::string client = util::PeerAddress(fd);
-      const util::Admission admission =
-          co_await util::Admit(slots_, slot_freed_, client, stopped_,
-                               [this, &client](bool refused) { shedding_.Shed(client, refused); });
-      if (admission == util::Admission::kStopped) co_return;
-      if (admission == util::Admission::kRefuse) {
-        socket.close(ec);
-        continue;
-      }
-      const util::ConnectionSlots::Id id = slots_.Add(client, util::ShutdownCloser(fd));
-      if (tls_) {
-        asio::co_spawn(io, ServeTls(beast::tcp_stream(std::move(socket)), id), asio::detached);
-      } else {
-        asio::co_spawn(io, Serve(beast::tcp_stream(std::move(socket)), id), asio::detached);
-      }
+  // One request: its answer, counted and timed.
+  awaitable<http::Response> Serve(const http::Request& req) {
+    bytes_->Add(req.body().size());
+    const auto started = Clock::now();
+    Answer answer = co_await Handle(req);
+    latency_->Observe(std::chrono::duration<double>(Clock::now() - started).count());
+    http::Response res = Respond(answer, req.version());
+    // A body that inflated past max_body: the client is told and the connection ends.
+    if (answer.status == bhttp::status::payload_too_large) res.keep_alive(false);
+    co_return res;
+  }
+
+  http::Response RefuseTooLarge(http::TooLarge what) {
+    return Respond(
+        {bhttp::status::payload_too_large,
+         what == http::TooLarge::kBody
+             ? "body larger than max_body (" + std::to_string(options_.max_body) + " bytes)"
+             : "header larger than 16 KiB"},
+        11);
+  }
+
+  http::Response Respond(const Answer& answer, unsigned version) {
+    Count(static_cast<int>(answer.status));
+    http::Response res{answer.status, version};
+    res.set(bhttp::field::content_type, "application/json");
+    if (answer.retry_after_s > 0)
+      res.set(bhttp::field::retry_after, std::to_string(answer.retry_after_s));
+    if (answer.status == bhttp::status::unauthorized) {
+      res.set(bhttp::field::www_authenticate,
+              options_.bearer_token.empty() ? "Basic realm=\"seedance\"" : "Bearer");
     }
+    const bool ok = answer.status == bhttp::status::ok;
+    res.body() = ok ? answer.body : "{\"error\":" + JsonString(answer.body) + "}\n";
+    return res;
   }
 
-  awaitable<void> ServeTls(beast::tcp_stream tcp, util::ConnectionSlots::Id id) {
-    beast::ssl_stream<beast::tcp_stream> stream(std::move(tcp), *tls_);
-    error_code ec;
-    beast::get_lowest_layer(stream).expires_after(options_.idle_timeout);
-    co_await stream.async_handshake(asio::ssl::stream_base::server,
-                                    asio::redirect_error(use_awaitable, ec));
-    if (ec) {
-      // Not TLS, or no client certificate we trust: refused, said once per 10 s with why.
-      Count(0);
-      uint64_t suppressed = 0;
-      if (limiter_.Allow("handshake", &suppressed)) {
-        SEEDANCE_LOG_WARN(ctx_.name, "refused a TLS connection: {}", ec.message());
-      }
-      error_code ignored;
-      beast::get_lowest_layer(stream).socket().close(ignored);
-      Closed(id);
-      co_return;
-    }
-    co_await Serve(std::move(stream), id);
-  }
-
-  void Closed(util::ConnectionSlots::Id id) {
-    slots_.Remove(id);
-    slot_freed_.cancel_one();
-  }
-
-  template <typename Stream>
-  awaitable<void> Serve(Stream stream, util::ConnectionSlots::Id id) {
-    beast::flat_buffer buffer(kMaxHeaderBytes);
-    bool unread_input = false;  // answered before the request was read whole (413)
-    while (!stopped_) {
-      http::request_parser<http::string_body> parser;
-      parser.header_limit(kMaxHeaderBytes);
-      parser.body_limit(options_.max_body);
-      error_code ec;
-      beast::get_lowest_layer(stream).expires_after(options_.idle_timeout);
-      // The header first: Beast 1.74 reserves an announced Content-Length before checking it
-      // against body_limit (observe/http_listener.cc).
-      slots_.SetIdle(id, true);  // until a whole header is in: it may be closed for another
-      co_await http::async_read_header(stream, buffer, parser,
-                                       asio::redirect_error(use_awaitable, ec));
-      slots_.SetIdle(id, false);
-      if (!ec) {
-        const auto length = parser.content_length();
-        if (length && *length > options_.max_body) ec = http::error::body_limit;
-      }
-      if (!ec && !parser.is_done()) {
-        co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
-      }
-      Answer answer;
-      bool keep_alive = false;
-      unsigned version = 11;
-      if (ec == http::error::body_limit || ec == http::error::header_limit) {
-        answer = {http::status::payload_too_large,
-                  ec == http::error::body_limit ? "body larger than max_body (" +
-                                                      std::to_string(options_.max_body) + " bytes)"
-                                                : "header larger than 16 KiB"};
-      } else if (ec) {
-        break;  // closed, timed out or unreadable: nobody to answer
-      } else {
-        const http::request<http::string_body>& req = parser.get();
-        bytes_->Add(req.body().size());
-        keep_alive = req.keep_alive();
-        version = req.version();
-        const auto started = Clock::now();
-        answer = co_await Handle(req);
-        latency_->Observe(std::chrono::duration<double>(Clock::now() - started).count());
-      }
-      Count(static_cast<int>(answer.status));
-      http::response<http::string_body> res{answer.status, version};
-      res.set(http::field::server, "seedance");
-      res.set(http::field::content_type, "application/json");
-      if (answer.retry_after_s > 0)
-        res.set(http::field::retry_after, std::to_string(answer.retry_after_s));
-      if (answer.status == http::status::unauthorized) {
-        res.set(http::field::www_authenticate,
-                options_.bearer_token.empty() ? "Basic realm=\"seedance\"" : "Bearer");
-      }
-      const bool ok = answer.status == http::status::ok;
-      res.body() = ok ? answer.body : "{\"error\":" + JsonString(answer.body) + "}\n";
-      res.keep_alive(keep_alive && answer.status != http::status::payload_too_large);
-      res.prepare_payload();
-      beast::get_lowest_layer(stream).expires_after(options_.idle_timeout);
-      co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
-      unread_input = !ec && answer.status == http::status::payload_too_large;
-      if (ec || !res.keep_alive()) break;
-    }
-    co_await util::CloseAfterAnswer(beast::get_lowest_layer(stream), unread_input);
-    Closed(id);
-  }
-
-  bool Authorized(const http::request<http::string_body>& req) const {
+  bool Authorized(const http::Request& req) const {
     if (options_.bearer_token.empty() && options_.basic_auth.user.empty()) return true;
-    const auto auth = req[http::field::authorization];
+    const auto auth = req[bhttp::field::authorization];
     const std::string_view given(auth.data(), auth.size());
     if (!options_.bearer_token.empty()) {
       return given.substr(0, 7) == "Bearer " && SameSecret(given.substr(7), options_.bearer_token);
@@ -316,14 +212,14 @@ class HttpSource final : public Source, public Acknowledger {
     return out;
   }
 
-  awaitable<Answer> Handle(const http::request<http::string_body>& req) {
-    if (req.method() != http::verb::post) {
-      co_return Answer{http::status::method_not_allowed, "POST only"};
+  awaitable<Answer> Handle(const http::Request& req) {
+    if (req.method() != bhttp::verb::post) {
+      co_return Answer{bhttp::status::method_not_allowed, "POST only"};
     }
     if (!Authorized(req)) {
-      co_return Answer{http::status::unauthorized, options_.bearer_token.empty()
-                                                       ? "missing or wrong user or password"
-                                                       : "missing or wrong bearer token"};
+      co_return Answer{bhttp::status::unauthorized, options_.bearer_token.empty()
+                                                        ? "missing or wrong user or password"
+                                                        : "missing or wrong bearer token"};
     }
     std::string_view path(req.target().data(), req.target().size());
     path = path.substr(0, path.find('?'));
@@ -333,19 +229,19 @@ class HttpSource final : public Source, public Acknowledger {
     } else {
       auto it = std::find_if(options_.paths.begin(), options_.paths.end(),
                              [&](const auto& p) { return p.first == path; });
-      if (it == options_.paths.end()) co_return Answer{http::status::not_found, "unknown path"};
+      if (it == options_.paths.end()) co_return Answer{bhttp::status::not_found, "unknown path"};
       topic = it->second;
     }
     const std::string* body = &req.body();
     std::string inflated;
-    const auto encoding = req[http::field::content_encoding];
+    const auto encoding = req[bhttp::field::content_encoding];
     const std::string_view coding(encoding.data(), encoding.size());
     if (coding == "gzip" || coding == "x-gzip") {
       // Bounded like a plain body: a small bomb does not inflate past max_body.
       Result<std::string> plain = util::Gunzip(req.body(), options_.max_body);
       if (!plain) {
         const bool large = plain.error().code() == StatusCode::kResourceExhausted;
-        co_return Answer{large ? http::status::payload_too_large : http::status::bad_request,
+        co_return Answer{large ? bhttp::status::payload_too_large : bhttp::status::bad_request,
                          "gzip body: " + plain.error().message()};
       }
       inflated = std::move(plain).value();
@@ -354,26 +250,26 @@ class HttpSource final : public Source, public Acknowledger {
       Result<std::string> plain = util::Unzstd(req.body(), options_.max_body);
       if (!plain) {
         const bool large = plain.error().code() == StatusCode::kResourceExhausted;
-        co_return Answer{large ? http::status::payload_too_large : http::status::bad_request,
+        co_return Answer{large ? bhttp::status::payload_too_large : bhttp::status::bad_request,
                          "zstd body: " + plain.error().message()};
       }
       inflated = std::move(plain).value();
       body = &inflated;
     } else if (!coding.empty() && coding != "identity") {
-      co_return Answer{http::status::unsupported_media_type,
+      co_return Answer{bhttp::status::unsupported_media_type,
                        "Content-Encoding " + util::SanitizeText(coding, 32) +
                            " is not supported (gzip, zstd or identity)"};
     }
-    const auto type = req[http::field::content_type];
+    const auto type = req[bhttp::field::content_type];
     auto payloads = SplitBody(*body, options_.format, std::string_view(type.data(), type.size()),
                               static_cast<size_t>(options_.max_events));
     if (!payloads) {
       if (payloads.error().code() == StatusCode::kResourceExhausted) {
-        co_return Answer{http::status::payload_too_large, payloads.error().message()};
+        co_return Answer{bhttp::status::payload_too_large, payloads.error().message()};
       }
       // The body goes to `error` with the reason: a refused request is seen, not lost.
       co_await EmitInvalid(*body, topic, payloads.error().message());
-      co_return Answer{http::status::bad_request, payloads.error().message()};
+      co_return Answer{bhttp::status::bad_request, payloads.error().message()};
     }
     // An idempotency key (pipelines with stateful processors): a request sent again after an
     // answer was lost is not counted twice. The checkpoint holds, with the state, how many of
@@ -387,21 +283,21 @@ class HttpSource final : public Source, public Acknowledger {
       const auto header = req[options_.idempotency_header];
       if (!header.empty()) {
         if (header.size() > kMaxIdempotencyKey) {
-          co_return Answer{http::status::bad_request,
+          co_return Answer{bhttp::status::bad_request,
                            options_.idempotency_header + " is longer than " +
                                std::to_string(kMaxIdempotencyKey) + " bytes"};
         }
         idem = "key:" + std::string(header.data(), header.size());
         if (idem_in_flight_.count(idem) != 0) {
           co_return Answer{
-              http::status::conflict,
+              bhttp::status::conflict,
               "a request with this " + options_.idempotency_header + " is still being processed"};
         }
         PositionCheckpoint::Committed c;
         if (checkpoint_->Find(ctx_.name, idem, &c)) {
           if (c.head_crc != body_crc || c.head_bytes != body_bytes) {
             co_return Answer{
-                http::status::unprocessable_entity,
+                bhttp::status::unprocessable_entity,
                 options_.idempotency_header + " was used before for a different request body"};
           }
           skip = static_cast<size_t>(std::min<uint64_t>(c.offset, payloads->size()));
@@ -415,8 +311,8 @@ class HttpSource final : public Source, public Acknowledger {
                               "answered 200, not processed again",
                               options_.idempotency_header);
           }
-          co_return Answer{http::status::ok, "{\"accepted\":" + std::to_string(payloads->size()) +
-                                                 ",\"repeat\":true}\n"};
+          co_return Answer{bhttp::status::ok, "{\"accepted\":" + std::to_string(payloads->size()) +
+                                                  ",\"repeat\":true}\n"};
         }
         if (skip > 0) repeats_->Add();
         stream = checkpoint_->OpenStream(ctx_.name, idem, options_.idempotency_keep);
@@ -467,7 +363,7 @@ class HttpSource final : public Source, public Acknowledger {
       if (limiter_.Allow("full", &suppressed)) {
         SEEDANCE_LOG_WARN(ctx_.name, "pipeline full: answering 503 (backpressure)");
       }
-      co_return Answer{http::status::service_unavailable,
+      co_return Answer{bhttp::status::service_unavailable,
                        "the pipeline is full; nothing of this request was taken", 1};
     }
     ctx_.stats->events_in.Add(n);
@@ -483,10 +379,10 @@ class HttpSource final : public Source, public Acknowledger {
     }
     if (!complete) {
       // Taken but not yet safe: the client must send it again (at least once).
-      co_return Answer{http::status::service_unavailable,
+      co_return Answer{bhttp::status::service_unavailable,
                        "the events were not stored within ack_timeout; send them again", 1};
     }
-    co_return Answer{http::status::ok, "{\"accepted\":" + std::to_string(skip + n) + "}\n"};
+    co_return Answer{bhttp::status::ok, "{\"accepted\":" + std::to_string(skip + n) + "}\n"};
   }
 
   awaitable<void> EmitInvalid(const std::string& body, const std::string& topic,
@@ -526,14 +422,8 @@ class HttpSource final : public Source, public Acknowledger {
   SourceOutput* output_ = nullptr;
   PositionCheckpoint* checkpoint_ = nullptr;  // idempotency keys (stateful pipelines)
   std::set<std::string> idem_in_flight_;      // keys of requests being processed (event loop)
-  std::unique_ptr<asio::ssl::context> tls_;   // null without tls
-  tcp::acceptor acceptor_;
-  asio::steady_timer slot_freed_;
-  util::ConnectionSlots slots_;
-  observe::ConnectionShedding shedding_{
-      *ctx_.metrics, ctx_.name,
-      fmt::format("max_connections_per_client ({}) connections", slots_.max_per_client())};
-  bool stopped_ = false;
+  std::shared_ptr<asio::ssl::context> tls_;   // null without tls
+  std::unique_ptr<http::Server> server_;      // from Start
   std::mutex mu_;
   uint64_t next_token_ = 1;
   std::map<uint64_t, std::shared_ptr<Pending>> pending_;  // by first token

@@ -1,11 +1,11 @@
-#include "sinks/http/retry_after.h"
+#include "http/retry_after.h"
 
 #include <algorithm>
 #include <charconv>
 #include <ctime>
 #include <string>
 
-namespace seedance::sinks {
+namespace seedance::http {
 
 std::optional<std::chrono::milliseconds> ParseRetryAfter(
     std::string_view value, std::chrono::system_clock::time_point now) {
@@ -44,4 +44,4 @@ std::optional<std::chrono::milliseconds> ParseRetryAfter(
   return std::nullopt;
 }
 
-}  // namespace seedance::sinks
+}  // namespace seedance::http

@@ -1,10 +1,10 @@
-#include "sinks/http/response_policy.h"
+#include "sinks/common/response_policy.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "sinks/http/retry_after.h"
+#include "http/retry_after.h"
 #include "util/strings.h"
 
 namespace seedance::sinks {
@@ -25,7 +25,7 @@ ResponseVerdict ClassifyResponse(unsigned code, std::string_view reason, std::st
   } else if (code == 408 || code == 429 || code >= 500) {
     v.kind = ResponseVerdict::Kind::kRetry;
     if (retry_after_header) {
-      if (auto wait = ParseRetryAfter(*retry_after_header, now)) {
+      if (auto wait = http::ParseRetryAfter(*retry_after_header, now)) {
         v.retry_after = *wait;
       }
     }

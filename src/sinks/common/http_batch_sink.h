@@ -1,6 +1,7 @@
-// The HTTP client every HTTP-based sink sends its batches with (`http`, `influxdb`): keep-alive
-// connections, TLS, request-body compression, a bounded response read, and an attempt that
-// the runner can abort at its timeout. What goes in a request and what an answer means are
+// A sink that sends each attempt as one HTTP request (`http`, `influxdb`): the endpoint keys
+// every such sink takes, request-body compression, and the turn of an answer into an attempt's
+// outcome. The protocol (keep-alive connections, TLS, the bounded response read, an abort at
+// the runner's timeout) is http/client.h's; what goes in a request and what an answer means are
 // the sink's (HttpBatchCodec); retries, backoff and concurrency are the runner's.
 #pragma once
 
@@ -9,21 +10,22 @@
 #include <string>
 #include <string_view>
 
+#include "http/client.h"
+#include "http/url.h"
 #include "seedance/options.h"
 #include "seedance/plugin_context.h"
 #include "seedance/sink.h"
 #include "util/body_compressor.h"
-#include "util/http_url.h"
 #include "util/tls_files.h"
 
 namespace seedance::sinks {
 
 enum class HttpMethod { kPost, kPut };
 
-// The keys every HTTP-based sink takes (HttpClientKeys below); a sink's options struct
+// The keys every HTTP-based sink takes (HttpBatchKeys below); a sink's options struct
 // derives from this one.
-struct HttpClientOptions {
-  util::HttpUrl url;  // of url_text
+struct HttpBatchOptions {
+  http::Url url;  // of url_text
   std::string url_text;
   HttpMethod method = HttpMethod::kPost;
   StringPairs headers;
@@ -33,14 +35,6 @@ struct HttpClientOptions {
     std::string ca_file;
     bool verify = true;
   } tls;
-};
-
-// A final response, as the sink's codec sees it.
-struct HttpAnswer {
-  unsigned status = 0;
-  std::string_view reason;
-  std::string_view body;  // at most 1 MiB of it
-  std::optional<std::string_view> retry_after;
 };
 
 // Receives the header fields a codec adds to one request.
@@ -66,51 +60,45 @@ class HttpBatchCodec {
   virtual void AddHeaderFields(const Batch& /*batch*/, HeaderFieldWriter& /*out*/) const {}
   // What the final response means for `batch`. The default: 2xx delivered; 408, 429, 5xx
   // retried (Retry-After honoured; 429/503 lower the concurrency); 413 too large; the rest
-  // rejected (sinks/http/response_policy.h).
-  virtual AttemptOutcome Outcome(const Batch& batch, const HttpAnswer& answer) const;
+  // rejected (sinks/common/response_policy.h).
+  virtual AttemptOutcome Outcome(const Batch& batch, const http::Answer& answer) const;
 };
 
 // A header name is an RFC 9110 token; a value has no control characters but HTAB (a line
 // break would end the field and start another: header injection, also through ${VAR}).
 Status CheckHeaderFields(const ParamValue& v);
 
-class HttpClient;
+// The sink: builds each attempt's request with `codec` and sends it. Makes the client here
+// (loads the TLS files: `validate` reports a bad CA file). `max_batch`: Sink::MaxBatchEvents.
+Result<std::unique_ptr<Sink>> MakeHttpBatchSink(HttpBatchOptions o,
+                                                std::unique_ptr<HttpBatchCodec> codec,
+                                                PluginContext ctx, size_t max_batch = SIZE_MAX);
 
-// Makes the client (loads the TLS files: `validate` reports a bad CA file).
-Result<std::shared_ptr<HttpClient>> MakeHttpClient(HttpClientOptions o,
-                                                   std::unique_ptr<HttpBatchCodec> codec,
-                                                   PluginContext ctx);
-
-// A Sink that sends each attempt as one request (HttpClient does the work). `max_batch`:
-// Sink::MaxBatchEvents.
-std::unique_ptr<Sink> MakeHttpBatchSink(std::shared_ptr<HttpClient> client,
-                                        size_t max_batch = SIZE_MAX);
-
-// Adds the keys of HttpClientOptions to a sink's schema: endpoint, method, headers,
-// compression, compression_level, tls. S derives from HttpClientOptions. `endpoint_doc`
+// Adds the keys of HttpBatchOptions to a sink's schema: endpoint, method, headers,
+// compression, compression_level, tls. S derives from HttpBatchOptions. `endpoint_doc`
 // describes the endpoint for this sink.
 template <typename S>
-Options<S>& HttpClientKeys(Options<S>& o, std::string endpoint_doc);
+Options<S>& HttpBatchKeys(Options<S>& o, std::string endpoint_doc);
 
 // The one part of the schema not tied to a type: endpoint URL, method and compression words.
-namespace http_client_internal {
+namespace http_batch_internal {
 Status CheckEndpoint(const ParamValue& v);
-Status CheckLevel(const HttpClientOptions& s, const Params& p);
+Status CheckLevel(const HttpBatchOptions& s, const Params& p);
 std::vector<std::pair<std::string, HttpMethod>> MethodChoices();
-}  // namespace http_client_internal
+}  // namespace http_batch_internal
 
 template <typename S>
-Options<S>& HttpClientKeys(Options<S>& o, std::string endpoint_doc) {
-  using C = HttpClientOptions;
+Options<S>& HttpBatchKeys(Options<S>& o, std::string endpoint_doc) {
+  using C = HttpBatchOptions;
   using Tls = C::Tls;
   o.Add(static_cast<std::string S::*>(&C::url_text),
         {.name = "endpoint",
          .doc = std::move(endpoint_doc),
          .required = true,
-         .validator = http_client_internal::CheckEndpoint})
+         .validator = http_batch_internal::CheckEndpoint})
       .Enum(static_cast<HttpMethod S::*>(&C::method),
             {.name = "method", .doc = "HTTP method", .default_value = "POST"},
-            http_client_internal::MethodChoices())
+            http_batch_internal::MethodChoices())
       .Add(static_cast<StringPairs S::*>(&C::headers),
            {.name = "headers",
             .doc = "extra request headers, e.g. Authorization: \"Bearer ${TOKEN}\"",
@@ -133,7 +121,7 @@ Options<S>& HttpClientKeys(Options<S>& o, std::string endpoint_doc) {
                    .Add(&Tls::verify, {.name = "verify",
                                        .doc = "verify the server certificate",
                                        .default_value = "true"}))
-      .Check([](const S& s, const Params& p) { return http_client_internal::CheckLevel(s, p); });
+      .Check([](const S& s, const Params& p) { return http_batch_internal::CheckLevel(s, p); });
   return o;
 }
 

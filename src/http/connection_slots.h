@@ -26,7 +26,7 @@
 #include <string>
 #include <unordered_map>
 
-namespace seedance::util {
+namespace seedance::http {
 
 class ConnectionSlots {
  public:
@@ -87,4 +87,4 @@ std::function<void()> ShutdownCloser(int fd);
 // The address of the peer of socket `fd`, without the port ("" when unknown).
 std::string PeerAddress(int fd);
 
-}  // namespace seedance::util
+}  // namespace seedance::http

@@ -1,8 +1,8 @@
-#include "sinks/http/retry_after.h"
+#include "http/retry_after.h"
 
 #include <gtest/gtest.h>
 
-namespace seedance::sinks {
+namespace seedance::http {
 namespace {
 
 using std::chrono::milliseconds;
@@ -40,4 +40,4 @@ TEST(RetryAfterTest, RefusesAnythingElse) {
 }
 
 }  // namespace
-}  // namespace seedance::sinks
+}  // namespace seedance::http

@@ -1,11 +1,11 @@
-#include "util/http_close.h"
+#include "http/close.h"
 
 #include <array>
 #include <memory>
 
 #include <boost/asio/redirect_error.hpp>
 
-namespace seedance::util {
+namespace seedance::http {
 
 boost::asio::awaitable<void> CloseAfterAnswer(boost::beast::tcp_stream& stream, bool unread_input) {
   namespace asio = boost::asio;
@@ -29,4 +29,4 @@ boost::asio::awaitable<void> CloseAfterAnswer(boost::beast::tcp_stream& stream, 
   stream.socket().close(ec);
 }
 
-}  // namespace seedance::util
+}  // namespace seedance::http

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string_view>
 
-namespace seedance::sinks {
+namespace seedance::http {
 
 // The delay `value` asks for, measured from `now`: seconds ("120"), or an HTTP-date in any of
 // the three forms RFC 9110 allows ("Sun, 06 Nov 1994 08:49:37 GMT", the RFC 850 and asctime
@@ -14,4 +14,4 @@ namespace seedance::sinks {
 std::optional<std::chrono::milliseconds> ParseRetryAfter(std::string_view value,
                                                          std::chrono::system_clock::time_point now);
 
-}  // namespace seedance::sinks
+}  // namespace seedance::http

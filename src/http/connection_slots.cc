@@ -1,4 +1,4 @@
-#include "util/connection_slots.h"
+#include "http/connection_slots.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -9,7 +9,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <utility>
 
-namespace seedance::util {
+namespace seedance::http {
 
 ConnectionSlots::ConnectionSlots(size_t max_total, size_t max_per_client)
     : max_total_(std::max<size_t>(1, max_total)),
@@ -101,4 +101,4 @@ std::string PeerAddress(int fd) {
   return text;
 }
 
-}  // namespace seedance::util
+}  // namespace seedance::http

@@ -1,4 +1,4 @@
-// http:// and https:// endpoint URLs.
+// http:// and https:// endpoint URLs (what the client connects to).
 #pragma once
 
 #include <cstdint>
@@ -7,9 +7,9 @@
 
 #include "seedance/result.h"
 
-namespace seedance::util {
+namespace seedance::http {
 
-struct HttpUrl {
+struct Url {
   bool tls = false;
   std::string host;
   uint16_t port = 80;
@@ -18,6 +18,6 @@ struct HttpUrl {
 };
 
 // kInvalidArgument with the expected form for anything else.
-Result<HttpUrl> ParseHttpUrl(std::string_view url);
+Result<Url> ParseUrl(std::string_view url);
 
-}  // namespace seedance::util
+}  // namespace seedance::http

@@ -1,11 +1,11 @@
-#include "util/connection_slots.h"
+#include "http/connection_slots.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
 
-namespace seedance::util {
+namespace seedance::http {
 namespace {
 
 TEST(ConnectionSlotsTest, CountsPerClientAndClosesTheLongestIdleFirst) {
@@ -52,4 +52,4 @@ TEST(ConnectionSlotsTest, FullAtTheTotal) {
 }
 
 }  // namespace
-}  // namespace seedance::util
+}  // namespace seedance::http

@@ -1,4 +1,4 @@
-#include "sinks/http/response_policy.h"
+#include "sinks/common/response_policy.h"
 
 #include <gtest/gtest.h>
 

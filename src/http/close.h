@@ -16,13 +16,13 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
-namespace seedance::util {
+namespace seedance::http {
 
 inline constexpr std::chrono::seconds kLingerTime{2};
 inline constexpr size_t kLingerBytes = 1 << 20;
 
-// One definition in http_close.cc (an inline coroutine's frame type is defined in every
+// One definition in close.cc (an inline coroutine's frame type is defined in every
 // translation unit that uses it, which link-time optimization reports as an ODR violation).
 boost::asio::awaitable<void> CloseAfterAnswer(boost::beast::tcp_stream& stream, bool unread_input);
 
-}  // namespace seedance::util
+}  // namespace seedance::http

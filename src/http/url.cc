@@ -1,21 +1,21 @@
-#include "util/http_url.h"
+#include "http/url.h"
 
 #include <cstdlib>
 
-namespace seedance::util {
+namespace seedance::http {
 
-std::string HttpUrl::HostHeader() const {
+std::string Url::HostHeader() const {
   bool default_port = (tls && port == 443) || (!tls && port == 80);
   std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
   return default_port ? h : h + ":" + std::to_string(port);
 }
 
-Result<HttpUrl> ParseHttpUrl(std::string_view url) {
+Result<Url> ParseUrl(std::string_view url) {
   auto bad = [&](const std::string& why) {
     return InvalidArgumentError("expected a URL like http://host:8080/path (" + why + "), got \"" +
                                 std::string(url) + "\"");
   };
-  HttpUrl u;
+  Url u;
   std::string_view rest;
   if (url.substr(0, 7) == "http://") {
     rest = url.substr(7);
@@ -57,4 +57,4 @@ Result<HttpUrl> ParseHttpUrl(std::string_view url) {
   return u;
 }
 
-}  // namespace seedance::util
+}  // namespace seedance::http
