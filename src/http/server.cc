@@ -13,6 +13,7 @@
 
 #include "http/close.h"
 #include "http/connection_slots.h"
+#include "http/request_reader.h"
 #include "util/listen_address.h"
 #include "util/log.h"
 #include "util/tls_files.h"
@@ -150,27 +151,13 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
     beast::flat_buffer buffer(limits.max_header_bytes);
     bool unread_input = false;  // answered before the request was read whole (413)
     while (!stopped) {
-      bhttp::request_parser<bhttp::string_body> parser;
-      parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
-      parser.body_limit(limits.max_body_bytes);
-      error_code ec;
+      RequestParser parser;
       // The whole request (header and body) within the idle limit: a client that dribbles
       // bytes or says nothing loses its connection.
       beast::get_lowest_layer(stream).expires_after(limits.idle_timeout);
-      // The header first: Beast 1.74's eager parsing (async_read of a whole message) skips the
-      // body_limit check on Content-Length and reserves what the client announces, so one
-      // "Content-Length: 66666666666666666" threw bad_alloc. The length is checked here.
       slots.SetIdle(id, true);  // until a whole header is in: it may be closed for another
-      co_await bhttp::async_read_header(stream, buffer, parser,
-                                        asio::redirect_error(use_awaitable, ec));
-      slots.SetIdle(id, false);
-      if (!ec) {
-        const auto length = parser.content_length();
-        if (length && *length > limits.max_body_bytes) ec = bhttp::error::body_limit;
-      }
-      if (!ec && !parser.is_done()) {
-        co_await bhttp::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
-      }
+      error_code ec = co_await ReadRequest(stream, buffer, parser, limits,
+                                           [this, id] { slots.SetIdle(id, false); });
       Response res;
       bool head = false;
       if (ec == bhttp::error::body_limit || ec == bhttp::error::header_limit) {

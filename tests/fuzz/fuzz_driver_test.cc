@@ -21,6 +21,7 @@ SEEDANCE_FUZZ_TARGET(json_lua);
 SEEDANCE_FUZZ_TARGET(lua_patterns);
 SEEDANCE_FUZZ_TARGET(config);
 SEEDANCE_FUZZ_TARGET(http_response);
+SEEDANCE_FUZZ_TARGET(http_request);
 SEEDANCE_FUZZ_TARGET(influx_write_error);
 SEEDANCE_FUZZ_TARGET(modbus_codec);
 
@@ -114,6 +115,7 @@ TEST(FuzzTest, JsonToLuaAndBack) { Fuzz("json_lua", SeedanceFuzz_json_lua, 20000
 TEST(FuzzTest, LuaPatterns) { Fuzz("lua_patterns", SeedanceFuzz_lua_patterns, 20000); }
 TEST(FuzzTest, ConfigLoader) { Fuzz("config", SeedanceFuzz_config, 5000); }
 TEST(FuzzTest, HttpResponse) { Fuzz("http_response", SeedanceFuzz_http_response, 50000); }
+TEST(FuzzTest, HttpRequest) { Fuzz("http_request", SeedanceFuzz_http_request, 20000); }
 TEST(FuzzTest, ModbusCodec) { Fuzz("modbus_codec", SeedanceFuzz_modbus_codec, 50000); }
 #ifdef SEEDANCE_SINK_INFLUXDB
 TEST(FuzzTest, InfluxWriteError) {

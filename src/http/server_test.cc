@@ -1,0 +1,154 @@
+#include "http/server.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http.hpp>
+
+#include <atomic>
+#include <future>
+#include <string>
+
+#include "util/event_loop.h"
+
+namespace seedance::http {
+namespace {
+
+namespace asio = boost::asio;
+namespace bhttp = boost::beast::http;
+using asio::ip::tcp;
+
+// A server on its own loop thread whose handler answers with the request's target.
+class ServerTest : public ::testing::Test {
+ protected:
+  void Start(ServerLimits limits) {
+    server_ = std::make_unique<Server>(
+        loop_.io(), "test", limits,
+        ServerHooks{.handle = [this](const Request& req) -> asio::awaitable<Response> {
+                      handled_.fetch_add(1);
+                      Response res{bhttp::status::ok, req.version()};
+                      res.body() = "you asked for " + std::string(req.target()) + "\n";
+                      co_return res;
+                    },
+                    .too_large =
+                        [this](TooLarge what) {
+                          too_large_.store(what == TooLarge::kBody ? 1 : 2);
+                          Response res{bhttp::status::payload_too_large, 11};
+                          res.body() = "too large\n";
+                          return res;
+                        }});
+    auto port = server_->Listen("127.0.0.1:0");
+    ASSERT_TRUE(port.has_value()) << port.error().message();
+    port_ = *port;
+    loop_.Start();
+  }
+  void TearDown() override {
+    std::promise<void> stopped;
+    loop_.Post([&] {
+      server_->Stop();
+      stopped.set_value();
+    });
+    stopped.get_future().wait();
+    loop_.Join();
+  }
+
+  // Sends `bytes` on a new connection, then reads until the server closes it (or 5 s).
+  std::string Exchange(const std::string& bytes, bool half_close = true) {
+    asio::io_context io;
+    tcp::socket s(io);
+    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+    timeval tv{5, 0};
+    ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    asio::write(s, asio::buffer(bytes));
+    if (half_close) s.shutdown(tcp::socket::shutdown_send);
+    std::string out;
+    boost::system::error_code ec;
+    char chunk[4096];
+    while (!ec) {
+      const size_t n = s.read_some(asio::buffer(chunk), ec);
+      out.append(chunk, n);
+    }
+    return out;
+  }
+
+  EventLoop loop_;
+  std::unique_ptr<Server> server_;
+  uint16_t port_ = 0;
+  std::atomic<int> handled_{0};
+  std::atomic<int> too_large_{0};
+};
+
+TEST_F(ServerTest, AnswersPipelinedRequestsInOrderOnOneConnection) {
+  Start({});
+  const std::string out = Exchange(
+      "GET /one HTTP/1.1\r\nHost: x\r\n\r\nGET /two HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /three HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const size_t one = out.find("you asked for /one");
+  const size_t two = out.find("you asked for /two");
+  const size_t three = out.find("you asked for /three");
+  ASSERT_NE(one, std::string::npos) << out;
+  ASSERT_NE(two, std::string::npos) << out;
+  ASSERT_NE(three, std::string::npos) << out;
+  EXPECT_LT(one, two);
+  EXPECT_LT(two, three);
+  EXPECT_NE(out.find("Server: seedance"), std::string::npos);
+  EXPECT_EQ(handled_.load(), 3);
+}
+
+TEST_F(ServerTest, RefusesAnAnnouncedBodyOverTheLimitBeforeReadingIt) {
+  Start({.max_body_bytes = 1024});
+  // Announced, never sent: the answer comes on the header alone, nothing reserved for it.
+  const std::string out =
+      Exchange("POST /in HTTP/1.1\r\nHost: x\r\nContent-Length: 66666666666666666\r\n\r\n",
+               /*half_close=*/false);
+  EXPECT_EQ(out.rfind("HTTP/1.1 413", 0), 0u) << out;
+  EXPECT_NE(out.find("Connection: close"), std::string::npos) << out;
+  EXPECT_EQ(too_large_.load(), 1);
+  EXPECT_EQ(handled_.load(), 0);
+}
+
+TEST_F(ServerTest, RefusesAHeaderOverTheLimit) {
+  Start({.max_header_bytes = 512});
+  const std::string out =
+      Exchange("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(2048, 'a') + "\r\n\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 413", 0), 0u) << out;
+  EXPECT_EQ(too_large_.load(), 2);
+  EXPECT_EQ(handled_.load(), 0);
+}
+
+TEST_F(ServerTest, HeadGetsTheHeaderWithoutTheBody) {
+  Start({});
+  const std::string out = Exchange("HEAD /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+  EXPECT_NE(out.find("Content-Length: 17"), std::string::npos) << out;  // "you asked for /x\n"
+  EXPECT_EQ(out.find("you asked for"), std::string::npos) << out;
+}
+
+TEST_F(ServerTest, ClosesAConnectionSilentPastTheIdleTimeout) {
+  Start({.idle_timeout = std::chrono::milliseconds(200)});
+  const auto started = std::chrono::steady_clock::now();
+  const std::string out = Exchange("GET /partial HTTP/1.1\r\nHost:", /*half_close=*/false);
+  EXPECT_EQ(out, "");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(4));
+  EXPECT_EQ(handled_.load(), 0);
+}
+
+TEST(ServerListenTest, SaysWhyItCannotListen) {
+  asio::io_context io;
+  Server server(io, "test", {}, {});
+  auto bad = server.Listen("not an address");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code(), StatusCode::kInvalidArgument);
+  Server first(io, "test", {}, {});
+  auto port = first.Listen("127.0.0.1:0");
+  ASSERT_TRUE(port.has_value());
+  auto taken = server.Listen("127.0.0.1:" + std::to_string(*port));
+  ASSERT_FALSE(taken.has_value());
+  EXPECT_NE(taken.error().message().find("cannot listen on"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace seedance::http
