@@ -26,15 +26,15 @@ struct Run {
   double append_eps, append_mbps, replay_eps, replay_mbps;
 };
 
-Run Measure(const std::string& dir, QueueConfig::Fsync fsync, const std::string& name,
+Run Measure(const std::string& dir, storage::QueueConfig::Fsync fsync, const std::string& name,
             size_t event_bytes, size_t events) {
   std::filesystem::remove_all(dir);
   seedance::observe::MetricsRegistry metrics;
-  QueueConfig config;
+  storage::QueueConfig config;
   config.data_dir = dir;
   config.max_disk = 8ull << 30;
   config.fsync.mode = fsync;
-  auto queue = DurableQueue::Open(config, metrics).value();
+  auto queue = storage::DurableQueue::Open(config, metrics).value();
   auto cursor = queue->OpenCursor("bench", {Output::kMain});
   Event e;
   e.source = "mqtt";
@@ -74,12 +74,12 @@ int main(int argc, char** argv) {
   std::string dir = argc > 1 ? argv[1] : "/tmp/seedance-queue-bench";
   std::vector<Run> runs;
   for (size_t bytes : {200, 2048}) {
-    runs.push_back(
-        Measure(dir, QueueConfig::Fsync::kNever, "never", bytes, bytes == 200 ? 500000 : 200000));
-    runs.push_back(Measure(dir, QueueConfig::Fsync::kInterval, "100ms", bytes,
+    runs.push_back(Measure(dir, storage::QueueConfig::Fsync::kNever, "never", bytes,
                            bytes == 200 ? 500000 : 200000));
-    runs.push_back(
-        Measure(dir, QueueConfig::Fsync::kAlways, "always", bytes, bytes == 200 ? 100000 : 50000));
+    runs.push_back(Measure(dir, storage::QueueConfig::Fsync::kInterval, "100ms", bytes,
+                           bytes == 200 ? 500000 : 200000));
+    runs.push_back(Measure(dir, storage::QueueConfig::Fsync::kAlways, "always", bytes,
+                           bytes == 200 ? 100000 : 50000));
   }
   std::filesystem::remove_all(dir);
   std::string out = "{\"benchmark\": \"queue\", \"commit_batch\": 256, \"runs\": [";

@@ -53,7 +53,7 @@ struct ProcessorFactory {
 };
 // Which of the runner's delivery settings a sink type offers, and their defaults. The settings
 // themselves (batch_size, concurrency, timeout, retry_*) are declared once for every sink, in
-// src/core/delivery_policy.cc, and appended to the sink's parameters by the registry.
+// seedance/delivery_policy.h, and appended to the sink's parameters by the registry.
 struct SinkDeliveryTraits {
   std::string batch_size = "500";
   // How long a batch smaller than batch_size waits for more (`batch_linger`).

@@ -161,7 +161,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
   }
   if (!validate_only) SEEDANCE_RETURN_IF_ERROR(p->RestoreCheckpoint());
   if (config.queue.durable && !validate_only) {
-    auto queue = DurableQueue::Open(config.queue, metrics);
+    auto queue = storage::DurableQueue::Open(config.queue, metrics);
     if (!queue) return queue.error();
     p->queue_ = std::move(queue).value();
   }
@@ -378,7 +378,8 @@ bool Pipeline::Shutdown() {
   if (queue_) {
     queue_->Tick();
     Status s = queue_->Commit();
-    if (s.ok() && queue_->config().fsync.mode != QueueConfig::Fsync::kNever) s = queue_->Sync();
+    if (s.ok() && queue_->config().fsync.mode != storage::QueueConfig::Fsync::kNever)
+      s = queue_->Sync();
     if (!s.ok()) SEEDANCE_LOG_ERROR("queue", "final sync failed: {}", s.message());
     queue_->SaveCursors();
   }

@@ -126,7 +126,7 @@ class Pipeline : private SourceOutput {
   util::WakeBatcher wakes_{loop_.io()};
   std::unique_ptr<boost::asio::steady_timer> governor_timer_;
   std::unique_ptr<IngestQueue> ingest_;
-  std::unique_ptr<DurableQueue> queue_;  // null with buffer: memory
+  std::unique_ptr<storage::DurableQueue> queue_;  // null with buffer: memory
   std::vector<SourceSlot> sources_;
   std::vector<ProcessorSlot> processors_;
   std::vector<SinkSlot> sinks_;

@@ -46,9 +46,9 @@ class ProcessingLoop {
     IngestQueue* ingest = nullptr;
     Router* router = nullptr;
     std::vector<Stage> stages;
-    DurableQueue* queue = nullptr;       // null with buffer: memory
-    Checkpointer* checkpoint = nullptr;  // null without stateful processors
-    Reloader* reloader = nullptr;        // null: no reloads
+    storage::DurableQueue* queue = nullptr;  // null with buffer: memory
+    Checkpointer* checkpoint = nullptr;      // null without stateful processors
+    Reloader* reloader = nullptr;            // null: no reloads
     // Collects the event-loop wake-ups of one batch (acknowledgements, sink kicks) into one.
     util::WakeBatcher* wakes = nullptr;  // null: each wakes the loop itself
     // A payload from source `source` was not valid JSON (the source counts it).

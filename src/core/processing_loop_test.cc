@@ -78,7 +78,7 @@ class ProcessingLoopTest : public ::testing::Test {
   ~ProcessingLoopTest() override { fs::remove_all(dir_); }
 
   void OpenQueue() {
-    auto q = DurableQueue::Open(config_, metrics_, fault_fs_);
+    auto q = storage::DurableQueue::Open(config_, metrics_, fault_fs_);
     ASSERT_TRUE(q.has_value()) << q.error().message();
     queue_ = std::move(q).value();
     queue_->SetCommitListener([this] { ++recorder_.commits; });
@@ -126,11 +126,11 @@ class ProcessingLoopTest : public ::testing::Test {
 
   std::string dir_;
   testing::FaultFileSystem fault_fs_;
-  QueueConfig config_;
+  storage::QueueConfig config_;
   observe::MetricsRegistry metrics_;
   EventLoop loop_;  // never run: nothing here waits for room
   IngestQueue ingest_{100, loop_};
-  std::unique_ptr<DurableQueue> queue_;
+  std::unique_ptr<storage::DurableQueue> queue_;
   std::unique_ptr<Router> router_;
   std::unique_ptr<ComponentStats> sink_stats_;
   std::unique_ptr<SinkRunner> consumer_;

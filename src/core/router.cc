@@ -8,7 +8,7 @@
 
 namespace seedance {
 
-Router::Router(DurableQueue* queue, observe::MetricsRegistry& metrics)
+Router::Router(storage::DurableQueue* queue, observe::MetricsRegistry& metrics)
     : queue_(queue),
       metrics_(metrics),
       routes_(kOutputCount),

@@ -32,7 +32,7 @@ class Router {
   using Deadline = std::chrono::steady_clock::time_point;
 
   // `queue` null: memory mode.
-  Router(DurableQueue* queue, observe::MetricsRegistry& metrics);
+  Router(storage::DurableQueue* queue, observe::MetricsRegistry& metrics);
 
   // Before the first Route(): `runner` consumes `inputs`.
   void AddSink(SinkRunner* runner, const std::vector<Output>& inputs);
@@ -48,7 +48,7 @@ class Router {
   void RouteRejected(Event&& event, const std::string& reason, const std::string& sink);
 
  private:
-  DurableQueue* const queue_;
+  storage::DurableQueue* const queue_;
   observe::MetricsRegistry& metrics_;
   std::vector<std::vector<SinkRunner*>> routes_;  // by Output
   std::vector<observe::Counter*> counters_;       // by Output

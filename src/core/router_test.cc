@@ -85,12 +85,12 @@ TEST_F(RouterTest, MemoryModeGivesEachSinkOnlyTheEventsItsRoutingTakes) {
 }
 
 TEST_F(RouterTest, DurableModeWritesOneRecordWithItsOutputAndTheSideHeaders) {
-  QueueConfig config;
+  storage::QueueConfig config;
   config.data_dir =
       (fs::temp_directory_path() / ("router_test_" + std::to_string(::getpid()))).string();
   fs::remove_all(config.data_dir);
   {
-    auto queue = DurableQueue::Open(config, metrics_);
+    auto queue = storage::DurableQueue::Open(config, metrics_);
     ASSERT_TRUE(queue.has_value());
     auto consumer = Runner("c");
     Router router(queue->get(), metrics_);

@@ -24,7 +24,7 @@ int64_t NowNs() {
 
 SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, DeliveryPolicy policy,
                        size_t capacity, EventLoop& loop, ComponentStats& stats, RejectFn on_reject,
-                       std::unique_ptr<SinkCursor> cursor, governor::MemoryBudget* budget)
+                       std::unique_ptr<storage::SinkCursor> cursor, governor::MemoryBudget* budget)
     : name_(std::move(name)),
       sink_(std::move(sink)),
       policy_(std::move(policy)),

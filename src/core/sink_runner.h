@@ -46,10 +46,10 @@
 #include <random>
 #include <string>
 
-#include "core/delivery_policy.h"
 #include "governor/concurrency_controller.h"
 #include "governor/memory_budget.h"
 #include "observe/component_stats.h"
+#include "seedance/delivery_policy.h"
 #include "seedance/sink.h"
 #include "storage/durable_queue.h"
 #include "util/event_loop.h"
@@ -68,7 +68,7 @@ class SinkRunner final : public governor::BatchHolder {
   // With `cursor` the runner is in durable mode; without, in memory mode.
   SinkRunner(std::string name, std::unique_ptr<Sink> sink, DeliveryPolicy policy, size_t capacity,
              EventLoop& loop, ComponentStats& stats, RejectFn on_reject,
-             std::unique_ptr<SinkCursor> cursor = nullptr,
+             std::unique_ptr<storage::SinkCursor> cursor = nullptr,
              governor::MemoryBudget* budget = nullptr);
   ~SinkRunner() override;
 
@@ -209,7 +209,7 @@ class SinkRunner final : public governor::BatchHolder {
   EventLoop& loop_;
   ComponentStats& stats_;
   RejectFn on_reject_;
-  std::unique_ptr<SinkCursor> cursor_;
+  std::unique_ptr<storage::SinkCursor> cursor_;
   governor::MemoryBudget* const budget_;
   util::LoopSignal kick_signal_;  // runs Kick() on the loop; coalesced, allocation-free
 

@@ -66,7 +66,7 @@ class SinkRunnerTest : public ::testing::Test {
                          ::testing::UnitTest::GetInstance()->current_test_info()->name()))
                            .string();
     fs::remove_all(config_.data_dir);
-    auto queue = DurableQueue::Open(config_, metrics_);
+    auto queue = storage::DurableQueue::Open(config_, metrics_);
     EXPECT_TRUE(queue.has_value());
     queue_ = std::move(queue).value();
   }
@@ -126,9 +126,9 @@ class SinkRunnerTest : public ::testing::Test {
 
   observe::MetricsRegistry metrics_;
   ComponentStats stats_{metrics_, "sink", "held"};
-  QueueConfig config_;
+  storage::QueueConfig config_;
   EventLoop loop_;
-  std::unique_ptr<DurableQueue> queue_;
+  std::unique_ptr<storage::DurableQueue> queue_;
   std::unique_ptr<SinkRunner> runner_;
   HoldingSink* sink_ = nullptr;
   std::vector<std::pair<std::string, std::string>> rejected_;  // loop only

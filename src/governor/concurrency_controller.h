@@ -31,20 +31,12 @@
 #include <cstdint>
 #include <deque>
 
+#include "seedance/delivery_policy.h"
+
 namespace seedance::governor {
 
-struct ConcurrencyOptions {
-  enum class Algorithm { kHeadroom, kArticle };
-  bool adaptive = false;
-  Algorithm algorithm = Algorithm::kHeadroom;
-  double headroom = 0.8;
-  int initial = 4;
-  int min = 1;
-  int max = 64;
-  std::chrono::nanoseconds target_p99 = std::chrono::milliseconds(85);
-  std::chrono::nanoseconds window = std::chrono::milliseconds(100);
-  std::chrono::nanoseconds interval = std::chrono::milliseconds(50);
-};
+// Declared with the sinks' delivery settings, whose `concurrency` keys set it.
+using ConcurrencyOptions = seedance::ConcurrencyOptions;
 
 class ConcurrencyController {
  public:

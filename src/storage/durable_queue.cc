@@ -14,7 +14,7 @@
 #include "util/log.h"
 #include "util/loop_signal.h"
 
-namespace seedance {
+namespace seedance::storage {
 namespace {
 
 std::string SafeFileName(const std::string& name) {
@@ -506,4 +506,4 @@ void DurableQueue::CollectGarbage() {
   space_cv_.notify_all();
 }
 
-}  // namespace seedance
+}  // namespace seedance::storage

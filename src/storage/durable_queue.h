@@ -50,7 +50,7 @@
 #include "storage/queue_settings.h"
 #include "storage/sink_cursor.h"
 
-namespace seedance {
+namespace seedance::storage {
 
 class DurableQueue {
  public:
@@ -159,4 +159,4 @@ class DurableQueue {
   observe::Counter& fsync_failures_;
 };
 
-}  // namespace seedance
+}  // namespace seedance::storage

@@ -17,7 +17,7 @@
 #include "storage/record_scanner.h"
 #include "testing/fault_file_system.h"
 
-namespace seedance {
+namespace seedance::storage {
 namespace {
 
 namespace fs = std::filesystem;
@@ -682,4 +682,4 @@ TEST_F(DurableQueueTest, AFailedIntervalFsyncIsCountedAndTriedAgain) {
 }
 
 }  // namespace
-}  // namespace seedance
+}  // namespace seedance::storage

@@ -8,7 +8,7 @@
 #include "storage/durable_queue.h"
 #include "storage/event_codec.h"
 
-namespace seedance {
+namespace seedance::storage {
 
 SinkCursor::SinkCursor(DurableQueue& queue, std::string name, std::vector<Output> inputs,
                        uint64_t start)
@@ -158,4 +158,4 @@ void SinkCursor::Save() {
   if (writer_.Write(c)) saved_ = c;
 }
 
-}  // namespace seedance
+}  // namespace seedance::storage

@@ -16,7 +16,7 @@
 #include "storage/queue_reader.h"
 #include "storage/queue_settings.h"
 
-namespace seedance {
+namespace seedance::storage {
 
 using QueueConfig = storage::QueueSettings;
 
@@ -90,4 +90,4 @@ class SinkCursor {
   storage::CursorWriter writer_;  // <data_dir>/cursors/<name>
 };
 
-}  // namespace seedance
+}  // namespace seedance::storage

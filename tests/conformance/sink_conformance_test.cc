@@ -665,7 +665,7 @@ class SinkConformanceTest : public ::testing::TestWithParam<std::string> {
 
   // Opens the queue and starts a runner over a new sink, with a memory budget if asked.
   void StartRunner(bool with_budget = false) {
-    auto queue = DurableQueue::Open(queue_config_, metrics_);
+    auto queue = storage::DurableQueue::Open(queue_config_, metrics_);
     ASSERT_TRUE(queue.has_value()) << queue.error().ToString();
     queue_ = std::move(queue).value();
     if (with_budget) {
@@ -772,12 +772,12 @@ class SinkConformanceTest : public ::testing::TestWithParam<std::string> {
   testing::Harness harness_;
   observe::MetricsRegistry metrics_;
   fs::path dir_;
-  QueueConfig queue_config_;
+  storage::QueueConfig queue_config_;
   std::unique_ptr<SinkFixture> fixture_;
   std::unique_ptr<governor::MemoryBudget> budget_;
   std::unique_ptr<EventLoop> loop_;
   std::unique_ptr<ComponentStats> stats_;
-  std::unique_ptr<DurableQueue> queue_;
+  std::unique_ptr<storage::DurableQueue> queue_;
   std::unique_ptr<SinkRunner> runner_;
   std::mutex mu_;
   std::vector<std::pair<int, std::string>> rejected_;

@@ -39,8 +39,8 @@ struct Outcome {
   bool completed = false;
 };
 
-QueueConfig Config(const std::string& dir, QueueConfig::Fsync fsync) {
-  QueueConfig c;
+storage::QueueConfig Config(const std::string& dir, storage::QueueConfig::Fsync fsync) {
+  storage::QueueConfig c;
   c.data_dir = dir;
   c.segment_bytes = 2048;  // rotations and deletions happen within the workload
   c.fsync.mode = fsync;
@@ -48,10 +48,10 @@ QueueConfig Config(const std::string& dir, QueueConfig::Fsync fsync) {
   return c;
 }
 
-CheckpointLog::Fsync CheckpointFsync(QueueConfig::Fsync f) {
-  return f == QueueConfig::Fsync::kAlways  ? CheckpointLog::Fsync::kAlways
-         : f == QueueConfig::Fsync::kNever ? CheckpointLog::Fsync::kNever
-                                           : CheckpointLog::Fsync::kInterval;
+CheckpointLog::Fsync CheckpointFsync(storage::QueueConfig::Fsync f) {
+  return f == storage::QueueConfig::Fsync::kAlways  ? CheckpointLog::Fsync::kAlways
+         : f == storage::QueueConfig::Fsync::kNever ? CheckpointLog::Fsync::kNever
+                                                    : CheckpointLog::Fsync::kInterval;
 }
 
 Event Ev(int id) {
@@ -72,12 +72,13 @@ bool Retry(F&& f) {  // as the pipeline does: an error is tried again (bounded h
 
 // Appends batches, commits them, checkpoints a counter and delivers all but the newest
 // records; stops at the first error that retries do not clear.
-void Workload(storage::FileSystem& fs, const std::string& dir, QueueConfig::Fsync fsync,
+void Workload(storage::FileSystem& fs, const std::string& dir, storage::QueueConfig::Fsync fsync,
               Outcome* out) {
   observe::MetricsRegistry metrics;
   // A start that fails is tried again, as a supervisor restarts the process.
-  Result<std::unique_ptr<DurableQueue>> q = InternalError("not opened");
-  for (int i = 0; i < 3 && !q; ++i) q = DurableQueue::Open(Config(dir, fsync), metrics, fs);
+  Result<std::unique_ptr<storage::DurableQueue>> q = InternalError("not opened");
+  for (int i = 0; i < 3 && !q; ++i)
+    q = storage::DurableQueue::Open(Config(dir, fsync), metrics, fs);
   if (!q) return;
   auto cursor = (*q)->OpenCursor("out", {Output::kMain});
   Result<std::unique_ptr<CheckpointLog>> cp = InternalError("not opened");
@@ -113,7 +114,7 @@ void Workload(storage::FileSystem& fs, const std::string& dir, QueueConfig::Fsyn
   out->completed = true;
 }
 
-class StorageCrashTest : public ::testing::TestWithParam<QueueConfig::Fsync> {
+class StorageCrashTest : public ::testing::TestWithParam<storage::QueueConfig::Fsync> {
  protected:
   StorageCrashTest() {
     root_ =
@@ -138,7 +139,7 @@ class StorageCrashTest : public ::testing::TestWithParam<QueueConfig::Fsync> {
   void Verify(const Outcome& out, bool strict, const std::string& where) {
     SCOPED_TRACE(where);
     observe::MetricsRegistry metrics;
-    auto q = DurableQueue::Open(Config(root_, GetParam()), metrics);
+    auto q = storage::DurableQueue::Open(Config(root_, GetParam()), metrics);
     ASSERT_TRUE(q.has_value()) << q.error().ToString();
     auto cursor = (*q)->OpenCursor("out", {Output::kMain});
     std::set<int> got;
@@ -212,7 +213,7 @@ TEST_P(StorageCrashTest, PowerCutAtEveryOperationKeepsWhatThePolicySynced) {
     Workload(faults, root_, GetParam(), &out);
     const std::string where = "power cut at " + faults.crash_point();
     faults.DropUnsyncedData();
-    Verify(out, /*strict=*/GetParam() == QueueConfig::Fsync::kAlways, where);
+    Verify(out, /*strict=*/GetParam() == storage::QueueConfig::Fsync::kAlways, where);
     if (HasFailure()) return;
   }
 }
@@ -244,14 +245,14 @@ TEST_P(StorageCrashTest, ShortWritesEverywhereLoseNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(FsyncPolicies, StorageCrashTest,
-                         ::testing::Values(QueueConfig::Fsync::kAlways,
-                                           QueueConfig::Fsync::kInterval,
-                                           QueueConfig::Fsync::kNever),
+                         ::testing::Values(storage::QueueConfig::Fsync::kAlways,
+                                           storage::QueueConfig::Fsync::kInterval,
+                                           storage::QueueConfig::Fsync::kNever),
                          [](const auto& info) {
                            switch (info.param) {
-                             case QueueConfig::Fsync::kAlways:
+                             case storage::QueueConfig::Fsync::kAlways:
                                return std::string("Always");
-                             case QueueConfig::Fsync::kInterval:
+                             case storage::QueueConfig::Fsync::kInterval:
                                return std::string("Interval");
                              default:
                                return std::string("Never");

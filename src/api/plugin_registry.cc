@@ -1,6 +1,6 @@
 #include "seedance/plugin_registry.h"
 
-#include "core/delivery_policy.h"
+#include "seedance/delivery_policy.h"
 
 namespace seedance {
 

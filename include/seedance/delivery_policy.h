@@ -1,7 +1,9 @@
 // DeliveryPolicy: how the sink runner delivers to one sink — batch size, concurrency, the
 // timeout of an attempt, retries. Declared once for every sink (the parameters below are
 // appended to each sink type's schema by the plugin registry, as its SinkDeliveryTraits say),
-// so a new sink gets them, their validation and their docs without code of its own.
+// so a new sink gets them, their validation and their docs without code of its own. Part of
+// the API because the registry appends them; the runner (src/core/) and the concurrency
+// controller (src/governor/) read them. Implemented in src/api/delivery_policy.cc.
 #pragma once
 
 #include <chrono>
@@ -9,12 +11,26 @@
 #include <cstdint>
 #include <vector>
 
-#include "governor/concurrency_controller.h"
 #include "seedance/options.h"
 #include "seedance/plugin_registry.h"
 #include "seedance/result.h"
 
 namespace seedance {
+
+// How many attempts a sink may have in flight (src/governor/concurrency_controller.h says
+// how the adaptive rules use these).
+struct ConcurrencyOptions {
+  enum class Algorithm { kHeadroom, kArticle };
+  bool adaptive = false;
+  Algorithm algorithm = Algorithm::kHeadroom;
+  double headroom = 0.8;
+  int initial = 4;
+  int min = 1;
+  int max = 64;
+  std::chrono::nanoseconds target_p99 = std::chrono::milliseconds(85);
+  std::chrono::nanoseconds window = std::chrono::milliseconds(100);
+  std::chrono::nanoseconds interval = std::chrono::milliseconds(50);
+};
 
 struct DeliveryPolicy {
   size_t batch_events = 500;
@@ -22,7 +38,7 @@ struct DeliveryPolicy {
   // more (one request carries what arrives meanwhile); 0: it leaves at once.
   std::chrono::microseconds linger{0};
   // One attempt at a time unless the sink offers `concurrency`.
-  governor::ConcurrencyOptions concurrency{.adaptive = false, .initial = 1, .min = 1, .max = 1};
+  ConcurrencyOptions concurrency{.adaptive = false, .initial = 1, .min = 1, .max = 1};
   std::chrono::milliseconds timeout{0};  // of one attempt; 0 = none
   std::chrono::milliseconds retry_initial{100};
   std::chrono::milliseconds retry_max{30000};

@@ -1,11 +1,9 @@
-#include "core/delivery_policy.h"
+#include "seedance/delivery_policy.h"
 
 #include <algorithm>
 
 namespace seedance {
 namespace {
-
-using governor::ConcurrencyOptions;
 
 Options<ConcurrencyOptions> ConcurrencySchema() {
   using C = ConcurrencyOptions;
