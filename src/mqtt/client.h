@@ -150,11 +150,10 @@ class Client : public std::enable_shared_from_this<Client> {
   // mosquitto's default in-flight window (max_inflight_messages 20). With that many the broker
   // can send nothing more until the batch just read is acknowledged, so a burst reads again at
   // once instead of lingering on a stalled window. Below it the broker can still send, and the
-  // acknowledgements go out during the wait anyway. It was 16: at 2k msg/s a read of 16-19
-  // (a read aims at ReadPacer::kBatch, 14, and sometimes takes a few more) was followed by an
-  // immediate read of one or two messages, 0.44-0.53 context switches per event against
-  // 0.40 at 20 (bench/run pipeline's broker and one with mosquitto's defaults, 2026-12-02);
-  // the QoS 1 burst behind mosquitto's defaults took in 79-105k msg/s at 16 and 84-94k at 20.
+  // acknowledgements go out during the wait anyway. Below the window, not at a lower value:
+  // a read aims at ReadPacer::kBatch (14) and sometimes takes a few more, and a limit under
+  // what such a read takes made it followed by an immediate read of one or two messages
+  // (docs/bench.md, "Tuning record").
   static constexpr size_t kLingerMaxUnacked = 20;
   // A TLS read after a linger that completes within this took data that was already there.
   static constexpr std::chrono::microseconds kReadAtOnce{500};

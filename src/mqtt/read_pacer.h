@@ -7,9 +7,9 @@
 // read_linger, 15 ms). The batch, not the rate, sets how often the event loop, the processing
 // thread and the sink wake up: a fixed wait gathered 2 messages per wake-up at 1k msg/s and 10
 // at 5k. The cost is latency at low rates, bounded by read_linger. Above 7k msg/s the wait stays
-// at kMinLinger: shorter waits at a burst made more, smaller reads (QoS 0 burst: 0.55 -> 0.83
-// CPU s per 100k events). A quiet connection takes its next message at once (the read waits for
-// data after the linger), so a lone message is not delayed.
+// at kMinLinger: shorter waits at a burst made more, smaller reads, and more CPU per event. A quiet
+// connection takes its next message at once (the read waits for data after the linger), so a lone
+// message is not delayed.
 //
 // The rate is an exponential moving average of messages per second between reads. Not
 // thread-safe (the client's io thread only).
@@ -27,9 +27,8 @@ class ReadPacer {
   // Messages a read aims to take in. 14: below the client's kLingerMaxUnacked (20,
   // mosquitto's default QoS 1/2 in-flight window, max_inflight_messages), so the broker can
   // still send while a batch is being acknowledged. Every read costs about three
-  // wake-ups (the event loop for the read and for the safe batch, the processing thread):
-  // 10 made 0.56 context switches per event at 5k msg/s, 14 made 0.45 (bench/run pipeline,
-  // 2026-12-02), P99 4.3 -> 5.8 ms.
+  // wake-ups (the event loop for the read and for the safe batch, the processing thread), so
+  // a larger batch means fewer per event, for some latency (docs/bench.md, "Tuning record").
   static constexpr size_t kBatch = 14;
   static constexpr std::chrono::microseconds kMinLinger{2000};
 

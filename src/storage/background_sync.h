@@ -2,9 +2,9 @@
 //
 // The fsync policy `interval` makes what Commit wrote durable at most `interval` later. The
 // fdatasync used to run on the processing thread (from Tick), so a slow disk stalled every
-// event behind it: on the development VM the call takes 0.6 ms at the median but up to 257 ms
-// (perf trace, 2026-12-03), which lifted the P99 of a 5k msg/s run from 6 to 25 ms. Here it
-// runs on `sd-fsync`; nothing waits for it but a segment rotation (QueueLog's fd lock).
+// event behind it: the call is usually well under a millisecond but sometimes hundreds, and
+// those stalls set the P99 (docs/bench.md, "Tuning record"). Here it runs on `sd-fsync`;
+// nothing waits for it but a segment rotation (QueueLog's fd lock).
 //
 // MarkDirty (any thread, after data was written to the kernel) is a flag under a lock; it wakes
 // the thread only when the thread is idle. The thread syncs once `interval` has passed since its

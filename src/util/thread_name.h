@@ -18,9 +18,8 @@ inline void NameThisThread(const std::string& name) {
 // nice value, but a thread it wakes does not preempt the running one. The event loop and the
 // processing thread hand batches to each other; under SCHED_OTHER the woken thread usually
 // preempted the waker a few instructions before the waker went to sleep anyway, a second
-// context switch per hand-off (bench/run pipeline: 0.86 -> 0.63 switches per event at 1k msg/s,
-// latency unchanged). Failure (a sandbox refusing the call) only costs those switches, so it is
-// not reported.
+// context switch per hand-off (docs/bench.md, "Tuning record"). Failure (a sandbox refusing
+// the call) only costs those switches, so it is not reported.
 inline void ScheduleThisThreadAsBatch() {
   sched_param param{};
   param.sched_priority = 0;

@@ -36,6 +36,16 @@ def test_a_wrong_direction_include_fails(tmp_path):
             "on") in r.stdout, r.stdout
 
 
+def test_the_http_library_does_not_include_its_users(tmp_path):
+    for d in ("src", "include"):
+        shutil.copytree(os.path.join(ROOT, d), tmp_path / d)
+    target = tmp_path / "src" / "http" / "client.cc"
+    target.write_text('#include "observe/metrics.h"\n' + target.read_text())
+    r = run(str(tmp_path))
+    assert r.returncode == 1
+    assert "src/http/client.cc:1: src/http includes src/observe" in r.stdout, r.stdout
+
+
 def test_plugins_of_one_layer_do_not_include_each_other(tmp_path):
     for d in ("src", "include"):
         shutil.copytree(os.path.join(ROOT, d), tmp_path / d)
@@ -89,6 +99,9 @@ BUILD = os.environ.get("SEEDANCE_BUILD_DIR")
     ("src/sinks/file/file_sink.cc", "storage/durable_queue.h", False),
     ("src/sources/tail/tail_source.cc", "sinks/file/file_sink.h", False),
     ("src/util/strings.cc", "observe/metrics.h", False),
+    ("src/observe/http_listener.cc", "http/server.h", True),
+    ("src/http/server.cc", "observe/metrics.h", False),
+    ("src/http/client.cc", "sinks/common/http_batch_sink.h", False),
 ])
 def test_the_build_refuses_a_wrong_direction_include(like, include, ok):
     r = preprocess(BUILD, like, include)

@@ -207,11 +207,9 @@ struct MqttSourceSettings {
   int qos = 1;
   uint16_t receive_maximum = 1024;
   PayloadFormat format = PayloadFormat::kJson;
-  // 15 ms: at 1k msg/s a read then takes in its 14 messages (10 at the 10 ms of before): 0.56-0.58
-  // -> 0.41-0.43 context switches per event, CPU per message 1.05-1.25x -> 0.89-1.2x the
-  // broker's, P50 14.6 -> 20.6 ms, P99 19.6 -> 27.8 ms (bench/run pipeline, 2026-12-02, two
-  // interleaved pairs of runs and two more after). 2k msg/s and more (7 ms and less) do not
-  // reach it.
+  // 15 ms: at 1k msg/s a read then takes in its 14 messages (ReadPacer::kBatch): fewer wake-ups
+  // per event for some latency at low rates; 2k msg/s and more (7 ms and less) do not reach
+  // it. The measurements: docs/bench.md, "Tuning record".
   std::chrono::microseconds read_linger{15000};
 };
 
