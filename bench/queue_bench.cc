@@ -14,10 +14,10 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using seedance::DurableQueue;
+using seedance::storage::DurableQueue;
 using seedance::Event;
 using seedance::Output;
-using seedance::QueueConfig;
+using seedance::storage::QueueConfig;
 
 struct Run {
   std::string fsync;
@@ -26,15 +26,15 @@ struct Run {
   double append_eps, append_mbps, replay_eps, replay_mbps;
 };
 
-Run Measure(const std::string& dir, storage::QueueConfig::Fsync fsync, const std::string& name,
+Run Measure(const std::string& dir, QueueConfig::Fsync fsync, const std::string& name,
             size_t event_bytes, size_t events) {
   std::filesystem::remove_all(dir);
   seedance::observe::MetricsRegistry metrics;
-  storage::QueueConfig config;
+  QueueConfig config;
   config.data_dir = dir;
   config.max_disk = 8ull << 30;
   config.fsync.mode = fsync;
-  auto queue = storage::DurableQueue::Open(config, metrics).value();
+  auto queue = DurableQueue::Open(config, metrics).value();
   auto cursor = queue->OpenCursor("bench", {Output::kMain});
   Event e;
   e.source = "mqtt";
@@ -74,11 +74,11 @@ int main(int argc, char** argv) {
   std::string dir = argc > 1 ? argv[1] : "/tmp/seedance-queue-bench";
   std::vector<Run> runs;
   for (size_t bytes : {200, 2048}) {
-    runs.push_back(Measure(dir, storage::QueueConfig::Fsync::kNever, "never", bytes,
+    runs.push_back(Measure(dir, QueueConfig::Fsync::kNever, "never", bytes,
                            bytes == 200 ? 500000 : 200000));
-    runs.push_back(Measure(dir, storage::QueueConfig::Fsync::kInterval, "100ms", bytes,
+    runs.push_back(Measure(dir, QueueConfig::Fsync::kInterval, "100ms", bytes,
                            bytes == 200 ? 500000 : 200000));
-    runs.push_back(Measure(dir, storage::QueueConfig::Fsync::kAlways, "always", bytes,
+    runs.push_back(Measure(dir, QueueConfig::Fsync::kAlways, "always", bytes,
                            bytes == 200 ? 100000 : 50000));
   }
   std::filesystem::remove_all(dir);
