@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "seedance/result.h"
+
 namespace seedance {
 
 class EventLoop;        // util/event_loop.h
@@ -93,6 +95,21 @@ class MemoryAccount {
   virtual void Credit(uint64_t bytes) = 0;
 };
 
+// Small files a plugin keeps across restarts under the data directory (the tail source's
+// positions), each read whole and replaced whole, never half written. storage/state_files.h
+// implements it over storage::FileSystem, so the storage fault tests reach these writes too.
+// Thread-safe.
+class StateFiles {
+ public:
+  virtual ~StateFiles() = default;
+  // The content of `name` (a relative path, e.g. "tail/logs.positions"); kNotFound when there
+  // is none.
+  virtual Result<std::string> Read(const std::string& name) = 0;
+  // Replaces `name` with `content`: a temporary file beside it, fdatasync, rename, and the
+  // directory synced. On an error the previous content stays.
+  virtual Status Replace(const std::string& name, std::string_view content) = 0;
+};
+
 struct PluginContext {
   std::string name;           // the component's name from the config
   EventLoop* loop = nullptr;  // where sources and sinks run
@@ -102,8 +119,8 @@ struct PluginContext {
   // queue.data_dir>". The same across restarts, different for two jobs on one host (one
   // process per data directory): for names a remote side must tell apart (MQTT client ids).
   std::string instance;
-  // queue.data_dir: where a source keeps its own state (the tail source's file positions).
-  std::string data_dir;
+  // Where a plugin keeps its own state (files under queue.data_dir).
+  StateFiles* state_files = nullptr;
   // The wall clock, Unix ns (tests replace it).
   std::function<int64_t()> now_ns = [] {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -1,9 +1,9 @@
 // Sink: where events leave the pipeline (HTTP, MQTT, file, stdout).
 //
 // A sink makes one attempt to deliver a batch and says what came of it; the runtime does the
-// rest, the same way for every sink (src/core/sink_runner.h): batching, retries with backoff
-// and jitter, a server's Retry-After, splitting a batch that is too large, the timeout of an
-// attempt, adaptive concurrency and the memory budget. A sink's own folder holds its
+// rest, the same way for every sink (src/core/delivery/sink_runner.h): batching, retries with
+// backoff and jitter, a server's Retry-After, splitting a batch that is too large, the timeout of
+// an attempt, adaptive concurrency and the memory budget. A sink's own folder holds its
 // configuration, how it encodes a batch, and its client.
 #pragma once
 
@@ -39,10 +39,11 @@ struct AttemptOutcome {
     kRejected,   // refused for good (e.g. HTTP 400): every event to `rejected` with `reason`
     kTooLarge,   // the remote side takes no batch this large: the runner sends it as two
                  // halves, and a single event that is still too large goes to `rejected`
-    kNarrow,     // the remote side refused some events without naming them and took the
-                 // rest: the runner sends the batch as two halves, down to single events, and
-                 // one refused alone goes to `rejected` with its reason. Only for a sink whose
-                 // writes are idempotent (the events taken are sent again; InfluxDB)
+    kBisect,     // the remote side refused some events without naming them and took the
+                 // rest: the runner bisects, sending the batch as two halves, down to single
+                 // events, and one refused alone goes to `rejected` with its reason. Only for
+                 // a sink whose writes are idempotent (the events taken are sent again;
+                 // InfluxDB)
     kShutdown,   // the sink was stopped first; the events were not delivered
   };
   Kind kind = Kind::kDelivered;
@@ -63,7 +64,7 @@ struct AttemptOutcome {
   }
   static AttemptOutcome Rejected(std::string reason) { return Of(Kind::kRejected, reason); }
   static AttemptOutcome TooLarge(std::string reason) { return Of(Kind::kTooLarge, reason); }
-  static AttemptOutcome Narrow(std::string reason) { return Of(Kind::kNarrow, reason); }
+  static AttemptOutcome Bisect(std::string reason) { return Of(Kind::kBisect, reason); }
   static AttemptOutcome Shutdown() { return Of(Kind::kShutdown, "sink stopped"); }
 
  private:

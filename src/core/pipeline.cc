@@ -79,7 +79,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     PluginContext ctx;
     ctx.name = c.name;
     ctx.instance = instance;
-    ctx.data_dir = config.queue.data_dir;
+    ctx.state_files = &p->state_files_;
     ctx.loop = &p->loop_;
     ctx.metrics = &metrics;
     ctx.stats = stats;

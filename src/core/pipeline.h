@@ -5,8 +5,8 @@
 //
 // Its named parts, each in its own file with its own tests: ProcessingLoop
 // (core/processing_loop.h: batches from the ingest queue through the processors, commit,
-// checkpoint, acknowledgement), Router (core/router.h), SinkRunner (core/sink_runner.h, the
-// delivery policy), Checkpointer (core/checkpointer.h, state of stateful processors), Reloader
+// checkpoint, acknowledgement), Router (core/router.h), SinkRunner (core/delivery/sink_runner.h,
+// the delivery policy), Checkpointer (core/checkpointer.h, state of stateful processors), Reloader
 // (core/reloader.h, SIGHUP). What stays here: building and wiring the components, start and
 // shutdown.
 //
@@ -32,13 +32,13 @@
 
 #include "config/config.h"
 #include "core/checkpointer.h"
+#include "core/delivery/sink_runner.h"
 #include "core/event_pool.h"
 #include "core/ingest_queue.h"
 #include "core/processing_loop.h"
 #include "core/redelivery_guard.h"
 #include "core/reloader.h"
 #include "core/router.h"
-#include "core/sink_runner.h"
 #include "core/stream_positions.h"
 #include "governor/memory_budget.h"
 #include "observe/component_stats.h"
@@ -46,6 +46,7 @@
 #include "seedance/plugin_registry.h"
 #include "storage/checkpoint_log.h"
 #include "storage/durable_queue.h"
+#include "storage/state_files.h"
 #include "util/event_loop.h"
 #include "util/log.h"
 #include "util/loop_signal.h"
@@ -138,6 +139,7 @@ class Pipeline : private SourceOutput {
   std::unique_ptr<Checkpointer> checkpoint_;  // null without stateful processors
   RedeliveryGuard redelivery_;
   StreamPositions positions_;
+  storage::StateFileStore state_files_{config_.queue.data_dir};  // the plugins' own state
   std::unique_ptr<Reloader> reloader_;
   std::unique_ptr<ProcessingLoop> processing_loop_;
   bool started_ = false;

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/sink_runner.h"
+#include "core/delivery/sink_runner.h"
 #include "observe/metrics.h"
 #include "seedance/event.h"
 #include "storage/durable_queue.h"

@@ -175,14 +175,16 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
       }
       res.set(bhttp::field::server, "seedance");
       res.prepare_payload();
-      beast::get_lowest_layer(stream).expires_after(limits.idle_timeout);
       if (head) {
-        // The same header (Content-Length included), no body.
-        bhttp::response<bhttp::empty_body> header_only{std::move(res.base())};
-        co_await bhttp::async_write(stream, header_only, asio::redirect_error(use_awaitable, ec));
-      } else {
-        co_await bhttp::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
+        // The same header (Content-Length included), no body. The body is dropped rather than
+        // the message written as an empty_body one: one write instantiation, not two per
+        // stream type.
+        const std::string length = std::to_string(res.body().size());
+        res.body().clear();
+        res.set(bhttp::field::content_length, length);
       }
+      beast::get_lowest_layer(stream).expires_after(limits.idle_timeout);
+      co_await bhttp::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
       unread_input = !ec && res.result() == bhttp::status::payload_too_large && !res.keep_alive();
       if (ec || !res.keep_alive()) break;
     }

@@ -1,5 +1,11 @@
 // MQTT client session over Boost.Asio (TCP or TLS), protocol 3.1.1 or 5.0.
 //
+// Its layers: mqtt/transport (the byte stream, TCP or TLS), mqtt/packet_reader (bytes to
+// packets, the oversize and invalid cases), mqtt/codec, mqtt/outbound (what we publish),
+// mqtt/reason_codes (the broker's codes in words). The Client keeps the session and the
+// reconnects: client.cc its life (start, stop, connect, reconnect), client_session.cc one
+// connection's traffic (reading, keep-alive, acknowledgements, writes).
+//
 // What it does: connects, subscribes (when it has subscriptions), receives PUBLISH packets and
 // hands them to the MessageHandler, publishes messages with QoS 0/1/2 (PublishMessage(): the
 // exchange, flow control and resending after a reconnect are the OutboundSession's, each
@@ -76,6 +82,8 @@
 #include "mqtt/outbound.h"
 #include "mqtt/packet.h"
 #include "mqtt/packet_id_states.h"
+#include "mqtt/packet_reader.h"
+#include "mqtt/transport.h"
 #include "seedance/result.h"
 #include "util/handler_slot.h"
 #include "util/loop_signal.h"
@@ -210,10 +218,10 @@ class Client : public std::enable_shared_from_this<Client> {
   boost::asio::awaitable<void> Run(std::shared_ptr<Client> self);
   boost::asio::awaitable<Status> ConnectOnce();
   boost::asio::awaitable<Status> ReadLoop();
-  // Decodes the next whole packet from the bytes read so far into rx_packet_ (consumed);
-  // false when more bytes are needed.
+  // Decodes the next whole packet from the bytes read so far into reader_.packet()
+  // (consumed); false when more bytes are needed.
   Result<bool> TakeBufferedPacket();
-  // After a read of `n` bytes into read_buffer_: appends them to rx_, or says why it failed.
+  // After a read of `n` bytes into read_buffer_: hands them to reader_, or says why it failed.
   Status Received(boost::system::error_code ec, size_t n);
   boost::asio::awaitable<Result<Packet>> ReadPacket();
   boost::asio::awaitable<void> KeepAlive(std::shared_ptr<Client> self, uint64_t generation);
@@ -223,10 +231,6 @@ class Client : public std::enable_shared_from_this<Client> {
   void EndConnection(std::string why);
   Status HandlePacket(Packet& packet, bool* refused);
   void Send(const Packet& packet);
-  // SO_RCVLOWAT of the socket: the kernel signals it readable from this many bytes on.
-  void SetReceiveLowWatermark(size_t bytes);
-  // TCP_QUICKACK: the kernel acknowledges what arrives at once instead of delaying the ACK.
-  void RequestQuickAck();
   // Encodes `packet` behind what is waiting to be written; FlushWrites() sends it. False (and
   // the state says why) when it cannot be encoded.
   bool Queue(const Packet& packet);
@@ -245,8 +249,6 @@ class Client : public std::enable_shared_from_this<Client> {
   void OnPingResp();
   void CloseSocket();
   void SetState(ClientState s, const std::string& detail);
-  // Why the PUBLISH just decoded into rx_packet_ cannot be taken; empty when it can.
-  std::string CheckPublish(const Publish& p) const;
   bool IsOpen() const;
 
   boost::asio::io_context& io_;
@@ -255,14 +257,9 @@ class Client : public std::enable_shared_from_this<Client> {
   StateHandler on_state_;
 
   std::unique_ptr<boost::asio::ssl::context> ssl_ctx_;
-  std::shared_ptr<boost::asio::ip::tcp::socket> socket_;
-  std::shared_ptr<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls_;
+  std::shared_ptr<Transport> conn_;  // this connection's (a new one per connection)
   std::array<char, 65536> read_buffer_;
-  std::string rx_;
-  size_t rx_pos_ = 0;
-  Packet rx_packet_;        // the packet just read (reused: see TakeBufferedPacket)
-  std::string rx_invalid_;  // why rx_packet_ (a PUBLISH) cannot be taken; empty when fine
-  size_t skip_bytes_ = 0;   // bytes of an oversized PUBLISH still to discard as they arrive
+  PacketReader reader_{opts_.version, opts_.max_packet_size};
 
   std::string tx_pending_;  // encoded packets waiting for the current write to finish
   // The bytes being written; reused (with its storage) once no write holds it any more.

@@ -33,7 +33,7 @@
 #include <librdkafka/rdkafka_mock.h>
 #endif
 
-#include "core/sink_runner.h"
+#include "core/delivery/sink_runner.h"
 #include "mqtt/client.h"
 #include "testing/plugin_harness.h"
 #include "testing/test_http_server.h"

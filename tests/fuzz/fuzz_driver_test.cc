@@ -16,6 +16,7 @@
 #include "fuzz/fuzz_target.h"
 
 SEEDANCE_FUZZ_TARGET(mqtt_codec);
+SEEDANCE_FUZZ_TARGET(mqtt_reader);
 SEEDANCE_FUZZ_TARGET(json_check);
 SEEDANCE_FUZZ_TARGET(json_lua);
 SEEDANCE_FUZZ_TARGET(lua_patterns);
@@ -110,6 +111,7 @@ TEST(FuzzTest, MqttCodecRandomBytesNeverCrashAndRoundTrip) {
 }
 
 TEST(FuzzTest, MqttCodec) { Fuzz("mqtt_codec", SeedanceFuzz_mqtt_codec, 100000); }
+TEST(FuzzTest, MqttReader) { Fuzz("mqtt_reader", SeedanceFuzz_mqtt_reader, 50000); }
 TEST(FuzzTest, JsonCheck) { Fuzz("json_check", SeedanceFuzz_json_check, 50000); }
 TEST(FuzzTest, JsonToLuaAndBack) { Fuzz("json_lua", SeedanceFuzz_json_lua, 20000); }
 TEST(FuzzTest, LuaPatterns) { Fuzz("lua_patterns", SeedanceFuzz_lua_patterns, 20000); }

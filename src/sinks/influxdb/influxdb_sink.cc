@@ -96,7 +96,7 @@ class LineProtocolCodec final : public HttpBatchCodec {
     const bool all_named =
         !e.unparsed.empty() && e.unparsed.size() == e.mentions && e.dropped.value_or(0) == 0;
     if (!all_named) {
-      return AttemptOutcome::Narrow(
+      return AttemptOutcome::Bisect(
           fmt::format("influxdb refused points without naming each ({})", e.message));
     }
     AttemptOutcome outcome = AttemptOutcome::Delivered();

@@ -2,16 +2,14 @@
 //
 // One entry per file: its identity (device and inode, plus a fingerprint of its first bytes,
 // so a new file that reuses an inode is not taken for the old one) and the offset just past
-// the last line that is safe in the durable queue. Saved as a small text file, written to a
-// temporary file and renamed over the old one (never half written).
+// the last line that is safe in the durable queue. Kept as a small text file, one line per
+// file, in the source's StateFiles (replaced whole, never half written).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
-
-#include "seedance/result.h"
-#include "seedance/status.h"
 
 namespace seedance::sources {
 
@@ -28,10 +26,10 @@ struct FilePosition {
 // How many leading bytes identify a file (as many as it has, up to this).
 inline constexpr size_t kFingerprintBytes = 256;
 
-// The positions in `path`; none when the file does not exist. Lines that do not parse are
-// skipped (a position lost means those files are read again from their beginning).
-std::vector<FilePosition> LoadPositions(const std::string& path);
-// Replaces `path` with `positions` (temporary file, fsync, rename).
-Status SavePositions(const std::string& path, const std::vector<FilePosition>& positions);
+// The positions file's text: "device inode offset fingerprint head_bytes path" per line.
+std::string FormatPositions(const std::vector<FilePosition>& positions);
+// Lines that do not parse are skipped (a position lost means that file is read again from its
+// beginning).
+std::vector<FilePosition> ParsePositions(std::string_view text);
 
 }  // namespace seedance::sources

@@ -10,13 +10,12 @@
 //
 // A job is delivered by attempts (Sink::Attempt), and each outcome decides what next:
 //   delivered  done (events the sink refused one by one go to `rejected`);
-//   retry      again after a backoff: retry_initial doubling to retry_max, with jitter (a
-//              random delay between half and all of it), at least the server's Retry-After
-//              capped by retry_max; after retry_limit attempts (if set) the events go to
-//              `rejected` with "gave up after N attempts: <reason>";
+//   retry      again after the delay core/delivery/retry_schedule.h decides (backoff
+//              doubling with jitter, the server's Retry-After), or to `rejected` with "gave
+//              up after N attempts: <reason>" past retry_limit;
 //   rejected   every event of the attempt to `rejected` with the reason;
-//   too large  the attempt's events are attempted again as two halves, each split again if
-//              need be; a single event that is too large goes to `rejected`;
+//   too large, bisect  the attempt's events are attempted again as two halves, each split
+//              again if need be; a single event still refused goes to `rejected`;
 //   shutdown   the job is not delivered (durable: read again after a restart).
 // An attempt that outlasts `timeout` is aborted (Sink::Abort) and retried; it counts as
 // backpressure for the concurrency controller, as a 429/503 does. The concurrency limit
@@ -31,7 +30,8 @@
 // for a retry); its range goes back to the cursor and the runner then keeps a single job out
 // (the probe) until a delivery succeeds — the evicted ranges are read again once the sink is
 // ready for them.
-// Thread-safe as stated per method.
+// Thread-safe as stated per method. sink_runner_attempts.cc holds the attempts and outcomes,
+// sink_runner.cc the rest.
 #pragma once
 
 #include <atomic>
@@ -46,6 +46,7 @@
 #include <random>
 #include <string>
 
+#include "core/delivery/retry_schedule.h"
 #include "governor/concurrency_controller.h"
 #include "governor/memory_budget.h"
 #include "observe/component_stats.h"
@@ -149,8 +150,7 @@ class SinkRunner final : public governor::BatchHolder {
     size_t begin = 0, end = 0;     // of job->batch->events
     std::shared_ptr<Batch> slice;  // the events of a split part; nullptr: the whole job
     uint64_t attempt_id = 0;       // of the attempt in progress
-    int64_t attempts = 0;
-    std::chrono::milliseconds backoff{0};
+    delivery::RetrySchedule::State retries;
     bool sending = false;
     bool timed_out = false;
     std::chrono::steady_clock::time_point sent, deadline;
@@ -257,6 +257,7 @@ class SinkRunner final : public governor::BatchHolder {
   bool failing_ = false;
   util::LogLimiter limiter_;
   std::mt19937 rng_{util::RandomSeed()};
+  const delivery::RetrySchedule retry_schedule_{policy_};
 };
 
 }  // namespace seedance

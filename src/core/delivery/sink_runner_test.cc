@@ -1,7 +1,7 @@
 // SinkRunner's delivery policy with a scripted sink: eviction of waiting batches under a
 // memory budget, Retry-After capped by retry_max, retry_limit, splitting, timeouts, and one
 // outcome per batch. (Real sinks through the runner: tests/conformance.)
-#include "core/sink_runner.h"
+#include "core/delivery/sink_runner.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,0 +1,54 @@
+#include "sources/tail/file_identity.h"
+
+#include <glob.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string_view>
+
+#include "sources/tail/positions.h"
+#include "util/crc32c.h"
+
+namespace seedance::sources {
+
+std::map<FileId, MatchedFile> MatchFiles(const std::vector<std::string>& globs) {
+  std::map<FileId, MatchedFile> out;
+  for (const std::string& pattern : globs) {
+    glob_t g{};
+    if (::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &g) == 0) {
+      for (size_t i = 0; i < g.gl_pathc; ++i) {
+        struct stat st {};
+        if (::stat(g.gl_pathv[i], &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        out.emplace(FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)},
+                    MatchedFile{g.gl_pathv[i], static_cast<uint64_t>(st.st_size)});
+      }
+    }
+    ::globfree(&g);
+  }
+  return out;
+}
+
+bool IdentityOf(int fd, FileId* id) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return false;
+  *id = FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  return true;
+}
+
+bool SameHead(int fd, uint32_t fingerprint, uint32_t head_bytes) {
+  if (head_bytes == 0) return true;  // saved before anything was stored
+  char head[kFingerprintBytes];
+  const size_t want = std::min<size_t>(head_bytes, sizeof head);
+  const ssize_t n = ::pread(fd, head, want, 0);
+  return n == static_cast<ssize_t>(want) &&
+         util::Crc32c(std::string_view(head, want)) == fingerprint;
+}
+
+std::string ReadHead(int fd, size_t max_bytes) {
+  char head[kFingerprintBytes];
+  const ssize_t n = ::pread(fd, head, std::min(sizeof head, max_bytes), 0);
+  return n > 0 ? std::string(head, static_cast<size_t>(n)) : std::string();
+}
+
+}  // namespace seedance::sources
