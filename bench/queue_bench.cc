@@ -14,9 +14,9 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using seedance::storage::DurableQueue;
 using seedance::Event;
 using seedance::Output;
+using seedance::storage::DurableQueue;
 using seedance::storage::QueueConfig;
 
 struct Run {
@@ -74,12 +74,12 @@ int main(int argc, char** argv) {
   std::string dir = argc > 1 ? argv[1] : "/tmp/seedance-queue-bench";
   std::vector<Run> runs;
   for (size_t bytes : {200, 2048}) {
-    runs.push_back(Measure(dir, QueueConfig::Fsync::kNever, "never", bytes,
-                           bytes == 200 ? 500000 : 200000));
+    runs.push_back(
+        Measure(dir, QueueConfig::Fsync::kNever, "never", bytes, bytes == 200 ? 500000 : 200000));
     runs.push_back(Measure(dir, QueueConfig::Fsync::kInterval, "100ms", bytes,
                            bytes == 200 ? 500000 : 200000));
-    runs.push_back(Measure(dir, QueueConfig::Fsync::kAlways, "always", bytes,
-                           bytes == 200 ? 100000 : 50000));
+    runs.push_back(
+        Measure(dir, QueueConfig::Fsync::kAlways, "always", bytes, bytes == 200 ? 100000 : 50000));
   }
   std::filesystem::remove_all(dir);
   std::string out = "{\"benchmark\": \"queue\", \"commit_batch\": 256, \"runs\": [";
