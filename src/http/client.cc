@@ -109,6 +109,11 @@ auto Client::Step(Exchange* e, Fn fn) {
   return util::SlotHandler<Fn>{e->slots_, std::move(fn)};
 }
 
+std::shared_ptr<Client> Client::Hold(Exchange* e) {
+  if (std::shared_ptr<void> owner = e->Owner()) return std::shared_ptr<Client>(owner, this);
+  return shared_from_this();
+}
+
 void Client::Send(Exchange& e, uint64_t id) {
   e.id_ = id;
   e.aborted_ = false;
@@ -195,7 +200,7 @@ void Client::Connect(Exchange* e) {
     e->conn_->tls = std::make_unique<asio::ssl::stream<tcp::socket>>(io_, *ssl_);
   else
     e->conn_->plain = std::make_unique<tcp::socket>(io_);
-  auto self = shared_from_this();
+  auto self = Hold(e);
   const Url& url = options_.url;
   resolver_.async_resolve(
       url.host, std::to_string(url.port),
@@ -228,8 +233,7 @@ void Client::Write(Exchange* e) {
   if (e->aborted_) return Fail(e, "aborted at the timeout");
   e->interim_responses_ = 0;
   e->conn_->With([this, e](auto& stream) {
-    bhttp::async_write(stream, *e->request_,
-                       Step(e, [self = shared_from_this(), e](error_code ec, size_t) {
+    bhttp::async_write(stream, *e->request_, Step(e, [self = Hold(e), e](error_code ec, size_t) {
                          if (ec) return self->Received(e, ec);
                          self->ReadResponse(e);
                        }));
@@ -249,33 +253,32 @@ void Client::ReadResponse(Exchange* e) {
   // server announces, so "Content-Length: 66666666666666666" threw bad_alloc out of the
   // event loop (found by tests/fuzz/http_response_fuzz.cc). We check the length ourselves.
   e->conn_->With([this, e](auto& s) {
-    bhttp::async_read_header(s, e->conn_->buffer, *e->parser_,
-                             Step(e, [self = shared_from_this(), e](error_code ec, size_t) {
-                               if (e->parser_->is_header_done()) {
-                                 e->header_read_ = true;
-                                 // A body announced over the limit is not read at all (the parser
-                                 // stops there with body_limit): the status decides.
-                                 const auto length = e->parser_->content_length();
-                                 if (ec == bhttp::error::body_limit ||
-                                     (length && *length > self->options_.max_response_body)) {
-                                   e->body_cut_ = true;
-                                   return self->ResponseRead(e, {});
-                                 }
-                               }
-                               if (ec || e->parser_->is_done()) return self->ResponseRead(e, ec);
-                               // The body usually came with the header: parsed here from the
-                               // buffer, as async_read would, without its posted completion (a heap
-                               // allocation per request).
-                               if (ParseBuffered(*e->parser_, e->conn_->buffer, ec) || ec) {
-                                 return self->ResponseRead(e, ec);
-                               }
-                               e->conn_->With([&self, e](auto& stream) {
-                                 bhttp::async_read(stream, e->conn_->buffer, *e->parser_,
-                                                   self->Step(e, [self, e](error_code ec, size_t) {
-                                                     self->ResponseRead(e, ec);
-                                                   }));
-                               });
-                             }));
+    bhttp::async_read_header(
+        s, e->conn_->buffer, *e->parser_, Step(e, [self = Hold(e), e](error_code ec, size_t) {
+          if (e->parser_->is_header_done()) {
+            e->header_read_ = true;
+            // A body announced over the limit is not read at all (the parser
+            // stops there with body_limit): the status decides.
+            const auto length = e->parser_->content_length();
+            if (ec == bhttp::error::body_limit ||
+                (length && *length > self->options_.max_response_body)) {
+              e->body_cut_ = true;
+              return self->ResponseRead(e, {});
+            }
+          }
+          if (ec || e->parser_->is_done()) return self->ResponseRead(e, ec);
+          // The body usually came with the header: parsed here from the
+          // buffer, as async_read would, without its posted completion (a heap
+          // allocation per request).
+          if (ParseBuffered(*e->parser_, e->conn_->buffer, ec) || ec) {
+            return self->ResponseRead(e, ec);
+          }
+          e->conn_->With([&self, e](auto& stream) {
+            bhttp::async_read(
+                stream, e->conn_->buffer, *e->parser_,
+                self->Step(e, [self, e](error_code ec, size_t) { self->ResponseRead(e, ec); }));
+          });
+        }));
   });
 }
 

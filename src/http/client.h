@@ -87,6 +87,11 @@ class Exchange {
   // No answer: `reason` says why (resolve, connect, TLS, the exchange, an abort). `stopped`:
   // the client was stopped. The client is done with the exchange.
   virtual void Failed(std::string reason, bool stopped) = 0;
+  // What owns this exchange and keeps the client alive (e.g. a sink holding both): each
+  // pending step of the exchange holds it, so the owner outlives the steps however they end
+  // (run, or destroyed with the io_context unrun), and nothing need hold it in a cycle. Null:
+  // the steps hold the client only.
+  virtual std::shared_ptr<void> Owner() { return nullptr; }
 
  private:
   friend class Client;
@@ -139,6 +144,9 @@ class Client : public std::enable_shared_from_this<Client> {
  private:
   template <typename Fn>
   auto Step(Exchange* e, Fn fn);
+  // This client, held as the exchange's pending steps hold it: through e->Owner() when it has
+  // one (an aliasing pointer), else by itself.
+  std::shared_ptr<Client> Hold(Exchange* e);
   void Start(Exchange* e);
   void Connect(Exchange* e);
   void Write(Exchange* e);

@@ -139,3 +139,54 @@ TEST(FetchTest, GetsAnAnswerAndSaysWhyNot) {
 
 }  // namespace
 }  // namespace seedance::http
+
+namespace seedance::http {
+namespace {
+
+// An owner of a client and of an exchange, as a sink is; the exchange names it (Owner()).
+struct ExchangeOwner : std::enable_shared_from_this<ExchangeOwner> {
+  class Owned final : public Exchange {
+   public:
+    ExchangeOwner* owner = nullptr;
+    bool ended = false;
+
+   private:
+    void Answered(const Answer&) override { ended = true; }
+    void Failed(std::string, bool) override { ended = true; }
+    std::shared_ptr<void> Owner() override { return owner->shared_from_this(); }
+  };
+  std::shared_ptr<Client> client;
+  Owned exchange;
+};
+
+// Regression: the HTTP sinks' deliveries held their sender, which held them, so a loop
+// destroyed with an exchange pending leaked both (LeakSanitizer, once, in the conformance
+// suite). The pending steps hold the owner instead, and let go when they are destroyed.
+TEST(ClientOwnerTest, PendingStepsHoldTheOwnerAndLetGoWhenTheLoopIsDestroyedUnrun) {
+  std::weak_ptr<ExchangeOwner> watch;
+  bool ended = false;
+  {
+    boost::asio::io_context io;
+    // A peer that accepts (the kernel's backlog) and never answers.
+    boost::asio::ip::tcp::acceptor silent(
+        io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+    auto url = ParseUrl("http://127.0.0.1:" + std::to_string(silent.local_endpoint().port()));
+    ASSERT_TRUE(url.has_value());
+    {
+      auto owner = std::make_shared<ExchangeOwner>();
+      owner->client = Client::Make(io, {.url = *url, .component = "t"}).value();
+      owner->exchange.owner = owner.get();
+      owner->client->NewRequest(owner->exchange, bhttp::verb::post, "x");
+      owner->client->Send(owner->exchange, 1);
+      watch = owner;
+    }                                            // its user lets go in the middle of the exchange
+    io.run_for(std::chrono::milliseconds(300));  // connected, written, the answer awaited
+    ASSERT_FALSE(watch.expired()) << "the pending read must keep the owner";
+    ended = watch.lock()->exchange.ended;
+  }  // the loop goes with the read pending: its handler is destroyed, never run
+  EXPECT_FALSE(ended);
+  EXPECT_TRUE(watch.expired());
+}
+
+}  // namespace
+}  // namespace seedance::http

@@ -6,32 +6,6 @@
 
 namespace seedance::mqtt {
 
-const char* PublishReasonText(uint8_t reason) {
-  switch (reason) {
-    case 0x00:
-      return "success";
-    case 0x10:
-      return "no matching subscribers";
-    case 0x80:
-      return "unspecified error";
-    case 0x83:
-      return "implementation specific error";
-    case 0x87:
-      return "not authorized";
-    case 0x90:
-      return "topic name invalid";
-    case 0x91:
-      return "packet identifier in use";
-    case 0x95:
-      return "packet too large";
-    case 0x97:
-      return "quota exceeded";
-    case 0x99:
-      return "payload format invalid";
-  }
-  return "refused";
-}
-
 OutboundSession::OutboundSession(uint32_t max_in_flight)
     : max_in_flight_(std::clamp<uint32_t>(max_in_flight, 1, 65535)) {}
 

@@ -41,9 +41,6 @@
 
 namespace seedance::mqtt {
 
-// "not authorized" for 0x87 and the other PUBACK/PUBREC reason codes (MQTT 5 §3.4.2.1).
-const char* PublishReasonText(uint8_t reason);
-
 class OutboundSession {
  public:
   struct Completion {

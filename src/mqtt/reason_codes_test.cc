@@ -13,6 +13,8 @@ TEST(ReasonCodesTest, SayWhatTheBrokerMeant) {
   EXPECT_EQ(DisconnectReasonText(0x01), "reason code");
   EXPECT_EQ(SubackReasonText(0x87), "not authorized");
   EXPECT_EQ(SubackReasonText(0x99), "refused");
+  EXPECT_EQ(std::string(PublishReasonText(0x97)), "quota exceeded");
+  EXPECT_EQ(std::string(PublishReasonText(0x42)), "refused");
 }
 
 }  // namespace

@@ -89,14 +89,15 @@ class BatchSender;
 // connection makes no heap allocation.
 class Delivery final : public http::Exchange {
  public:
-  std::shared_ptr<BatchSender> sender;  // while in flight: the sender outlives its attempts
-  const Batch* batch = nullptr;         // valid until `done` runs
+  BatchSender* sender = nullptr;  // its sink's; kept alive by the exchange's steps (Owner)
+  const Batch* batch = nullptr;   // valid until `done` runs
   AttemptCallback done;
   std::vector<RejectedEvent> unwritable;  // events the codec could not write
 
  private:
   void Answered(const http::Answer& answer) override;
   void Failed(std::string reason, bool stopped) override;
+  std::shared_ptr<void> Owner() override;
 };
 
 // The sink's state, shared with the deliveries in flight.
@@ -121,7 +122,7 @@ class BatchSender : public std::enable_shared_from_this<BatchSender> {
   void Attempt(uint64_t id, const Batch& batch, AttemptCallback done) {
     if (stopped_) return done(AttemptOutcome::Shutdown());
     Delivery* d = TakeDelivery();
-    d->sender = shared_from_this();
+    d->sender = this;
     d->batch = &batch;
     d->done = std::move(done);
     d->unwritable.clear();
@@ -175,6 +176,10 @@ class BatchSender : public std::enable_shared_from_this<BatchSender> {
 void Delivery::Answered(const http::Answer& answer) { sender->Answered(this, answer); }
 
 void Delivery::Failed(std::string reason, bool stopped) { sender->Failed(this, reason, stopped); }
+
+// The sender holds the client: while a step of this delivery is pending, neither goes, even
+// when its sink is dropped mid-attempt.
+std::shared_ptr<void> Delivery::Owner() { return sender->shared_from_this(); }
 
 Delivery* BatchSender::TakeDelivery() {
   Delivery* d;
@@ -234,8 +239,7 @@ void BatchSender::Finish(Delivery* d, AttemptOutcome outcome) {
   d->unwritable.clear();
   AttemptCallback done = std::move(d->done);
   d->done = nullptr;
-  // Dropped when this returns: the last attempt of a sink already let go ends it here.
-  const std::shared_ptr<BatchSender> self = std::move(d->sender);
+  d->sender = nullptr;
   --busy_;
   // As many as were ever in use at once: a steady load reuses them.
   if (free_.size() + busy_ < peak_busy_) {
@@ -278,7 +282,8 @@ Result<std::unique_ptr<Sink>> MakeHttpBatchSink(HttpBatchOptions o,
                                                                 .verify = o.tls.verify,
                                                                 .max_response_body = 1 << 20,
                                                                 .component = ctx.name}));
-  // Shared: a delivery in flight holds it, so a sink dropped mid-attempt ends with its last one.
+  // Shared: a delivery's pending steps hold it (Delivery::Owner), so a sink dropped
+  // mid-attempt ends with its last one.
   auto sender = std::make_shared<BatchSender>(std::move(o), std::move(codec), std::move(ctx),
                                               std::move(client));
   return std::unique_ptr<Sink>(std::make_unique<HttpBatchSink>(std::move(sender), max_batch));

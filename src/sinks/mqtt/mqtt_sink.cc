@@ -9,6 +9,7 @@
 #include "mqtt/connection_params.h"
 #include "mqtt/connection_status.h"
 #include "mqtt/metadata_headers.h"
+#include "mqtt/reason_codes.h"
 #include "observe/component_stats.h"
 #include "observe/metrics.h"
 #include "seedance/options.h"
