@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
+#include "core/delivery/durable_batch_source.h"
 #include "util/clock.h"
 #include "util/loop_signal.h"
-#include "util/topic_filter.h"
 
 namespace seedance {
 
@@ -14,6 +14,26 @@ namespace {
 using boost::system::error_code;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
+
+observe::Counter& PoolCounter(ComponentStats& stats, const std::string& name, bool hit) {
+  return hit ? stats.registry().GetCounter("seedance_pool_hits_total",
+                                           "Objects taken from a pool instead of allocated.",
+                                           {{"pool", "batch"}, {"component", name}})
+             : stats.registry().GetCounter("seedance_pool_misses_total",
+                                           "Objects allocated because their pool had none free.",
+                                           {{"pool", "batch"}, {"component", name}});
+}
+
+std::unique_ptr<delivery::BatchSource> MakeSource(std::unique_ptr<storage::SinkCursor> cursor,
+                                                  const delivery::Routing& routing,
+                                                  governor::MemoryBudget* budget, size_t capacity,
+                                                  ComponentStats& stats) {
+  if (cursor) {
+    return std::make_unique<delivery::DurableBatchSource>(std::move(cursor), routing, budget,
+                                                          stats);
+  }
+  return std::make_unique<delivery::MemoryBatchSource>(capacity, stats);
+}
 }  // namespace
 
 SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, DeliveryPolicy policy,
@@ -22,19 +42,17 @@ SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, DeliveryPol
     : name_(std::move(name)),
       sink_(std::move(sink)),
       policy_(std::move(policy)),
-      capacity_(capacity),
       loop_(loop),
       stats_(stats),
       on_reject_(std::move(on_reject)),
-      cursor_(std::move(cursor)),
-      budget_(cursor_ ? budget : nullptr),
+      durable_(cursor != nullptr),
+      budget_(durable_ ? budget : nullptr),
+      source_(MakeSource(std::move(cursor), routing_, budget_, capacity, stats_)),
+      memory_(durable_ ? nullptr : static_cast<delivery::MemoryBatchSource*>(source_.get())),
       kick_signal_(loop_.io(), [this] { Kick(); }),
-      pool_hits_(stats_.registry().GetCounter("seedance_pool_hits_total",
-                                              "Objects taken from a pool instead of allocated.",
-                                              {{"pool", "batch"}, {"component", name_}})),
-      pool_misses_(stats_.registry().GetCounter(
-          "seedance_pool_misses_total", "Objects allocated because their pool had none free.",
-          {{"pool", "batch"}, {"component", name_}})),
+      pool_(*source_, PoolCounter(stats_, name_, true), PoolCounter(stats_, name_, false)),
+      jobs_(loop_.io(), this, retry_schedule_.First()),
+      linger_(policy_.linger),
       controller_(policy_.concurrency),
       limit_gauge_(stats_.registry().GetGauge("seedance_sink_concurrency_limit",
                                               "Attempts the sink may have outstanding.",
@@ -52,124 +70,28 @@ SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, DeliveryPol
 
 SinkRunner::~SinkRunner() = default;
 
-bool SinkRunner::Wants(const Event& event) const {
-  if (routing_.by_output) {
-    const std::string* header = event.FindHeader(kOutputHeader);
-    const std::string_view output = header ? std::string_view(*header) : OutputName(Output::kMain);
-    const auto& outputs = routing_.outputs;
-    if (std::find(outputs.begin(), outputs.end(), output) == outputs.end()) return false;
-  }
-  if (routing_.topics.empty()) return true;
-  for (const std::string& f : routing_.topics) {
-    if (util::TopicMatches(f, event.topic)) return true;
-  }
-  return false;
-}
-
-std::shared_ptr<Batch> SinkRunner::TakeBatch() {
-  for (const auto& b : batch_pool_) {
-    if (b.use_count() == 1) {  // only the pool holds it: the sink is done with it
-      pool_hits_.Add();
-      return b;
-    }
-  }
-  pool_misses_.Add();
-  return batch_pool_.emplace_back(std::make_shared<Batch>());
-}
-
-namespace {
-// Whether a pooled batch's events hold more payload storage than a pool may keep: one large
-// event must not stay held (the pool's memory is not counted by the budget).
-bool HoldsLargePayloads(const Batch& b) {
-  constexpr size_t kMaxHeld = 16 * governor::MemoryBudget::kPooledBufferBytes;
-  size_t held = 0;
-  for (const Event& e : b.events) held += e.payload.capacity();
-  return held > kMaxHeld;
-}
-}  // namespace
-
-void SinkRunner::TrimPool() {
-  // Up to 4 batches keep the storage of up to 16 events each (a larger batch keeps its first
-  // 16): what the pool holds is not counted by the memory budget.
-  constexpr int kKeepBatches = 4;
-  constexpr size_t kKeepEvents = 16;
-  int kept = 0;
-  for (const auto& b : batch_pool_) {
-    if (b.use_count() != 1 || b->events.capacity() == 0) continue;
-    if (kept < kKeepBatches && !HoldsLargePayloads(*b)) {
-      ++kept;
-      if (b->events.size() > kKeepEvents) Shrink(b->events, kKeepEvents);
-      if (b->events.capacity() > 2 * kKeepEvents) b->events.shrink_to_fit();
-      continue;
-    }
-    Shrink(b->events, 0);
-    b->events.shrink_to_fit();
-  }
-}
-
-void SinkRunner::Shrink(std::vector<Event>& events, size_t n) {
-  if (cursor_) {
-    cursor_->Truncate(&events, n);  // what the batch lets go is kept for the next long read
-  } else {
-    events.resize(n);
-  }
-}
-
-void SinkRunner::ReleaseLargeBatches() {
-  for (const auto& b : batch_pool_) {
-    if (b.use_count() == 1 && HoldsLargePayloads(*b)) {
-      b->events.clear();
-      b->events.shrink_to_fit();
-    }
-  }
-}
-
 void SinkRunner::Push(Event&& event, steady_clock::time_point deadline) {
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    // The shutdown deadline may be set while we wait: look at it on every wake-up.
-    if (queue_.size() >= capacity_) util::WakeBatcher::FlushCurrent();  // kicks made so far
-    while (queue_.size() >= capacity_ && !stopped_) {
-      auto until = std::min(deadline, shutdown_deadline_);
-      if (steady_clock::now() >= until) break;
-      space_cv_.wait_until(lock, until);
-    }
-    queue_.push_back(std::move(event));
-    stats_.queue_depth.Set(static_cast<int64_t>(queue_.size()));
-  }
-  stats_.events_in.Add();
+  memory_->Push(std::move(event), deadline);
+  ScheduleKick();
+}
+
+void SinkRunner::PushNoWait(Event&& event) {
+  memory_->PushNoWait(std::move(event));
   ScheduleKick();
 }
 
 void SinkRunner::SetShutdownDeadline(steady_clock::time_point deadline) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    shutdown_deadline_ = deadline;
+    shutting_down_ = true;
   }
-  space_cv_.notify_all();
-}
-
-void SinkRunner::PushNoWait(Event&& event) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(event));
-    stats_.queue_depth.Set(static_cast<int64_t>(queue_.size()));
-  }
-  stats_.events_in.Add();
-  ScheduleKick();
+  if (memory_) memory_->SetShutdownDeadline(deadline);
 }
 
 void SinkRunner::ScheduleKick() { kick_signal_.Notify(); }
 
 size_t SinkRunner::BatchEvents() const {
   return std::max<size_t>(1, std::min(policy_.batch_events, sink_->MaxBatchEvents()));
-}
-
-bool SinkRunner::BudgetAllowsMore() const {
-  if (budget_ == nullptr || jobs_.empty()) return true;  // always make progress
-  if (probing_) return false;
-  return budget_->HasRoom(
-      governor::MemoryBudget::BatchAdmissionBytes(BatchEvents(), event_bytes_estimate_));
 }
 
 void SinkRunner::Kick() {
@@ -183,84 +105,27 @@ void SinkRunner::Kick() {
   } reset{kicking_};
   const size_t max_events = BatchEvents();
   while (true) {
-    Job* job = nullptr;
+    Part* first = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stopped_) return;
-      if (!cursor_ && queue_.empty()) return;
-      if (cursor_ && cursor_->Backlog() == 0) {  // nothing to read: no batch taken, no read
-        stats_.queue_depth.Set(0);
-        return;
-      }
+      // Nothing to take: no batch taken, no read.
+      if (stopped_ || source_->Waiting() == 0) return;
       NoteWaiting();
-      if (static_cast<int>(jobs_.size()) >= Limit() || !BudgetAllowsMore()) return;
+      const size_t open = jobs_.jobs().size();
+      if (static_cast<int>(open) >= Limit() || !source_->Admits(open, max_events)) return;
       if (Lingering(max_events)) return;
-      std::shared_ptr<Batch> batch = TakeBatch();
-      uint64_t first = 0, last = 0, bytes = 0;
-      if (cursor_) {
-        const size_t returned_before = cursor_->returned();
-        if (!cursor_->Read(max_events, &batch->events, &first, &last)) {
-          stats_.queue_depth.Set(0);
-          return;
-        }
-        const bool read_again = cursor_->returned() < returned_before;
-        stats_.queue_depth.Set(static_cast<int64_t>(cursor_->Backlog()));
-        if (routing_.by_output || !routing_.topics.empty()) {  // a record serves every sink
-          std::erase_if(batch->events, [this](const Event& e) { return !Wants(e); });
-        }
-        if (batch->events.empty()) {  // only records for other outputs
-          cursor_->Done(first, last);
-          continue;
-        }
-        if (!read_again) stats_.events_in.Add(batch->events.size());
-        if (budget_) {
-          uint64_t event_bytes = 0;
-          for (const Event& e : batch->events) event_bytes += e.MemoryBytes();
-          event_bytes_estimate_ = event_bytes / batch->events.size();
-          bytes = governor::MemoryBudget::BatchChargeBytes(event_bytes);
-          budget_->Charge(bytes);
-          if (read_again) budget_->CountRestored(bytes);
-        }
-      } else {
-        size_t n = std::min(max_events, queue_.size());
-        batch->events.clear();
-        batch->events.reserve(n);
-        for (size_t i = 0; i < n; ++i) {
-          batch->events.push_back(std::move(queue_.front()));
-          queue_.pop_front();
-        }
-        stats_.queue_depth.Set(static_cast<int64_t>(queue_.size()));
-      }
+      std::shared_ptr<Batch> batch = pool_.Take();
+      delivery::Lease lease;
+      if (!source_->Take(max_events, &batch->events, &lease)) return;
       outstanding_events_ += batch->events.size();
-      std::unique_ptr<Job> owned;
-      if (free_jobs_.empty()) {
-        owned = std::make_unique<Job>();
-      } else {
-        owned = std::move(free_jobs_.back());
-        free_jobs_.pop_back();
-      }
-      job = owned.get();
-      job->id = next_job_id_++;
-      job->batch = std::move(batch);
-      job->started = steady_clock::now();
-      job->first = first;
-      job->last = last;
-      job->bytes = bytes;
-      job->handed_step = budget_ ? budget_->step() : 0;
-      job->parts = 1;
-      job->sending = 0;
-      job->shut_down = false;
-      job->rejected.clear();
-      jobs_.push_back(std::move(owned));
+      first = jobs_.Open(std::move(batch), lease, budget_ ? budget_->step() : 0);
     }
-    space_cv_.notify_all();
-    StartAttempt(TakePart(job, 0, job->batch->events.size()));
+    StartAttempt(first);
   }
 }
 
 void SinkRunner::NoteWaiting() {
-  if (policy_.linger.count() == 0) return;
-  if ((cursor_ ? cursor_->Backlog() : queue_.size()) == 0) return;
+  if (!linger_.enabled()) return;
   const auto now = steady_clock::now();
   auto since = now;
   const int64_t arrival = oldest_arrival_ns_.exchange(INT64_MAX, std::memory_order_relaxed);
@@ -269,28 +134,17 @@ void SinkRunner::NoteWaiting() {
     since = now - std::min<steady_clock::duration>(std::chrono::nanoseconds(waited),
                                                    now.time_since_epoch());
   }
-  if (!waiting_since_ || since < *waiting_since_) waiting_since_ = since;
+  linger_.NoteWaiting(since);
 }
 
 bool SinkRunner::Lingering(size_t max_events) {
-  if (policy_.linger.count() == 0) return false;
-  const size_t waiting = cursor_ ? cursor_->Backlog() : queue_.size();
-  // Full batches, ranges read again and shutdown do not wait.
-  if (waiting == 0 || waiting >= max_events || (cursor_ && cursor_->returned() > 0) ||
-      shutdown_deadline_ != steady_clock::time_point::max()) {
-    waiting_since_.reset();
-    return false;
-  }
-  const auto now = steady_clock::now();
-  if (!waiting_since_) waiting_since_ = now;
-  const auto leave_at = *waiting_since_ + policy_.linger;
-  if (now >= leave_at) {
-    waiting_since_.reset();
-    return false;
-  }
+  const auto leave_at =
+      linger_.HoldUntil(source_->Waiting(), max_events, source_->ReadingAgain() || shutting_down_,
+                        steady_clock::now());
+  if (!leave_at) return false;
   if (!linger_armed_) {
     linger_armed_ = true;
-    linger_timer_.expires_at(leave_at);
+    linger_timer_.expires_at(*leave_at);
     auto on_time = [this](error_code ec) {
       linger_armed_ = false;
       if (!ec && !stopped_) Kick();
@@ -330,10 +184,10 @@ void SinkRunner::Watchdog() {
 
 void SinkRunner::ListBatches(std::vector<governor::BufferState>* out) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& job : jobs_) {
-    if (job->bytes == 0) continue;
+  for (const auto& job : jobs_.jobs()) {
+    if (job->lease.bytes == 0) continue;
     out->push_back(governor::BufferState{.id = job->id,
-                                         .size = job->bytes,
+                                         .size = job->lease.bytes,
                                          .on_fast_tier = true,
                                          .in_use = job->sending > 0,
                                          .last_used_step = job->handed_step,
@@ -345,31 +199,20 @@ uint64_t SinkRunner::Evict(uint64_t id) {
   Job* job = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopped_ || !cursor_) return 0;
-    for (const auto& j : jobs_) {
-      if (j->id == id) job = j.get();
-    }
+    if (stopped_ || !source_->Evictable()) return 0;
+    job = jobs_.Find(id);
   }
   // Only a job all of whose parts wait for a retry: one being sent is in use.
   if (job == nullptr || job->sending > 0) return 0;
-  const uint64_t bytes = job->bytes;
-  for (const auto& p : parts_) {
-    if (p->job != job) continue;
-    ++p->generation;  // its timer's handler finds it moved on
-    p->timer.cancel();
-    p->slice.reset();
-    p->job = nullptr;
-    free_parts_.push_back(p.get());
-  }
+  const uint64_t bytes = job->lease.bytes;
+  jobs_.DropParts(job);
   FinishJob(job, /*evicted=*/true);
   return bytes;
 }
 
 bool SinkRunner::WaitIdle(steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mu_);
-  auto idle = [this] {
-    return queue_.empty() && jobs_.empty() && (!cursor_ || cursor_->Backlog() == 0);
-  };
+  auto idle = [this] { return jobs_.jobs().empty() && source_->Waiting() == 0; };
   while (!idle()) {
     if (steady_clock::now() >= deadline) return false;
     // The durable backlog changes without a notification; look again every 10 ms.
@@ -380,7 +223,7 @@ bool SinkRunner::WaitIdle(steady_clock::time_point deadline) {
 
 size_t SinkRunner::Pending() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return queue_.size() + outstanding_events_ + (cursor_ ? cursor_->Backlog() : 0);
+  return outstanding_events_ + source_->Waiting();
 }
 
 void SinkRunner::Stop() {
@@ -388,28 +231,25 @@ void SinkRunner::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopped_ = true;
-    dropped = queue_.size();
-    queue_.clear();
+    if (memory_) dropped = memory_->Stop();  // wakes a Push waiting for room
   }
   if (dropped > 0) {
     stats_.Dropped("shutdown", dropped);
     SEEDANCE_LOG_WARN(name_, "shutdown: {} queued events were not delivered", dropped);
   }
-  space_cv_.notify_all();
   idle_cv_.notify_all();
   watchdog_.cancel();
   linger_timer_.cancel();
   // Waiting retries end now; attempts in progress end when the stopped sink completes them.
-  std::vector<Part*> waiting;
-  for (const auto& p : parts_) {
-    if (p->job != nullptr && !p->sending) waiting.push_back(p.get());
-  }
-  for (Part* p : waiting) {
+  for (Part* p : jobs_.WaitingParts()) {
     p->job->shut_down = true;
     EndPart(p);
   }
   sink_->Stop();
-  if (cursor_) cursor_->Save();
+  if (durable_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    source_->Stop();  // saves the position, with what the stopped sink finished
+  }
 }
 
 }  // namespace seedance

@@ -1,0 +1,71 @@
+#include "core/delivery/durable_batch_source.h"
+
+namespace seedance::delivery {
+
+DurableBatchSource::DurableBatchSource(std::unique_ptr<storage::SinkCursor> cursor,
+                                       const Routing& routing, governor::MemoryBudget* budget,
+                                       ComponentStats& stats)
+    : cursor_(std::move(cursor)), routing_(routing), budget_(budget), stats_(stats) {}
+
+bool DurableBatchSource::Admits(size_t open_jobs, size_t batch_events) const {
+  if (budget_ == nullptr || open_jobs == 0) return true;  // always make progress
+  if (probing_) return false;
+  return budget_->HasRoom(
+      governor::MemoryBudget::BatchAdmissionBytes(batch_events, event_bytes_estimate_));
+}
+
+bool DurableBatchSource::Take(size_t max_events, std::vector<Event>* events, Lease* lease) {
+  while (true) {
+    const size_t returned_before = cursor_->returned();
+    uint64_t first = 0, last = 0;
+    if (!cursor_->Read(max_events, events, &first, &last)) {
+      stats_.queue_depth.Set(0);
+      return false;
+    }
+    const bool read_again = cursor_->returned() < returned_before;
+    stats_.queue_depth.Set(static_cast<int64_t>(cursor_->Backlog()));
+    if (routing_.Filters()) {
+      std::erase_if(*events, [this](const Event& e) { return !routing_.Wants(e); });
+    }
+    if (events->empty()) {  // only records for other sinks
+      cursor_->Done(first, last);
+      continue;
+    }
+    if (!read_again) stats_.events_in.Add(events->size());
+    *lease = Lease{.first = first, .last = last, .bytes = 0};
+    if (budget_) {
+      uint64_t event_bytes = 0;
+      for (const Event& e : *events) event_bytes += e.MemoryBytes();
+      event_bytes_estimate_ = event_bytes / events->size();
+      lease->bytes = governor::MemoryBudget::BatchChargeBytes(event_bytes);
+      budget_->Charge(lease->bytes);
+      if (read_again) budget_->CountRestored(lease->bytes);
+    }
+    return true;
+  }
+}
+
+void DurableBatchSource::Credit(const Lease& lease) {
+  if (budget_) budget_->Credit(lease.bytes);
+}
+
+void DurableBatchSource::Delivered(const Lease& lease, bool delivered_any) {
+  Credit(lease);
+  if (delivered_any) probing_ = false;  // the sink is ready
+  cursor_->Done(lease.first, lease.last);
+}
+
+void DurableBatchSource::ShutDown(const Lease& lease, size_t) { Credit(lease); }
+
+void DurableBatchSource::Evicted(const Lease& lease) {
+  Credit(lease);
+  cursor_->Return(lease.first, lease.last);
+  probing_ = true;
+}
+
+size_t DurableBatchSource::Stop() {
+  cursor_->Save();
+  return 0;
+}
+
+}  // namespace seedance::delivery

@@ -1,0 +1,52 @@
+// DurableBatchSource: a sink's batches read from the durable queue through its SinkCursor.
+// - Routing: a queue record serves every sink, so the records this sink does not take are
+//   skipped here (and finished at once).
+// - Memory budget (`limits.memory`, optional): the batches handed out are charged while a job
+//   holds them; another is admitted only while the budget has room for a full one. A job the
+//   governor evicts goes back to the cursor (read again before anything newer), and from then
+//   on one job at a time is admitted (the probe) until something is delivered.
+// - A job shut down before its outcome is not finished: read again after a restart.
+#pragma once
+
+#include <memory>
+
+#include "core/delivery/batch_source.h"
+#include "core/delivery/routing.h"
+#include "governor/memory_budget.h"
+#include "observe/component_stats.h"
+#include "storage/sink_cursor.h"
+
+namespace seedance::delivery {
+
+class DurableBatchSource final : public BatchSource {
+ public:
+  // `routing` must outlive the source; `budget` may be null.
+  DurableBatchSource(std::unique_ptr<storage::SinkCursor> cursor, const Routing& routing,
+                     governor::MemoryBudget* budget, ComponentStats& stats);
+
+  size_t Waiting() const override { return cursor_->Backlog(); }
+  bool ReadingAgain() const override { return cursor_->returned() > 0; }
+  bool Admits(size_t open_jobs, size_t batch_events) const override;
+  bool Take(size_t max_events, std::vector<Event>* events, Lease* lease) override;
+  void Delivered(const Lease& lease, bool delivered_any) override;
+  void ShutDown(const Lease& lease, size_t events) override;
+  bool Evictable() const override { return budget_ != nullptr; }
+  void Evicted(const Lease& lease) override;
+  void Truncate(std::vector<Event>* events, size_t n) override { cursor_->Truncate(events, n); }
+  size_t Stop() override;
+
+  // Since an eviction, one job at a time until something is delivered (for tests).
+  bool probing() const { return probing_; }
+
+ private:
+  void Credit(const Lease& lease);
+
+  std::unique_ptr<storage::SinkCursor> cursor_;
+  const Routing& routing_;
+  governor::MemoryBudget* const budget_;
+  ComponentStats& stats_;
+  uint64_t event_bytes_estimate_ = 0;  // bytes per event of the last batch (admission)
+  bool probing_ = false;
+};
+
+}  // namespace seedance::delivery

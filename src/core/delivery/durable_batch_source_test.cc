@@ -1,0 +1,136 @@
+// DurableBatchSource over a real DurableQueue in a temporary directory.
+#include "core/delivery/durable_batch_source.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "storage/durable_queue.h"
+
+namespace seedance::delivery {
+namespace {
+
+namespace fs = std::filesystem;
+
+class DurableBatchSourceTest : public ::testing::Test {
+ protected:
+  DurableBatchSourceTest() {
+    config_.data_dir = (fs::temp_directory_path() /
+                        ("durable_batch_source_test_" + std::to_string(::getpid()) + "_" +
+                         ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+                           .string();
+    fs::remove_all(config_.data_dir);
+    auto queue = storage::DurableQueue::Open(config_, metrics_);
+    EXPECT_TRUE(queue.has_value());
+    queue_ = std::move(queue).value();
+  }
+  ~DurableBatchSourceTest() override {
+    source_.reset();
+    queue_.reset();
+    fs::remove_all(config_.data_dir);
+  }
+  void Restart() {
+    source_->Stop();
+    source_.reset();
+    queue_.reset();
+    auto queue = storage::DurableQueue::Open(config_, metrics_);
+    ASSERT_TRUE(queue.has_value());
+    queue_ = std::move(queue).value();
+    Open();
+  }
+  void Open(governor::MemoryBudget* budget = nullptr) {
+    source_ = std::make_unique<DurableBatchSource>(queue_->OpenCursor("s", {Output::kMain}),
+                                                   routing_, budget, stats_);
+  }
+  void Append(const std::string& topic, int n) {
+    for (int i = 0; i < n; ++i) {
+      Event e;
+      e.topic = topic;
+      e.payload = topic + std::to_string(i);
+      ASSERT_TRUE(queue_->Append(Output::kMain, e).ok());
+    }
+    ASSERT_TRUE(queue_->Commit().ok());
+  }
+
+  observe::MetricsRegistry metrics_;
+  ComponentStats stats_{metrics_, "sink", "s"};
+  storage::QueueConfig config_;
+  std::unique_ptr<storage::DurableQueue> queue_;
+  Routing routing_;
+  std::unique_ptr<DurableBatchSource> source_;
+};
+
+TEST_F(DurableBatchSourceTest, RecordsForOtherTopicsAreSkippedAndFinished) {
+  routing_.topics = {"mine/#"};
+  Open();
+  Append("other", 4);
+  Append("mine/a", 2);
+  EXPECT_EQ(source_->Waiting(), 6u);
+  std::vector<Event> events;
+  Lease lease;
+  ASSERT_TRUE(source_->Take(4, &events, &lease));  // the first 4 records are skipped
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].payload, "mine/a0");
+  EXPECT_EQ(lease.last - lease.first, 1u);  // the range of the two records taken
+  EXPECT_EQ(stats_.events_in.Value(), 2u);
+  EXPECT_EQ(source_->Waiting(), 0u);
+  EXPECT_FALSE(source_->Take(4, &events, &lease));
+  EXPECT_EQ(stats_.queue_depth.Value(), 0);
+}
+
+TEST_F(DurableBatchSourceTest, TheBudgetIsChargedWhileAJobHoldsItsBatchAndProbesAfterEviction) {
+  governor::MemoryBudgetOptions o;
+  o.capacity = 64 << 20;
+  governor::MemoryBudget budget(o, metrics_);
+  Open(&budget);
+  EXPECT_TRUE(source_->Evictable());
+  Append("t", 6);
+  std::vector<Event> a, b;
+  Lease la, lb;
+  ASSERT_TRUE(source_->Take(3, &a, &la));
+  EXPECT_EQ(la.bytes, governor::MemoryBudget::BatchChargeBytes(3 * sizeof(Event)));
+  EXPECT_EQ(budget.used(), la.bytes);
+  EXPECT_TRUE(source_->Admits(1, 3));  // room for another
+  ASSERT_TRUE(source_->Take(3, &b, &lb));
+  EXPECT_EQ(budget.used(), la.bytes + lb.bytes);
+  // Evicted: credited, read again first, and one job at a time until a delivery.
+  source_->Evicted(la);
+  EXPECT_EQ(budget.used(), lb.bytes);
+  EXPECT_TRUE(source_->probing());
+  EXPECT_TRUE(source_->ReadingAgain());
+  EXPECT_FALSE(source_->Admits(1, 3));
+  EXPECT_TRUE(source_->Admits(0, 3));  // nothing outstanding: always progress
+  std::vector<Event> again;
+  Lease lagain;
+  ASSERT_TRUE(source_->Take(3, &again, &lagain));
+  EXPECT_EQ(again[0].payload, "t0");
+  EXPECT_EQ(lagain.first, la.first);
+  EXPECT_EQ(stats_.events_in.Value(), 6u);  // read again: not counted twice
+  // A job of only refused events does not end the probe; one delivered event does.
+  source_->Delivered(lb, /*delivered_any=*/false);
+  EXPECT_TRUE(source_->probing());
+  source_->Delivered(lagain, /*delivered_any=*/true);
+  EXPECT_FALSE(source_->probing());
+  EXPECT_EQ(budget.used(), 0u);
+}
+
+TEST_F(DurableBatchSourceTest, AJobShutDownIsNotFinishedAndIsReadAgainAfterARestart) {
+  Open();
+  Append("t", 3);
+  std::vector<Event> events;
+  Lease lease;
+  ASSERT_TRUE(source_->Take(3, &events, &lease));
+  source_->ShutDown(lease, 3);
+  EXPECT_EQ(source_->Stop(), 0u);  // nothing dropped: it stays in the queue
+  Restart();
+  ASSERT_TRUE(source_->Take(3, &events, &lease));
+  EXPECT_EQ(events.size(), 3u);
+  // Delivered this time: after a restart nothing is read again.
+  source_->Delivered(lease, true);
+  Restart();
+  EXPECT_FALSE(source_->Take(3, &events, &lease));
+}
+
+}  // namespace
+}  // namespace seedance::delivery
