@@ -221,3 +221,57 @@ def test_deleted_replaced_while_down_and_polling_only(receiver, tmp_path):
         assert sd.proc.poll() is None
     finally:
         assert sd.stop() == 0, sd.stderr()[-2000:]
+
+
+def saved_offsets(path):
+    """The offsets in a tail positions file (device inode offset crc head path)."""
+    try:
+        with open(path) as f:
+            return [int(line.split()[2]) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def test_a_positions_save_that_fails_is_logged_once_and_retried_until_it_lands(receiver,
+                                                                               tmp_path):
+    """The positions file cannot be written (its temporary file's path is taken by a
+    directory): lines are still delivered, the failure is logged once, not on every scan, and
+    once the path is free the next scan saves the positions."""
+    log = tmp_path / "app.log"
+    append(log, [{"n": i} for i in range(3)])
+    state = tmp_path / "data" / "tail"
+    state.mkdir(parents=True)
+    blocker = state / "logs.positions.tmp"
+    blocker.mkdir()
+    text = config(receiver.url, tmp_path, str(log), extra="    name: logs\n")
+    sd = Seedance(text).start()
+    try:
+        assert receiver.wait_for_events(3, timeout=10), sd.stderr()
+        assert sd.wait_log("tail positions not saved"), sd.stderr()
+        append(log, [{"n": 3}])
+        assert receiver.wait_for_events(4, timeout=10)
+        time.sleep(1.5)  # about 7 more scans, each trying again
+        assert len([l for l in sd.stderr_lines if "tail positions not saved" in l]) == 1, \
+            sd.stderr()
+        assert saved_offsets(state / "logs.positions") == []
+        blocker.rmdir()
+        size = log.stat().st_size
+        assert wait_until(lambda: saved_offsets(state / "logs.positions") == [size], 10), \
+            (saved_offsets(state / "logs.positions"), size, sd.stderr())
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-2000:]
+
+
+def test_an_unreadable_positions_file_stops_the_start_with_its_path(receiver, tmp_path):
+    """A positions file that cannot be read (here a directory) is not taken for "no
+    positions" (which would read every file again): the start fails naming it."""
+    log = tmp_path / "app.log"
+    append(log, [{"n": 0}])
+    (tmp_path / "data" / "tail" / "logs.positions").mkdir(parents=True)
+    text = config(receiver.url, tmp_path, str(log), extra="    name: logs\n")
+    sd = Seedance(text)
+    sd.start(wait_ready=False)
+    assert sd.proc.wait(15) != 0
+    time.sleep(0.2)  # the rest of stderr
+    assert "logs.positions: Is a directory" in sd.stderr(), sd.stderr()
+    assert receiver.accepted_events() == []
