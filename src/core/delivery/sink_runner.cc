@@ -138,6 +138,7 @@ void SinkRunner::NoteWaiting() {
 }
 
 bool SinkRunner::Lingering(size_t max_events) {
+  if (!linger_.enabled()) return false;  // the default: no clock read, no backlog count
   const auto leave_at =
       linger_.HoldUntil(source_->Waiting(), max_events, source_->ReadingAgain() || shutting_down_,
                         steady_clock::now());
