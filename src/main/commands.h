@@ -67,7 +67,17 @@ struct GpuSampleOptions {
   std::vector<std::string> devices;
 };
 
+// `seedance test`: the tests file's cases against the config's processors. Exit 0 when all
+// pass, 1 when one fails, 2 when the config or the tests file is wrong.
+struct TestOptions {
+  std::string config_path;
+  std::string filter_path;
+  std::string tests_path;  // default: <config's folder>/<config's stem>.tests.yaml
+  std::string junit_path;  // --junit: a JUnit XML report too
+};
+
 int Run(const RunOptions& options);
+int Test(const TestOptions& options);
 int GpuSampleCommand(const GpuSampleOptions& options);
 int Bench(const BenchCommandOptions& options);
 int BenchCompare(const CompareCommandOptions& options);

@@ -55,6 +55,15 @@ int main(int argc, char** argv) {
       ->required();
   validate->add_option("-f,--filter", validate_opts.filter_path, "Lua filter to check as well");
 
+  TestOptions test_opts;
+  CLI::App* test = app.add_subcommand(
+      "test", "run the unit tests of a pipeline's processors (see docs/operations.md)");
+  test->add_option("-c,--config", test_opts.config_path, "pipeline configuration")->required();
+  test->add_option("-f,--filter", test_opts.filter_path, "Lua filter in front, as for run");
+  test->add_option("-t,--tests", test_opts.tests_path,
+                   "tests file (default: <config>.tests.yaml beside the config)");
+  test->add_option("--junit", test_opts.junit_path, "also write a JUnit XML report here");
+
   std::string plugin;
   CLI::App* describe =
       app.add_subcommand("describe", "list plugins, or show one plugin's parameters");
@@ -149,6 +158,7 @@ int main(int argc, char** argv) {
   }
   if (*version) return Version(SEEDANCE_GIT_COMMIT);
   if (*validate) return Validate(validate_opts);
+  if (*test) return Test(test_opts);
   if (*describe) return Describe(plugin);
   if (*compare) return BenchCompare(compare_opts);
   if (*bench) {
