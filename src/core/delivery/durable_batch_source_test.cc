@@ -2,11 +2,11 @@
 #include "core/delivery/durable_batch_source.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 
 #include "storage/durable_queue.h"
+#include "testing/test_dir.h"
 
 namespace seedance::delivery {
 namespace {
@@ -16,13 +16,12 @@ namespace fs = std::filesystem;
 class DurableBatchSourceTest : public ::testing::Test {
  protected:
   DurableBatchSourceTest() {
-    config_.data_dir = (fs::temp_directory_path() /
-                        ("durable_batch_source_test_" + std::to_string(::getpid()) + "_" +
-                         ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-                           .string();
-    fs::remove_all(config_.data_dir);
+    config_.data_dir = testing::FreshTestDir("durable_batch_source_test");
+    OpenQueue();
+  }
+  void OpenQueue() {
     auto queue = storage::DurableQueue::Open(config_, metrics_);
-    EXPECT_TRUE(queue.has_value());
+    ASSERT_TRUE(queue.has_value());
     queue_ = std::move(queue).value();
   }
   ~DurableBatchSourceTest() override {
@@ -34,9 +33,7 @@ class DurableBatchSourceTest : public ::testing::Test {
     source_->Stop();
     source_.reset();
     queue_.reset();
-    auto queue = storage::DurableQueue::Open(config_, metrics_);
-    ASSERT_TRUE(queue.has_value());
-    queue_ = std::move(queue).value();
+    OpenQueue();
     Open();
   }
   void Open(governor::MemoryBudget* budget = nullptr) {

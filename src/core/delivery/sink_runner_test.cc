@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "testing/test_dir.h"
 #include "util/clock.h"
 #include "util/loop_signal.h"
 
@@ -61,11 +62,7 @@ class HoldingSink : public Sink {
 class SinkRunnerTest : public ::testing::Test {
  protected:
   SinkRunnerTest() {
-    config_.data_dir = (fs::temp_directory_path() /
-                        ("sink_runner_test_" + std::to_string(::getpid()) + "_" +
-                         ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-                           .string();
-    fs::remove_all(config_.data_dir);
+    config_.data_dir = testing::FreshTestDir("sink_runner_test");
     auto queue = storage::DurableQueue::Open(config_, metrics_);
     EXPECT_TRUE(queue.has_value());
     queue_ = std::move(queue).value();
