@@ -72,8 +72,9 @@ std::string InstanceName(const std::string& data_dir) {
 Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig& config,
                                                    const PluginRegistry& registry,
                                                    observe::MetricsRegistry& metrics,
-                                                   bool validate_only) {
+                                                   bool validate_only, observe::TapHub* taps) {
   std::unique_ptr<Pipeline> p(new Pipeline(config, metrics));
+  p->taps_ = taps;
   const std::string instance = InstanceName(config.queue.data_dir);
   auto context = [&](const config::ComponentConfig& c, ComponentStats* stats) {
     PluginContext ctx;
@@ -166,6 +167,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     p->queue_ = std::move(queue).value();
   }
   p->router_ = std::make_unique<Router>(p->queue_.get(), metrics);
+  p->router_->SetTaps(taps);
   for (size_t i = 0; i < config.sinks.size(); ++i) {
     const auto& c = config.sinks[i];
     auto& [stats, made, policy] = sinks[i];
@@ -177,6 +179,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
           self->router_->RouteRejected(std::move(e), reason, name);
         },
         p->queue_ ? p->queue_->OpenCursor(c.name, RecordInputs(c)) : nullptr, p->budget_.get());
+    runner->SetTaps(taps);
     runner->SetRouting(SinkRunner::Routing{
         .topics = c.topics, .by_output = !named_outputs.empty(), .outputs = OutputNames(c)});
     if (p->budget_ && p->queue_) p->budget_->AddHolder(runner.get());
@@ -202,6 +205,7 @@ ProcessingLoop::Parts Pipeline::ProcessingParts() {
                               .queue = queue_.get(),
                               .checkpoint = checkpoint_.get(),
                               .reloader = reloader_.get(),
+                              .taps = taps_,
                               .wakes = &wakes_};
   for (const auto& slot : processors_) {
     parts.stages.push_back({slot.name, slot.stats.get(), slot.processor.get()});

@@ -43,6 +43,7 @@
 #include "governor/memory_budget.h"
 #include "observe/component_stats.h"
 #include "observe/metrics.h"
+#include "observe/tap_hub.h"
 #include "seedance/plugin_registry.h"
 #include "storage/checkpoint_log.h"
 #include "storage/durable_queue.h"
@@ -60,7 +61,8 @@ class Pipeline : private SourceOutput {
   static Result<std::unique_ptr<Pipeline>> Create(const config::PipelineConfig& config,
                                                   const PluginRegistry& registry,
                                                   observe::MetricsRegistry& metrics,
-                                                  bool validate_only = false);
+                                                  bool validate_only = false,
+                                                  observe::TapHub* taps = nullptr);
   ~Pipeline() override;
 
   // Starts the loop, the processing thread, the sinks and then the sources.
@@ -142,6 +144,7 @@ class Pipeline : private SourceOutput {
   storage::StateFileStore state_files_{config_.queue.data_dir};  // the plugins' own state
   std::unique_ptr<Reloader> reloader_;
   std::unique_ptr<ProcessingLoop> processing_loop_;
+  observe::TapHub* taps_ = nullptr;  // the process's; outlives the pipeline
   bool started_ = false;
   bool shut_down_ = false;
 };

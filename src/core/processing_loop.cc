@@ -13,7 +13,11 @@ class ProcessingLoop::StageOutput final : public ProcessorOutput {
  public:
   StageOutput(ProcessingLoop& loop, size_t next_stage) : loop_(loop), next_(next_stage) {}
   void Emit(Event&& event) override {
-    loop_.parts_.stages[next_ - 1].stats->events_out.Add();
+    const Stage& stage = loop_.parts_.stages[next_ - 1];
+    stage.stats->events_out.Add();
+    if (loop_.parts_.taps != nullptr && loop_.parts_.taps->active()) {
+      loop_.parts_.taps->Offer(observe::TapPoint::kProcessor, stage.name, event);
+    }
     loop_.RunFrom(next_, std::move(event));
   }
   void EmitSide(Output output, Event&& event, std::string_view reason) override {
@@ -115,6 +119,9 @@ void ProcessingLoop::Tick() {
 
 void ProcessingLoop::ProcessOne(IngestItem& item) {
   Event& event = item.event;
+  if (parts_.taps != nullptr && parts_.taps->active()) {
+    parts_.taps->Offer(observe::TapPoint::kSource, event.source, event);
+  }
   if (!item.invalid.empty()) {  // the source could not take it: counted there
     const std::string source = event.source;
     RouteSide(Output::kError, std::move(event), item.invalid, source);

@@ -25,6 +25,7 @@
 #include "core/reloader.h"
 #include "core/router.h"
 #include "observe/component_stats.h"
+#include "observe/tap_hub.h"
 #include "seedance/processor.h"
 #include "storage/durable_queue.h"
 #include "util/log.h"
@@ -49,6 +50,7 @@ class ProcessingLoop {
     storage::DurableQueue* queue = nullptr;  // null with buffer: memory
     Checkpointer* checkpoint = nullptr;      // null without stateful processors
     Reloader* reloader = nullptr;            // null: no reloads
+    observe::TapHub* taps = nullptr;         // null: no taps (source and processor outputs)
     // Collects the event-loop wake-ups of one batch (acknowledgements, sink kicks) into one.
     util::WakeBatcher* wakes = nullptr;  // null: each wakes the loop itself
     // A payload from source `source` was not valid JSON (the source counts it).

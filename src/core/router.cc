@@ -89,6 +89,9 @@ bool Router::RouteSide(Output output, Event&& event, std::string_view reason, bo
   event.SetHeader("output", OutputName(output));
   event.SetHeader("reason", reason);
   event.SetHeader("component", component);
+  if (taps_ != nullptr && taps_->active()) {
+    taps_->Offer(observe::TapPoint::kOutput, OutputName(output), event);
+  }
   return Route(output, std::move(event), from_loop, deadline);
 }
 

@@ -21,6 +21,7 @@
 
 #include "core/delivery/sink_runner.h"
 #include "observe/metrics.h"
+#include "observe/tap_hub.h"
 #include "seedance/event.h"
 #include "storage/durable_queue.h"
 #include "util/log.h"
@@ -46,6 +47,8 @@ class Router {
                  const std::string& component, Deadline deadline);
   // What a sink refused (event loop): to the rejected output, unless it was refused there.
   void RouteRejected(Event&& event, const std::string& reason, const std::string& sink);
+  // Before the first Route(): side outputs are offered to `taps` (null: none).
+  void SetTaps(observe::TapHub* taps) { taps_ = taps; }
 
  private:
   storage::DurableQueue* const queue_;
@@ -54,6 +57,7 @@ class Router {
   std::vector<observe::Counter*> counters_;       // by Output
   observe::Counter& write_failed_;
   util::LogLimiter log_limiter_;
+  observe::TapHub* taps_ = nullptr;
 };
 
 }  // namespace seedance

@@ -166,6 +166,17 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
         res.keep_alive(false);
       } else if (ec) {
         break;  // closed, timed out or unreadable: nobody to answer
+      } else if (hooks.handle_streaming) {
+        const Request& req = parser.get();
+        StreamingAnswer answer = co_await hooks.handle_streaming(req);
+        if (answer.stream) {
+          co_await WriteStream(stream, req.version(), std::move(answer));
+          break;
+        }
+        res = std::move(answer.response);
+        res.version(req.version());
+        res.keep_alive(req.keep_alive() && res.keep_alive());
+        head = req.method() == bhttp::verb::head;
       } else {
         const Request& req = parser.get();
         res = co_await hooks.handle(req);
@@ -190,6 +201,32 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
     }
     co_await CloseAfterAnswer(beast::get_lowest_layer(stream), unread_input);
     Closed(id);
+  }
+
+  // A streamed answer: its header, then each piece as a chunk, then the last chunk. Ends at
+  // the stream's end, a failed write or a write stalled past stream_stall_timeout.
+  template <typename Stream>
+  awaitable<void> WriteStream(Stream& stream, unsigned version, StreamingAnswer answer) {
+    bhttp::response<bhttp::empty_body> head{answer.response.result(), version};
+    for (const auto& field : answer.response) head.set(field.name_string(), field.value());
+    head.set(bhttp::field::server, "seedance");
+    head.chunked(true);
+    head.keep_alive(false);
+    bhttp::response_serializer<bhttp::empty_body> serializer{head};
+    error_code ec;
+    beast::get_lowest_layer(stream).expires_after(limits.stream_stall_timeout);
+    co_await bhttp::async_write_header(stream, serializer, asio::redirect_error(use_awaitable, ec));
+    while (!ec) {
+      const std::string piece = co_await answer.stream->Next();
+      beast::get_lowest_layer(stream).expires_after(limits.stream_stall_timeout);
+      if (piece.empty()) {
+        co_await asio::async_write(stream, bhttp::make_chunk_last(),
+                                   asio::redirect_error(use_awaitable, ec));
+        break;
+      }
+      co_await asio::async_write(stream, bhttp::make_chunk(asio::buffer(piece)),
+                                 asio::redirect_error(use_awaitable, ec));
+    }
   }
 };
 

@@ -44,14 +44,35 @@ struct ServerLimits {
   size_t max_header_bytes = 16 * 1024;
   uint64_t max_body_bytes = 4 << 20;
   std::chrono::nanoseconds idle_timeout = std::chrono::seconds(30);
+  // A streamed answer's piece must be written within this (the client reads nothing).
+  std::chrono::nanoseconds stream_stall_timeout = std::chrono::seconds(60);
 };
 
 enum class TooLarge { kHeader, kBody };
+
+// A body written as it comes, chunked (Transfer-Encoding: chunked): the server writes each
+// piece Next() gives until it gives "" or the client goes. A client that reads nothing for
+// `ServerLimits::stream_stall_timeout` is disconnected. The connection closes after a stream.
+class ResponseStream {
+ public:
+  virtual ~ResponseStream() = default;
+  // The next piece of the body, waited for as long as needed (on the loop); "" ends it.
+  virtual boost::asio::awaitable<std::string> Next() = 0;
+};
+
+// An answer that may be a stream: with `stream` set, `response` gives the status and fields
+// and the stream the body.
+struct StreamingAnswer {
+  Response response;
+  std::unique_ptr<ResponseStream> stream;
+};
 
 struct ServerHooks {
   // Answers one request, on the loop. The connection stays open when both the request and
   // the answer are keep-alive. The server sets Server and Content-Length.
   std::function<boost::asio::awaitable<Response>(const Request&)> handle;
+  // Set instead of `handle` by a server whose answers may be streams.
+  std::function<boost::asio::awaitable<StreamingAnswer>(const Request&)> handle_streaming;
   // The answer to a request over a limit (the connection is then closed). Unset: 413 with a
   // one-line text body.
   std::function<Response(TooLarge)> too_large;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <future>
 #include <string>
+#include <vector>
 
 #include "util/event_loop.h"
 
@@ -148,6 +149,83 @@ TEST(ServerListenTest, SaysWhyItCannotListen) {
   auto taken = server.Listen("127.0.0.1:" + std::to_string(*port));
   ASSERT_FALSE(taken.has_value());
   EXPECT_NE(taken.error().message().find("cannot listen on"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace seedance::http
+
+namespace seedance::http {
+namespace {
+
+namespace asio = boost::asio;
+namespace bhttp = boost::beast::http;
+using asio::ip::tcp;
+
+// Pieces given one by one; "" at the end.
+class Pieces final : public ResponseStream {
+ public:
+  explicit Pieces(std::vector<std::string> pieces) : pieces_(std::move(pieces)) {}
+  asio::awaitable<std::string> Next() override {
+    if (next_ == pieces_.size()) co_return std::string();
+    co_return pieces_[next_++];
+  }
+
+ private:
+  std::vector<std::string> pieces_;
+  size_t next_ = 0;
+};
+
+TEST(StreamingServerTest, AStreamIsWrittenChunkedAndAPlainAnswerAsBefore) {
+  EventLoop loop;
+  Server server(
+      loop.io(), "test", ServerLimits{},
+      ServerHooks{.handle = {},
+                  .handle_streaming = [](const Request& req) -> asio::awaitable<StreamingAnswer> {
+                    Response res{bhttp::status::ok, req.version()};
+                    if (req.target() != "/stream") {
+                      res.body() = "plain\n";
+                      co_return StreamingAnswer{std::move(res), nullptr};
+                    }
+                    res.set(bhttp::field::content_type, "application/x-ndjson");
+                    co_return StreamingAnswer{
+                        std::move(res),
+                        std::make_unique<Pieces>(std::vector<std::string>{"a\n", "bb\n"})};
+                  }});
+  auto port = server.Listen("127.0.0.1:0");
+  ASSERT_TRUE(port.has_value());
+  loop.Start();
+  auto exchange = [&](const std::string& bytes) {
+    asio::io_context io;
+    tcp::socket s(io);
+    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), *port));
+    timeval tv{5, 0};
+    ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    asio::write(s, asio::buffer(bytes));
+    std::string out;
+    boost::system::error_code ec;
+    char chunk[4096];
+    while (!ec) {
+      const size_t n = s.read_some(asio::buffer(chunk), ec);
+      out.append(chunk, n);
+    }
+    return out;
+  };
+  // The stream: chunked, its pieces in order, the last chunk, then the connection closes
+  // (the read ends) although the request was keep-alive.
+  const std::string streamed = exchange("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_NE(streamed.find("Transfer-Encoding: chunked\r\n"), std::string::npos) << streamed;
+  EXPECT_NE(streamed.find("Content-Type: application/x-ndjson\r\n"), std::string::npos);
+  EXPECT_NE(streamed.find("\r\n\r\n2\r\na\n\r\n3\r\nbb\n\r\n0\r\n\r\n"), std::string::npos)
+      << streamed;
+  const std::string plain = exchange("GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(plain.find("Content-Length: 6\r\n\r\nplain\n"), std::string::npos) << plain;
+  std::promise<void> stopped;
+  loop.Post([&] {
+    server.Stop();
+    stopped.set_value();
+  });
+  stopped.get_future().wait();
+  loop.Join();
 }
 
 }  // namespace

@@ -76,7 +76,27 @@ struct TestOptions {
   std::string junit_path;  // --junit: a JUnit XML report too
 };
 
+// `seedance tap`: the events at named points of a running pipeline, as NDJSON on stdout.
+struct TapOptions {
+  std::string url = "http://127.0.0.1:9464";  // the metrics listener
+  std::vector<std::string> components;
+  std::vector<std::string> outputs;
+  std::string topic;
+  uint64_t sample = 1;
+  uint64_t limit = 0;
+  std::string token;  // default: $SEEDANCE_TOKEN
+};
+
+// `seedance top`: a live view of a running pipeline, from its /metrics.
+struct TopOptions {
+  std::string url = "http://127.0.0.1:9464";
+  std::string interval = "1s";
+  bool once = false;
+};
+
 int Run(const RunOptions& options);
+int Tap(const TapOptions& options);
+int Top(const TopOptions& options);
 int Test(const TestOptions& options);
 int GpuSampleCommand(const GpuSampleOptions& options);
 int Bench(const BenchCommandOptions& options);

@@ -64,6 +64,31 @@ int main(int argc, char** argv) {
                    "tests file (default: <config>.tests.yaml beside the config)");
   test->add_option("--junit", test_opts.junit_path, "also write a JUnit XML report here");
 
+  TapOptions tap_opts;
+  CLI::App* tap = app.add_subcommand(
+      "tap",
+      "print the events passing points of a running pipeline, as NDJSON (docs/operations.md)");
+  tap->add_option("--url", tap_opts.url, "the pipeline's metrics listener")->capture_default_str();
+  tap->add_option(
+      "--component", tap_opts.components,
+      "a source's output, a processor's output or a sink's input, by name (repeatable)");
+  tap->add_option("--output", tap_opts.outputs, "a side output (repeatable)")
+      ->check(CLI::IsMember({"stale", "error", "rejected"}));
+  tap->add_option("--topic", tap_opts.topic, "only events whose topic matches this MQTT filter");
+  tap->add_option("--sample", tap_opts.sample, "every Nth event")->check(CLI::PositiveNumber);
+  tap->add_option("--limit", tap_opts.limit, "stop after N events (0: never)");
+  tap->add_option("--token", tap_opts.token,
+                  "metrics.token, needed beyond loopback (default: $SEEDANCE_TOKEN)");
+
+  TopOptions top_opts;
+  CLI::App* top_command = app.add_subcommand(
+      "top", "a live view of a running pipeline's rates, queues and sinks (q quits)");
+  top_command->add_option("--url", top_opts.url, "the pipeline's metrics listener")
+      ->capture_default_str();
+  top_command->add_option("--interval", top_opts.interval, "refresh period")->capture_default_str();
+  top_command->add_flag("--once", top_opts.once,
+                        "print one snapshot as plain text (rates over one interval) and exit");
+
   std::string plugin;
   CLI::App* describe =
       app.add_subcommand("describe", "list plugins, or show one plugin's parameters");
@@ -159,6 +184,8 @@ int main(int argc, char** argv) {
   if (*version) return Version(SEEDANCE_GIT_COMMIT);
   if (*validate) return Validate(validate_opts);
   if (*test) return Test(test_opts);
+  if (*tap) return Tap(tap_opts);
+  if (*top_command) return Top(top_opts);
   if (*describe) return Describe(plugin);
   if (*compare) return BenchCompare(compare_opts);
   if (*bench) {

@@ -15,6 +15,7 @@
 #include "main/load_config.h"
 #include "observe/http_listener.h"
 #include "plugins/builtin_plugins.h"
+#include "sinks/common/event_encoding.h"
 #include "util/fd_io.h"
 #include "util/log.h"
 #include "util/service_notify.h"
@@ -125,7 +126,12 @@ int Run(const RunOptions& options) {
       .GetGauge("seedance_build_info", "Build information; always 1.",
                 {{"version", SEEDANCE_VERSION}})
       .Set(1);
-  auto pipeline = Pipeline::Create(*config, registry, metrics);
+  // The process's taps (seedance tap): they outlive the pipeline and its reloads. Each event
+  // is written as the sinks' envelope.
+  observe::TapHub taps(metrics, [](const Event& e, std::string& out) {
+    sinks::AppendEvent(e, sinks::EventEncoding::kEnvelope, /*as_json_value=*/true, out);
+  });
+  auto pipeline = Pipeline::Create(*config, registry, metrics, /*validate_only=*/false, &taps);
   if (!pipeline) {
     std::cerr << pipeline.error().message() << "\n";
     return pipeline.error().code() == StatusCode::kInvalidArgument ||
@@ -135,8 +141,9 @@ int Run(const RunOptions& options) {
   }
   std::unique_ptr<observe::HttpListener> listener;
   if (!config->metrics.listen.empty()) {
-    listener =
-        std::make_unique<observe::HttpListener>((*pipeline)->loop(), metrics, [] { return true; });
+    listener = std::make_unique<observe::HttpListener>(
+        (*pipeline)->loop(), metrics,
+        observe::ListenerOptions{.healthy = {}, .taps = &taps, .token = config->metrics.token});
     auto port = listener->Start(config->metrics.listen);
     if (!port) {
       std::cerr << port.error().message() << "\n";

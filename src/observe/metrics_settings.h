@@ -9,6 +9,7 @@ namespace seedance::observe {
 
 struct MetricsSettings {
   std::string listen;  // "" = off
+  std::string token;   // bearer token for /tap (and /reload) when listen is beyond loopback
 };
 
 const Options<MetricsSettings>& MetricsSchema();

@@ -204,4 +204,11 @@ void ReplaceAll(std::string& text, std::string_view from, std::string_view to) {
   }
 }
 
+bool SameSecret(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 }  // namespace seedance::util

@@ -41,4 +41,8 @@ std::string SanitizeText(std::string_view s, size_t max_bytes);
 // again). REQUIRES: `from` is not empty.
 void ReplaceAll(std::string& text, std::string_view from, std::string_view to);
 
+// True when `a` and `b` are equal, in constant time in their length: a comparison of a secret
+// (a bearer token) does not tell how much of a guess was right.
+bool SameSecret(std::string_view a, std::string_view b);
+
 }  // namespace seedance::util

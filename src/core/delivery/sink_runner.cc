@@ -117,6 +117,9 @@ void SinkRunner::Kick() {
       std::shared_ptr<Batch> batch = pool_.Take();
       delivery::Lease lease;
       if (!source_->Take(max_events, &batch->events, &lease)) return;
+      if (taps_ != nullptr && taps_->active()) {
+        for (const Event& e : batch->events) taps_->Offer(observe::TapPoint::kSink, name_, e);
+      }
       outstanding_events_ += batch->events.size();
       first = jobs_.Open(std::move(batch), lease, budget_ ? budget_->step() : 0);
     }

@@ -61,6 +61,7 @@
 #include "governor/concurrency_controller.h"
 #include "governor/memory_budget.h"
 #include "observe/component_stats.h"
+#include "observe/tap_hub.h"
 #include "seedance/delivery_policy.h"
 #include "seedance/sink.h"
 #include "storage/durable_queue.h"
@@ -87,6 +88,8 @@ class SinkRunner final : public governor::BatchHolder {
   // Which events of the outputs it reads a sink takes. Set before the loop starts.
   using Routing = delivery::Routing;
   void SetRouting(Routing routing) { routing_ = std::move(routing); }
+  // Before the loop starts: each batch taken is offered to `taps` (the sink's input).
+  void SetTaps(observe::TapHub* taps) { taps_ = taps; }
   // True when this sink takes `event` (see Routing).
   bool Wants(const Event& event) const { return routing_.Wants(event); }
 
@@ -170,6 +173,7 @@ class SinkRunner final : public governor::BatchHolder {
   ComponentStats& stats_;
   RejectFn on_reject_;
   Routing routing_;
+  observe::TapHub* taps_ = nullptr;
   const bool durable_;
   governor::MemoryBudget* const budget_;  // durable mode only
   const delivery::RetrySchedule retry_schedule_{policy_};

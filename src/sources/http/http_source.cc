@@ -53,15 +53,6 @@ struct Pending {
   asio::steady_timer done;  // cancelled when the last event is acknowledged
 };
 
-// Constant time in the token's length: the comparison does not tell how much of a guess was
-// right.
-bool SameSecret(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 class HttpSource final : public Source, public Acknowledger {
  public:
   HttpSource(HttpSourceOptions options, PluginContext ctx)
@@ -178,12 +169,13 @@ class HttpSource final : public Source, public Acknowledger {
     const auto auth = req[bhttp::field::authorization];
     const std::string_view given(auth.data(), auth.size());
     if (!options_.bearer_token.empty()) {
-      return given.substr(0, 7) == "Bearer " && SameSecret(given.substr(7), options_.bearer_token);
+      return given.substr(0, 7) == "Bearer " &&
+             util::SameSecret(given.substr(7), options_.bearer_token);
     }
     if (given.substr(0, 6) != "Basic ") return false;
     std::string expected;
     util::AppendBase64(expected, options_.basic_auth.user + ":" + options_.basic_auth.password);
-    return SameSecret(given.substr(6), expected);
+    return util::SameSecret(given.substr(6), expected);
   }
 
   static std::string JsonString(std::string_view s) {
