@@ -56,6 +56,14 @@ std::vector<std::string> OutputNames(const config::ComponentConfig& c) {
   return names;
 }
 
+storage::DurableQueue::NewCursorAt NewCursorAt(const PipelineOptions& options,
+                                               const std::string& sink) {
+  const auto& added = options.sinks_added;
+  return std::find(added.begin(), added.end(), sink) != added.end()
+             ? storage::DurableQueue::NewCursorAt::kEnd
+             : storage::DurableQueue::NewCursorAt::kOldest;
+}
+
 // See PluginContext::instance.
 std::string InstanceName(const std::string& data_dir) {
   std::error_code ec;
@@ -72,7 +80,9 @@ std::string InstanceName(const std::string& data_dir) {
 Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig& config,
                                                    const PluginRegistry& registry,
                                                    observe::MetricsRegistry& metrics,
-                                                   bool validate_only, observe::TapHub* taps) {
+                                                   const PipelineOptions& options) {
+  const bool validate_only = options.validate_only;
+  observe::TapHub* const taps = options.taps;
   std::unique_ptr<Pipeline> p(new Pipeline(config, metrics));
   p->taps_ = taps;
   const std::string instance = InstanceName(config.queue.data_dir);
@@ -178,7 +188,9 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
         [self, name](Event&& e, const std::string& reason) {
           self->router_->RouteRejected(std::move(e), reason, name);
         },
-        p->queue_ ? p->queue_->OpenCursor(c.name, RecordInputs(c)) : nullptr, p->budget_.get());
+        p->queue_ ? p->queue_->OpenCursor(c.name, RecordInputs(c), NewCursorAt(options, c.name))
+                  : nullptr,
+        p->budget_.get());
     runner->SetTaps(taps);
     runner->SetRouting(SinkRunner::Routing{
         .topics = c.topics, .by_output = !named_outputs.empty(), .outputs = OutputNames(c)});

@@ -54,15 +54,23 @@
 
 namespace seedance {
 
+struct PipelineOptions {
+  // Plugins check what they can without network (e.g. Lua scripts compile); nothing is
+  // started and no queue is opened.
+  bool validate_only = false;
+  observe::TapHub* taps = nullptr;  // the process's taps (null: none)
+  // Sinks added by a reload: without a saved position they start at the durable queue's end,
+  // not at its oldest record (that was queued for the sinks configured before).
+  std::vector<std::string> sinks_added;
+};
+
 class Pipeline : private SourceOutput {
  public:
-  // Builds every component. With `validate_only`, plugins check what they can without
-  // network (e.g. Lua scripts compile) and nothing is started.
+  // Builds every component.
   static Result<std::unique_ptr<Pipeline>> Create(const config::PipelineConfig& config,
                                                   const PluginRegistry& registry,
                                                   observe::MetricsRegistry& metrics,
-                                                  bool validate_only = false,
-                                                  observe::TapHub* taps = nullptr);
+                                                  const PipelineOptions& options = {});
   ~Pipeline() override;
 
   // Starts the loop, the processing thread, the sinks and then the sources.

@@ -38,7 +38,7 @@ class FetchExchange final : public Exchange {
 
 Result<FetchReply> Fetch(const std::string& method, const std::string& url, const std::string& body,
                          const std::string& content_type, std::chrono::milliseconds timeout,
-                         uint64_t max_body) {
+                         uint64_t max_body, const std::string& authorization) {
   SEEDANCE_ASSIGN_OR_RETURN(Url u, ParseUrl(url));
   const bhttp::verb verb = bhttp::string_to_verb(method);
   if (verb != bhttp::verb::get && verb != bhttp::verb::put && verb != bhttp::verb::post) {
@@ -51,6 +51,7 @@ Result<FetchReply> Fetch(const std::string& method, const std::string& url, cons
   FetchExchange exchange;
   ClientRequest& req = client->NewRequest(exchange, verb, verb == bhttp::verb::get ? "" : body);
   if (verb != bhttp::verb::get) req.set(bhttp::field::content_type, content_type);
+  if (!authorization.empty()) req.set(bhttp::field::authorization, authorization);
   req.keep_alive(false);
   boost::asio::steady_timer deadline(io, timeout);
   deadline.async_wait([&](boost::system::error_code ec) {

@@ -15,13 +15,13 @@ struct FetchReply {
   std::string body;
 };
 
-// `method` is GET, PUT or POST. kInvalidArgument for a bad URL or method; kUnavailable when
-// the server cannot be reached, does not answer within `timeout`, or answers with a body over
-// `max_body`.
+// `method` is GET, PUT or POST; `authorization` the Authorization header ("" = none).
+// kInvalidArgument for a bad URL or method; kUnavailable when the server cannot be reached,
+// does not answer within `timeout`, or answers with a body over `max_body`.
 Result<FetchReply> Fetch(const std::string& method, const std::string& url,
                          const std::string& body = "",
                          const std::string& content_type = "text/plain",
                          std::chrono::milliseconds timeout = std::chrono::seconds(10),
-                         uint64_t max_body = 64u << 20);
+                         uint64_t max_body = 64u << 20, const std::string& authorization = "");
 
 }  // namespace seedance::http

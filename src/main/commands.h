@@ -94,7 +94,16 @@ struct TopOptions {
   bool once = false;
 };
 
+// `seedance reload`: asks a running pipeline to reload its configuration file and waits for
+// the outcome.
+struct ReloadOptions {
+  std::string url = "http://127.0.0.1:9464";
+  std::string token;  // default: $SEEDANCE_TOKEN
+  std::string timeout = "60s";
+};
+
 int Run(const RunOptions& options);
+int Reload(const ReloadOptions& options);
 int Tap(const TapOptions& options);
 int Top(const TopOptions& options);
 int Test(const TestOptions& options);

@@ -80,6 +80,16 @@ int main(int argc, char** argv) {
   tap->add_option("--token", tap_opts.token,
                   "metrics.token, needed beyond loopback (default: $SEEDANCE_TOKEN)");
 
+  ReloadOptions reload_opts;
+  CLI::App* reload = app.add_subcommand(
+      "reload", "make a running pipeline reload its configuration file, and say how it went");
+  reload->add_option("--url", reload_opts.url, "the pipeline's metrics listener")
+      ->capture_default_str();
+  reload->add_option("--token", reload_opts.token,
+                     "metrics.token, needed beyond loopback (default: $SEEDANCE_TOKEN)");
+  reload->add_option("--timeout", reload_opts.timeout, "how long to wait for the outcome")
+      ->capture_default_str();
+
   TopOptions top_opts;
   CLI::App* top_command = app.add_subcommand(
       "top", "a live view of a running pipeline's rates, queues and sinks (q quits)");
@@ -185,6 +195,7 @@ int main(int argc, char** argv) {
   if (*validate) return Validate(validate_opts);
   if (*test) return Test(test_opts);
   if (*tap) return Tap(tap_opts);
+  if (*reload) return Reload(reload_opts);
   if (*top_command) return Top(top_opts);
   if (*describe) return Describe(plugin);
   if (*compare) return BenchCompare(compare_opts);

@@ -1,5 +1,6 @@
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -9,11 +10,10 @@
 #include <iostream>
 #include <thread>
 
-#include "core/pipeline.h"
+#include "core/pipeline_host.h"
 #include "governor/startup_pages.h"
 #include "main/commands.h"
 #include "main/load_config.h"
-#include "observe/http_listener.h"
 #include "plugins/builtin_plugins.h"
 #include "sinks/common/event_encoding.h"
 #include "util/fd_io.h"
@@ -66,31 +66,6 @@ void StartShutdownWatchdog(std::chrono::nanoseconds timeout) {
   }).detach();
 }
 
-// SIGHUP: re-reads the configuration (and --filter) and hands processor changes to the
-// running pipeline. A configuration that does not load, or a change the pipeline refuses,
-// is logged and the running one stays.
-void Reload(const RunOptions& options, const PluginRegistry& registry, Pipeline& pipeline) {
-  SEEDANCE_LOG_INFO("seedance", "SIGHUP: reloading {}", options.config_path);
-  auto next = LoadForRun(options, registry);
-  if (!next) {
-    SEEDANCE_LOG_ERROR("seedance", "reload refused, the running configuration stays: {}",
-                       next.error().message());
-    return;
-  }
-  std::vector<std::string> ignored;
-  Status s = pipeline.Reconfigure(*next, &ignored);
-  if (!s.ok()) {
-    SEEDANCE_LOG_ERROR("seedance", "reload refused, the running configuration stays: {}",
-                       s.message());
-    return;
-  }
-  if (!ignored.empty()) {
-    SEEDANCE_LOG_WARN("seedance", "reload: changes to {} need a restart and were not applied",
-                      fmt::format("{}", fmt::join(ignored, " and ")));
-  }
-  SEEDANCE_LOG_INFO("seedance", "reload done");
-}
-
 }  // namespace
 
 int Run(const RunOptions& options) {
@@ -126,37 +101,21 @@ int Run(const RunOptions& options) {
       .GetGauge("seedance_build_info", "Build information; always 1.",
                 {{"version", SEEDANCE_VERSION}})
       .Set(1);
-  // The process's taps (seedance tap): they outlive the pipeline and its reloads. Each event
-  // is written as the sinks' envelope.
-  observe::TapHub taps(metrics, [](const Event& e, std::string& out) {
-    sinks::AppendEvent(e, sinks::EventEncoding::kEnvelope, /*as_json_value=*/true, out);
-  });
-  auto pipeline = Pipeline::Create(*config, registry, metrics, /*validate_only=*/false, &taps);
-  if (!pipeline) {
-    std::cerr << pipeline.error().message() << "\n";
-    return pipeline.error().code() == StatusCode::kInvalidArgument ||
-                   pipeline.error().code() == StatusCode::kNotFound
-               ? kExitConfig
-               : kExitRuntime;
-  }
-  std::unique_ptr<observe::HttpListener> listener;
-  if (!config->metrics.listen.empty()) {
-    listener = std::make_unique<observe::HttpListener>(
-        (*pipeline)->loop(), metrics,
-        observe::ListenerOptions{.healthy = {}, .taps = &taps, .token = config->metrics.token});
-    auto port = listener->Start(config->metrics.listen);
-    if (!port) {
-      std::cerr << port.error().message() << "\n";
-      return kExitConfig;
-    }
-    SEEDANCE_LOG_INFO("seedance", "metrics on http://{}/metrics", config->metrics.listen);
-  }
-  Status s = (*pipeline)->Start();
+  // The pipeline, the listener and the taps, for the life of the process. Tapped events are
+  // written as the sinks' envelope; POST /reload reaches the signal loop below as a SIGHUP.
+  PipelineHost host(
+      registry, metrics,
+      [](const Event& e, std::string& out) {
+        sinks::AppendEvent(e, sinks::EventEncoding::kEnvelope, /*as_json_value=*/true, out);
+      },
+      [] { kill(getpid(), SIGHUP); });
+  Status s = host.Start(*config);
   if (!s.ok()) {
     SEEDANCE_LOG_ERROR("seedance", "cannot start: {}", s.message());
-    if (listener) (*pipeline)->loop().Post([&] { listener->Stop(); });
-    (*pipeline)->Shutdown();
-    return s.code() == StatusCode::kInvalidArgument ? kExitConfig : kExitRuntime;
+    host.Shutdown();
+    return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound
+               ? kExitConfig
+               : kExitRuntime;
   }
   auto ready_us = std::chrono::duration_cast<std::chrono::microseconds>(
                       std::chrono::steady_clock::now() - started)
@@ -174,16 +133,19 @@ int Run(const RunOptions& options) {
     sigwait(&signals, &signal_number);
   }
   while (signal_number == SIGHUP) {
-    Reload(options, registry, **pipeline);
+    SEEDANCE_LOG_INFO("seedance", "reloading {}", options.config_path);
+    Status reloaded = host.Reload(LoadForRun(options, registry));
+    if (reloaded.code() == StatusCode::kInternal) {  // neither configuration runs
+      SEEDANCE_LOG_ERROR("seedance", "{}; exiting", reloaded.message());
+      return kExitRuntime;
+    }
     if (sigwait(&signals, &signal_number) != 0) break;
   }
   SEEDANCE_LOG_INFO("seedance", "received {}, stopping",
                     signal_number == SIGINT ? "SIGINT" : "SIGTERM");
   util::NotifyServiceManager("STOPPING=1");
-  StartShutdownWatchdog(config->shutdown_timeout);
-  if (listener) (*pipeline)->loop().Post([&] { listener->Stop(); });
-  bool clean = (*pipeline)->Shutdown();
-  return clean ? kExitOk : kExitRuntime;
+  StartShutdownWatchdog(host.config().shutdown_timeout);
+  return host.Shutdown() ? kExitOk : kExitRuntime;
 }
 
 }  // namespace seedance::cli

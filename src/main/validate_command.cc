@@ -17,7 +17,7 @@ int Validate(const RunOptions& options) {
   }
   // Build every component (scripts compile, URLs parse) without starting anything.
   observe::MetricsRegistry metrics;
-  auto pipeline = Pipeline::Create(*config, registry, metrics, /*validate_only=*/true);
+  auto pipeline = Pipeline::Create(*config, registry, metrics, {.validate_only = true});
   if (!pipeline) {
     std::cerr << pipeline.error().message() << "\n";
     return kExitConfig;

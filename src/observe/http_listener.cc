@@ -111,7 +111,7 @@ struct HttpListener::State {
     if (loopback_only) return std::nullopt;
     if (options.token.empty()) {
       return Text(req, bhttp::status::forbidden,
-                  "taps are served beyond loopback only with metrics.token set\n");
+                  "taps and reloads are served beyond loopback only with metrics.token set\n");
     }
     const auto given = req[bhttp::field::authorization];
     const std::string_view text(given.data(), given.size());
@@ -148,10 +148,32 @@ struct HttpListener::State {
     return {std::move(head), std::make_unique<TapStream>(io, *options.taps, std::move(*tap))};
   }
 
+  http::StreamingAnswer Reload(const http::Request& req) {
+    if (!options.request_reload || !options.reload_state) {
+      return {Text(req, bhttp::status::not_found, "no reloads here\n")};
+    }
+    if (req.method() != bhttp::verb::get && req.method() != bhttp::verb::post) {
+      http::Response res = Text(req, bhttp::status::method_not_allowed, "GET or POST\n");
+      res.set(bhttp::field::allow, "GET, POST");
+      return {std::move(res)};
+    }
+    if (auto refusal = Refusal(req)) return {std::move(*refusal)};
+    const bool post = req.method() == bhttp::verb::post;
+    // The state before the request: the client waits for its reload count to move.
+    std::string state = options.reload_state();
+    if (post) options.request_reload();
+    http::Response res{post ? bhttp::status::accepted : bhttp::status::ok, req.version()};
+    res.set(bhttp::field::content_type, "application/json");
+    res.set(bhttp::field::cache_control, "no-store");
+    res.body() = std::move(state);
+    return {std::move(res)};
+  }
+
   http::StreamingAnswer Answer(const http::Request& req) {
     const std::string_view full(req.target().data(), req.target().size());
     const std::string_view target = http::TargetPath(full);
     if (target == "/tap") return OpenTap(req, full);
+    if (target == "/reload") return Reload(req);
     if (req.method() != bhttp::verb::get && req.method() != bhttp::verb::head) {
       http::Response res = Text(req, bhttp::status::method_not_allowed, "GET only\n");
       res.set(bhttp::field::allow, "GET, HEAD");
@@ -168,7 +190,7 @@ struct HttpListener::State {
       return {Text(req, ok ? bhttp::status::ok : bhttp::status::service_unavailable,
                    ok ? "ok\n" : "unhealthy\n")};
     }
-    return {Text(req, bhttp::status::not_found, "try /metrics, /healthz or /tap\n")};
+    return {Text(req, bhttp::status::not_found, "try /metrics, /healthz, /tap or /reload\n")};
   }
 };
 
@@ -204,6 +226,8 @@ Result<uint16_t> HttpListener::Start(const std::string& address) {
   if (!port) return Status(port.error().code(), "metrics.listen: " + port.error().message());
   return port;
 }
+
+void HttpListener::SetToken(std::string token) { state_->options.token = std::move(token); }
 
 void HttpListener::Stop() {
   server_->Stop();

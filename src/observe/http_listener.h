@@ -8,10 +8,11 @@
 // from a supervisor; with every one busy the next client waits in the kernel's backlog),
 // request headers of kMaxListenerHeaderBytes, bodies of kMaxListenerBodyBytes (413 beyond),
 // and kListenerIdleTimeout for a whole request. Taps: at most kMaxTaps (observe/tap_hub.h, 503
-// beyond), each disconnected when its client reads nothing for kTapStallTimeout. When the
-// listener listens beyond loopback a tap needs `metrics.token` as a bearer token (403 without
-// one configured, 401 for a wrong one); /metrics and /healthz need none. Thread-compatible:
-// create, Start and Stop on the loop thread.
+// beyond), each disconnected when its client reads nothing for kTapStallTimeout. /reload:
+// POST asks for a whole-config reload (core/pipeline_host.h), GET says how the last went.
+// When the listener listens beyond loopback, /tap and /reload need `metrics.token` as a bearer
+// token (403 without one configured, 401 for a wrong one); /metrics and /healthz need none.
+// Thread-compatible: create, Start, Stop and SetToken on the loop thread.
 #pragma once
 
 #include <chrono>
@@ -41,6 +42,10 @@ struct ListenerOptions {
   std::function<bool()> healthy;  // answers /healthz: true → 200 "ok", false → 503; unset: ok
   TapHub* taps = nullptr;         // null: no /tap
   std::string token;              // metrics.token
+  // POST /reload asks for a reload (202); GET /reload answers reload_state() (JSON). Unset:
+  // no /reload.
+  std::function<void()> request_reload;
+  std::function<std::string()> reload_state;
 };
 
 class HttpListener {
@@ -53,6 +58,8 @@ class HttpListener {
   Result<uint16_t> Start(const std::string& address);
   // Stops accepting and ends every tap.
   void Stop();
+  // metrics.token changed by a reload: taps and reloads opened from now on need this one.
+  void SetToken(std::string token);
 
  private:
   struct State;

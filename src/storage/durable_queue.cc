@@ -200,14 +200,21 @@ std::string DurableQueue::CursorPath(const std::string& name) const {
   return config_.data_dir + "/cursors/" + SafeFileName(name);
 }
 
+bool DurableQueue::ForgetCursor(const QueueConfig& config, const std::string& name,
+                                storage::FileSystem& fs) {
+  return fs.Unlink(config.data_dir + "/cursors/" + SafeFileName(name)) == 0;
+}
+
 std::unique_ptr<SinkCursor> DurableQueue::OpenCursor(const std::string& name,
-                                                     std::vector<Output> inputs) {
+                                                     std::vector<Output> inputs,
+                                                     NewCursorAt new_at) {
   const uint64_t oldest = log_->first_sequence();
   uint64_t start = oldest;
   uint64_t saved = 0;
   uint64_t delivered_below = 0;  // this sink delivered every record below (as far as known)
   switch (ReadCursorFile(log_->fs(), CursorPath(name), &saved)) {
     case CursorFile::kMissing:
+      if (new_at == NewCursorAt::kEnd) start = log_->next_sequence();
       break;
     case CursorFile::kDamaged:
       metrics_.GetCounter("seedance_queue_cursor_resets_total", "", {{"reason", "damaged"}}).Add();

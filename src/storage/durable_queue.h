@@ -82,8 +82,18 @@ class DurableQueue {
   // Flush and fdatasync now (shutdown).
   Status Sync() { return log_->Sync(); }
 
+  // Where a sink without a saved position starts: the oldest retained record (a first start:
+  // everything queued is for it), or the log's end (a sink added by a reload: what was queued
+  // before was for the sinks configured then).
+  enum class NewCursorAt { kOldest, kEnd };
   // Cursor for sink `name` reading `inputs`, from its persisted position.
-  std::unique_ptr<SinkCursor> OpenCursor(const std::string& name, std::vector<Output> inputs);
+  std::unique_ptr<SinkCursor> OpenCursor(const std::string& name, std::vector<Output> inputs,
+                                         NewCursorAt new_at = NewCursorAt::kOldest);
+  // Deletes the saved position of sink `name` (a sink removed by a reload; its records are
+  // released as if delivered). No cursor of a queue open on `config.data_dir` may read for
+  // `name`. False when there was none.
+  static bool ForgetCursor(const QueueConfig& config, const std::string& name,
+                           storage::FileSystem& fs = storage::PosixFileSystem());
   // Runs after each Commit (any thread): the pipeline wakes its sinks here.
   void SetCommitListener(std::function<void()> listener) { on_commit_ = std::move(listener); }
   // Saves every cursor, and the log's end, now (shutdown).

@@ -1,0 +1,99 @@
+// ConfigDiff: which reload a changed file needs.
+#include "core/config_diff.h"
+
+#include <gtest/gtest.h>
+
+#include "plugins/builtin_plugins.h"
+
+namespace seedance {
+namespace {
+
+constexpr const char* kBase = R"(sources:
+  - {type: generate, rate: 10}
+processors:
+  - {name: w, type: window, size: 10s}
+sinks:
+  - {name: out, type: file, path: /tmp/out}
+queue:
+  data_dir: /tmp/seedance-diff-test
+metrics:
+  listen: "127.0.0.1:9464"
+)";
+
+config::PipelineConfig Load(const std::string& text) {
+  PluginRegistry registry;
+  RegisterBuiltinPlugins(registry);
+  auto c = config::LoadConfigText(text, "test.yaml", registry);
+  EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().message());
+  return c ? *c : config::PipelineConfig{};
+}
+
+std::string With(std::string from, const std::string& what) {
+  const size_t at = std::string(kBase).find(from);
+  std::string text = kBase;
+  text.replace(at, from.size(), what);
+  return text;
+}
+
+TEST(ConfigDiffTest, TheSameFileChangesNothing) {
+  const ConfigDiff d = DiffConfigs(Load(kBase), Load(kBase));
+  EXPECT_TRUE(d.empty());
+  EXPECT_FALSE(d.rebuild);
+}
+
+TEST(ConfigDiffTest, ProcessorParametersAreTakenInPlace) {
+  const ConfigDiff d = DiffConfigs(Load(kBase), Load(With("size: 10s", "size: 20s")));
+  EXPECT_TRUE(d.processor_params);
+  EXPECT_FALSE(d.rebuild);
+  EXPECT_EQ(d.changes, std::vector<std::string>{"processor \"w\" parameters"});
+}
+
+TEST(ConfigDiffTest, ASinkChangedAddedOrRemovedRebuildsAndIsNamed) {
+  const std::string changed = With("path: /tmp/out}", "path: /tmp/other}");
+  ConfigDiff d = DiffConfigs(Load(kBase), Load(changed));
+  EXPECT_TRUE(d.rebuild);
+  EXPECT_EQ(d.changes, std::vector<std::string>{"sink \"out\" changed"});
+  EXPECT_TRUE(d.sinks_added.empty() && d.sinks_removed.empty());
+
+  const std::string added =
+      With("  - {name: out, type: file, path: /tmp/out}",
+           "  - {name: out, type: file, path: /tmp/out}\n  - {name: two, type: stdout}");
+  d = DiffConfigs(Load(kBase), Load(added));
+  EXPECT_TRUE(d.rebuild);
+  EXPECT_EQ(d.sinks_added, std::vector<std::string>{"two"});
+  d = DiffConfigs(Load(added), Load(kBase));
+  EXPECT_EQ(d.sinks_removed, std::vector<std::string>{"two"});
+  EXPECT_EQ(d.changes, std::vector<std::string>{"sink \"two\" removed"});
+}
+
+TEST(ConfigDiffTest, ASourceOrAQueueLimitRebuilds) {
+  ConfigDiff d = DiffConfigs(Load(kBase), Load(With("rate: 10", "rate: 20")));
+  EXPECT_TRUE(d.rebuild);
+  EXPECT_EQ(d.changes, std::vector<std::string>{"source \"generate\" changed"});
+  d = DiffConfigs(Load(kBase), Load(With("data_dir: /tmp/seedance-diff-test",
+                                         "data_dir: /tmp/seedance-diff-test\n  max_disk: 10MiB")));
+  EXPECT_TRUE(d.rebuild);
+  EXPECT_EQ(d.changes, std::vector<std::string>{"queue"});
+}
+
+TEST(ConfigDiffTest, TheListenerAndTheLogLevelChangeWithoutARebuild) {
+  ConfigDiff d = DiffConfigs(Load(kBase), Load(With("127.0.0.1:9464", "127.0.0.1:9465")));
+  EXPECT_TRUE(d.listener);
+  EXPECT_FALSE(d.rebuild);
+  d = DiffConfigs(Load(kBase), Load(std::string(kBase) + "log:\n  level: debug\n"));
+  EXPECT_TRUE(d.log_level);
+  EXPECT_FALSE(d.rebuild);
+}
+
+TEST(ConfigDiffTest, WhatAReloadCannotChangeIsRefusedWithWhy) {
+  ConfigDiff d = DiffConfigs(Load(kBase), Load(With("name: w,", "name: v,")));
+  EXPECT_NE(d.refused.find("processor list changed"), std::string::npos) << d.refused;
+  d = DiffConfigs(Load(kBase), Load(With("/tmp/seedance-diff-test", "/tmp/elsewhere")));
+  EXPECT_NE(d.refused.find("queue.data_dir"), std::string::npos) << d.refused;
+  d = DiffConfigs(Load(kBase), Load(With("data_dir: /tmp/seedance-diff-test",
+                                         "data_dir: /tmp/seedance-diff-test\n  buffer: memory")));
+  EXPECT_NE(d.refused.find("queue.buffer"), std::string::npos) << d.refused;
+}
+
+}  // namespace
+}  // namespace seedance
