@@ -213,6 +213,13 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
     head.chunked(true);
     head.keep_alive(false);
     bhttp::response_serializer<bhttp::empty_body> serializer{head};
+    // The client says nothing more after its request: input (its close, most often) ends the
+    // stream without waiting for the next write to fail.
+    auto streaming = std::make_shared<bool>(true);
+    beast::get_lowest_layer(stream).socket().async_wait(
+        tcp::socket::wait_read, [streaming, body = answer.stream.get()](error_code) {
+          if (*streaming) body->Cancel();
+        });
     error_code ec;
     beast::get_lowest_layer(stream).expires_after(limits.stream_stall_timeout);
     co_await bhttp::async_write_header(stream, serializer, asio::redirect_error(use_awaitable, ec));
@@ -227,6 +234,9 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
       co_await asio::async_write(stream, bhttp::make_chunk(asio::buffer(piece)),
                                  asio::redirect_error(use_awaitable, ec));
     }
+    *streaming = false;
+    error_code ignored;
+    beast::get_lowest_layer(stream).socket().cancel(ignored);  // the wait for input
   }
 };
 

@@ -52,12 +52,15 @@ enum class TooLarge { kHeader, kBody };
 
 // A body written as it comes, chunked (Transfer-Encoding: chunked): the server writes each
 // piece Next() gives until it gives "" or the client goes. A client that reads nothing for
-// `ServerLimits::stream_stall_timeout` is disconnected. The connection closes after a stream.
+// `ServerLimits::stream_stall_timeout` is disconnected; one that closes its side (or sends
+// anything) ends the stream at once through Cancel(). The connection closes after a stream.
 class ResponseStream {
  public:
   virtual ~ResponseStream() = default;
   // The next piece of the body, waited for as long as needed (on the loop); "" ends it.
   virtual boost::asio::awaitable<std::string> Next() = 0;
+  // On the loop: the client went away; a Next() waiting should return "" soon.
+  virtual void Cancel() {}
 };
 
 // An answer that may be a stream: with `stream` set, `response` gives the status and fields

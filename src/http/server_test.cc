@@ -5,12 +5,16 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
 
 #include <atomic>
 #include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "util/event_loop.h"
@@ -219,6 +223,63 @@ TEST(StreamingServerTest, AStreamIsWrittenChunkedAndAPlainAnswerAsBefore) {
       << streamed;
   const std::string plain = exchange("GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_NE(plain.find("Content-Length: 6\r\n\r\nplain\n"), std::string::npos) << plain;
+  std::promise<void> stopped;
+  loop.Post([&] {
+    server.Stop();
+    stopped.set_value();
+  });
+  stopped.get_future().wait();
+  loop.Join();
+}
+
+}  // namespace
+}  // namespace seedance::http
+
+namespace seedance::http {
+namespace {
+
+// Never gives a piece; Cancel() ends it.
+class Silent final : public ResponseStream {
+ public:
+  Silent(asio::io_context& io, std::atomic<bool>& ended) : timer_(io), ended_(ended) {}
+  ~Silent() override { ended_ = true; }
+  asio::awaitable<std::string> Next() override {
+    timer_.expires_after(std::chrono::hours(1));
+    boost::system::error_code ec;
+    co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_return std::string();
+  }
+  void Cancel() override { timer_.cancel(); }
+
+ private:
+  asio::steady_timer timer_;
+  std::atomic<bool>& ended_;
+};
+
+TEST(StreamingServerTest, AClientThatGoesEndsItsStreamWithoutWaitingForAWrite) {
+  EventLoop loop;
+  std::atomic<bool> ended{false};
+  Server server(
+      loop.io(), "test", ServerLimits{},
+      ServerHooks{.handle = {},
+                  .handle_streaming = [&](const Request& req) -> asio::awaitable<StreamingAnswer> {
+                    co_return StreamingAnswer{Response{bhttp::status::ok, req.version()},
+                                              std::make_unique<Silent>(loop.io(), ended)};
+                  }});
+  auto port = server.Listen("127.0.0.1:0");
+  ASSERT_TRUE(port.has_value());
+  loop.Start();
+  {
+    asio::io_context io;
+    tcp::socket s(io);
+    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), *port));
+    asio::write(s, asio::buffer(std::string("GET /s HTTP/1.1\r\nHost: x\r\n\r\n")));
+    char header[256];
+    s.read_some(asio::buffer(header));  // the answer's header: the stream is open
+  }                                     // closed
+  for (int i = 0; i < 200 && !ended; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(ended) << "the stream outlived its client by 2 s";
   std::promise<void> stopped;
   loop.Post([&] {
     server.Stop();

@@ -43,20 +43,30 @@ class TapStream final : public http::ResponseStream {
   }
   ~TapStream() override { hub_.Close(tap_); }
 
+  // Pieces leave every kTapPoll at most, unless a chunk's worth waits: a tap costs a few
+  // writes (and wake-ups of its client) a second, not one per event.
   asio::awaitable<std::string> Next() override {
     if (!hello_.empty()) co_return std::exchange(hello_, std::string());
     auto silent = std::chrono::steady_clock::duration::zero();
-    while (true) {
+    while (!cancelled_) {
+      if (tap_->waiting_bytes() < kTapChunkBytes) {
+        timer_.expires_after(kTapPoll);
+        boost::system::error_code ec;
+        co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        silent += kTapPoll;
+        if (cancelled_) break;
+      }
       std::string out;
       const bool ended = tap_->Take(out, kTapChunkBytes);
       if (!out.empty()) co_return out;
-      if (ended) co_return std::string();
+      if (ended) break;
       if (silent >= kTapHeartbeat) co_return std::string("\n");
-      timer_.expires_after(kTapPoll);
-      boost::system::error_code ec;
-      co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      silent += kTapPoll;
     }
+    co_return std::string();
+  }
+  void Cancel() override {
+    cancelled_ = true;
+    timer_.cancel();
   }
 
  private:
@@ -64,6 +74,7 @@ class TapStream final : public http::ResponseStream {
   TapHub& hub_;
   std::shared_ptr<Tap> tap_;
   std::string hello_;
+  bool cancelled_ = false;
 };
 
 Result<TapFilter> ReadTapFilter(std::string_view target) {

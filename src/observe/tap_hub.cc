@@ -75,6 +75,11 @@ void Tap::End() {
   ended_ = true;
 }
 
+size_t Tap::waiting_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
+}
+
 uint64_t Tap::dropped() const {
   std::lock_guard<std::mutex> lock(mu_);
   return dropped_total_;

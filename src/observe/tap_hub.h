@@ -64,6 +64,8 @@ class Tap {
   // From now on the tap takes nothing more; Take() reports its end once drained.
   void End();
   uint64_t dropped() const;
+  // Bytes of the lines waiting.
+  size_t waiting_bytes() const;
 
  private:
   friend class TapHub;
