@@ -93,8 +93,13 @@ def test_sinks_change_under_load_exactly_where_the_config_says(broker, tmp_path)
     sd = Seedance(config(broker, first.url + "/in", port, tmp_path)).start()
     total = RATE * SECONDS
     pub = Publisher(broker.port, total, RATE)
+    tap_out = open(tmp_path / "tap.ndjson", "w")
+    tap = None
     try:
         assert sd.wait_log(r"connected to"), sd.stderr()
+        # A tap on the HTTP sink's input, open through every reload.
+        tap = subprocess.Popen([BIN, "tap", "--url", f"http://127.0.0.1:{port}", "--component",
+                                "api"], stdout=tap_out)
         pub.start()
         assert wait_until(lambda: len(first.accepted_events()) > RATE, timeout=20)
 
@@ -150,7 +155,15 @@ def test_sinks_change_under_load_exactly_where_the_config_says(broker, tmp_path)
         text = scrape(f"http://127.0.0.1:{port}/metrics")
         assert metric(text, "seedance_reloads_total", result="ok") == 3
         assert metric(text, "seedance_config_generation") == 4
+        # The tap outlived three rebuilds: it saw the sink's input to the very end.
+        assert tap.poll() is None
+        tapped = [json.loads(l) for l in (tmp_path / "tap.ndjson").read_text().splitlines()]
+        assert max(l["event"]["payload"]["seq"] for l in tapped if "event" in l) == total - 1
     finally:
+        if tap:
+            tap.terminate()
+            tap.wait(5)
+        tap_out.close()
         sd.stop()
         first.stop()
         second.stop()
