@@ -3,13 +3,22 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
 #include <future>
+#include <thread>
 
 #include "storage/durable_queue.h"
 #include "util/log.h"
 #include "util/strings.h"
 
 namespace seedance {
+
+namespace {
+// Beyond pipeline.shutdown_timeout, for the last steps of a stop (closing connections, the
+// final sync of the queue and cursors), as `run` allows at shutdown.
+constexpr std::chrono::seconds kStopGrace{3};
+}  // namespace
 
 PipelineHost::PipelineHost(const PluginRegistry& registry, observe::MetricsRegistry& metrics,
                            observe::TapHub::Encode encode, std::function<void()> request_reload)
@@ -172,8 +181,33 @@ Status PipelineHost::Rebuild(const config::PipelineConfig& next, const ConfigDif
   SEEDANCE_LOG_INFO("seedance", "reload: rebuilding the pipeline ({})",
                     fmt::join(diff.changes, ", "));
   const auto began = std::chrono::steady_clock::now();
-  pipeline_->Shutdown();
-  pipeline_.reset();
+  {
+    // The stop is bounded as at shutdown: a thread that cannot be interrupted (a script with
+    // its limits off) must not wedge the process in a reload. Past shutdown_timeout and
+    // kStopGrace it exits; what was acknowledged is in the durable queue.
+    std::mutex mu;
+    std::condition_variable cv;
+    bool stopped = false;
+    const auto limit = config_.shutdown_timeout + kStopGrace;
+    std::thread watchdog([&] {
+      std::unique_lock<std::mutex> lock(mu);
+      if (!cv.wait_for(lock, limit, [&] { return stopped; })) {
+        SEEDANCE_LOG_ERROR("seedance",
+                           "reload: the running pipeline did not stop within "
+                           "pipeline.shutdown_timeout + {} s; exiting",
+                           std::chrono::duration_cast<std::chrono::seconds>(kStopGrace).count());
+        std::_Exit(1);
+      }
+    });
+    pipeline_->Shutdown();
+    pipeline_.reset();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stopped = true;
+    }
+    cv.notify_all();
+    watchdog.join();
+  }
   auto started = [&](const config::PipelineConfig& c,
                      const std::vector<std::string>& added) -> Status {
     auto made = Pipeline::Create(c, registry_, metrics_, {.taps = &taps_, .sinks_added = added});

@@ -13,7 +13,9 @@
 //   queue: a sink that keeps its name resumes from its position (nothing lost, nothing sent
 //   twice beyond at-least-once's attempts in flight); an added sink starts at the queue's
 //   end; a removed sink's position is dropped, and logged. Sources connect again (MQTT QoS
-//   1/2 sessions are persistent: the broker keeps what arrives meanwhile). Should the new
+//   1/2 sessions are persistent: the broker keeps what arrives meanwhile). The stop is bounded
+//   as at shutdown: past pipeline.shutdown_timeout + 3 s (a wedged thread) the process exits
+//   1 for its supervisor to restart it; nothing acknowledged is lost. Should the new
 //   pipeline fail to start (a port taken, a sink that cannot start), the previous
 //   configuration is started again and the reload reported failed;
 // - metrics.listen / token: a new listener is bound before anything else changes (a taken
