@@ -291,3 +291,51 @@ TEST(StreamingServerTest, AClientThatGoesEndsItsStreamWithoutWaitingForAWrite) {
 
 }  // namespace
 }  // namespace seedance::http
+
+namespace seedance::http {
+namespace {
+
+// Gives 64 KiB pieces without end.
+class Endless final : public ResponseStream {
+ public:
+  explicit Endless(std::atomic<bool>& ended) : ended_(ended) {}
+  ~Endless() override { ended_ = true; }
+  asio::awaitable<std::string> Next() override { co_return std::string(64 * 1024, 'x'); }
+
+ private:
+  std::atomic<bool>& ended_;
+};
+
+TEST(StreamingServerTest, AClientThatReadsNothingIsDisconnectedAfterTheStallTimeout) {
+  EventLoop loop;
+  std::atomic<bool> ended{false};
+  Server server(
+      loop.io(), "test", ServerLimits{.stream_stall_timeout = std::chrono::milliseconds(300)},
+      ServerHooks{.handle = {},
+                  .handle_streaming = [&](const Request& req) -> asio::awaitable<StreamingAnswer> {
+                    co_return StreamingAnswer{Response{bhttp::status::ok, req.version()},
+                                              std::make_unique<Endless>(ended)};
+                  }});
+  auto port = server.Listen("127.0.0.1:0");
+  ASSERT_TRUE(port.has_value());
+  loop.Start();
+  asio::io_context io;
+  tcp::socket s(io);
+  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), *port));
+  asio::write(s, asio::buffer(std::string("GET /s HTTP/1.1\r\nHost: x\r\n\r\n")));
+  // Reads nothing: the buffers fill, a write stalls, the server gives up on the client.
+  for (int i = 0; i < 500 && !ended; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(ended) << "a client reading nothing held its stream for 5 s";
+  s.close();
+  std::promise<void> stopped;
+  loop.Post([&] {
+    server.Stop();
+    stopped.set_value();
+  });
+  stopped.get_future().wait();
+  loop.Join();
+}
+
+}  // namespace
+}  // namespace seedance::http
