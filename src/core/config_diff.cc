@@ -21,31 +21,34 @@ const config::ComponentConfig* Named(const std::vector<config::ComponentConfig>&
 // Sources or sinks, matched by name.
 void DiffComponents(const char* kind, const std::vector<config::ComponentConfig>& now,
                     const std::vector<config::ComponentConfig>& next, ConfigDiff* d,
-                    std::vector<std::string>* added, std::vector<std::string>* removed) {
-  const size_t before = d->changes.size();
+                    ConfigDiff::Components* out) {
   for (const auto& c : next) {
     const config::ComponentConfig* was = Named(now, c.name);
     if (was == nullptr) {
       d->changes.push_back(fmt::format("{} \"{}\" added", kind, c.name));
-      if (added != nullptr) added->push_back(c.name);
+      out->added.push_back(c.name);
     } else if (!SameComponent(*was, c)) {
       d->changes.push_back(fmt::format("{} \"{}\" changed", kind, c.name));
+      out->changed.push_back(c.name);
     }
   }
   for (const auto& c : now) {
     if (Named(next, c.name) == nullptr) {
       d->changes.push_back(fmt::format("{} \"{}\" removed", kind, c.name));
-      if (removed != nullptr) removed->push_back(c.name);
+      out->removed.push_back(c.name);
     }
   }
-  // Same names, another order: routing and start order follow the list.
-  if (d->changes.size() == before && now.size() == next.size()) {
-    for (size_t i = 0; i < now.size(); ++i) {
-      if (now[i].name != next[i].name) {
-        d->changes.push_back(fmt::format("{}s reordered", kind));
-        break;
-      }
-    }
+  // The names both keep, in another order: routing and start order follow the list.
+  std::vector<std::string> kept_now, kept_next;
+  for (const auto& c : now) {
+    if (Named(next, c.name) != nullptr) kept_now.push_back(c.name);
+  }
+  for (const auto& c : next) {
+    if (Named(now, c.name) != nullptr) kept_next.push_back(c.name);
+  }
+  if (kept_now != kept_next) {
+    d->changes.push_back(fmt::format("{}s reordered", kind));
+    d->whole = true;
   }
 }
 
@@ -94,15 +97,18 @@ ConfigDiff DiffConfigs(const config::PipelineConfig& now, const config::Pipeline
       d.changes.push_back(fmt::format("processor \"{}\" parameters", next.processors[i].name));
     }
   }
-  const size_t before_components = d.changes.size();
-  DiffComponents("source", now.sources, next.sources, &d, nullptr, nullptr);
-  DiffComponents("sink", now.sinks, next.sinks, &d, &d.sinks_added, &d.sinks_removed);
+  DiffComponents("source", now.sources, next.sources, &d, &d.sources);
+  DiffComponents("sink", now.sinks, next.sinks, &d, &d.sinks);
+  // Memory buffers are the sink runners' own queues: no runner is replaced alone there.
+  if (!next.queue.durable && d.sinks.any()) d.whole = true;
+  const size_t before_settings = d.changes.size();
   if (!SameQueueLimits(now.queue, next.queue)) d.changes.push_back("queue");
   if (!SameLimits(now.limits, next.limits)) d.changes.push_back("limits");
   if (now.queue_capacity != next.queue_capacity || now.shutdown_timeout != next.shutdown_timeout) {
     d.changes.push_back("pipeline");
   }
-  d.rebuild = d.changes.size() > before_components;
+  if (d.changes.size() > before_settings) d.whole = true;
+  d.rebuild = d.whole || d.sources.any() || d.sinks.any();
   if (now.metrics.listen != next.metrics.listen || now.metrics.token != next.metrics.token) {
     d.listener = true;
     d.changes.push_back("metrics");

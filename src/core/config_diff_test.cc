@@ -48,32 +48,63 @@ TEST(ConfigDiffTest, ProcessorParametersAreTakenInPlace) {
   EXPECT_EQ(d.changes, std::vector<std::string>{"processor \"w\" parameters"});
 }
 
-TEST(ConfigDiffTest, ASinkChangedAddedOrRemovedRebuildsAndIsNamed) {
+TEST(ConfigDiffTest, ASinkChangedAddedOrRemovedIsNamedAndRebuiltAlone) {
   const std::string changed = With("path: /tmp/out}", "path: /tmp/other}");
   ConfigDiff d = DiffConfigs(Load(kBase), Load(changed));
   EXPECT_TRUE(d.rebuild);
+  EXPECT_FALSE(d.whole);
   EXPECT_EQ(d.changes, std::vector<std::string>{"sink \"out\" changed"});
-  EXPECT_TRUE(d.sinks_added.empty() && d.sinks_removed.empty());
+  EXPECT_EQ(d.sinks.changed, std::vector<std::string>{"out"});
+  EXPECT_TRUE(d.sinks.added.empty() && d.sinks.removed.empty() && !d.sources.any());
 
   const std::string added =
       With("  - {name: out, type: file, path: /tmp/out}",
            "  - {name: out, type: file, path: /tmp/out}\n  - {name: two, type: stdout}");
   d = DiffConfigs(Load(kBase), Load(added));
   EXPECT_TRUE(d.rebuild);
-  EXPECT_EQ(d.sinks_added, std::vector<std::string>{"two"});
+  EXPECT_FALSE(d.whole);
+  EXPECT_EQ(d.sinks.added, std::vector<std::string>{"two"});
   d = DiffConfigs(Load(added), Load(kBase));
-  EXPECT_EQ(d.sinks_removed, std::vector<std::string>{"two"});
+  EXPECT_EQ(d.sinks.removed, std::vector<std::string>{"two"});
   EXPECT_EQ(d.changes, std::vector<std::string>{"sink \"two\" removed"});
+  EXPECT_FALSE(d.whole);
 }
 
-TEST(ConfigDiffTest, ASourceOrAQueueLimitRebuilds) {
+TEST(ConfigDiffTest, ASourceIsRebuiltAloneAQueueLimitRebuildsEverything) {
   ConfigDiff d = DiffConfigs(Load(kBase), Load(With("rate: 10", "rate: 20")));
   EXPECT_TRUE(d.rebuild);
+  EXPECT_FALSE(d.whole);
   EXPECT_EQ(d.changes, std::vector<std::string>{"source \"generate\" changed"});
+  EXPECT_EQ(d.sources.changed, std::vector<std::string>{"generate"});
   d = DiffConfigs(Load(kBase), Load(With("data_dir: /tmp/seedance-diff-test",
                                          "data_dir: /tmp/seedance-diff-test\n  max_disk: 10MiB")));
   EXPECT_TRUE(d.rebuild);
+  EXPECT_TRUE(d.whole);
   EXPECT_EQ(d.changes, std::vector<std::string>{"queue"});
+}
+
+TEST(ConfigDiffTest, ReorderedSinksOrMemoryBuffersRebuildEverything) {
+  const std::string two =
+      With("  - {name: out, type: file, path: /tmp/out}",
+           "  - {name: out, type: file, path: /tmp/out}\n  - {name: two, type: stdout}");
+  const std::string swapped =
+      With("  - {name: out, type: file, path: /tmp/out}",
+           "  - {name: two, type: stdout}\n  - {name: out, type: file, path: /tmp/out}");
+  ConfigDiff d = DiffConfigs(Load(two), Load(swapped));
+  EXPECT_TRUE(d.whole);
+  EXPECT_EQ(d.changes, std::vector<std::string>{"sinks reordered"});
+
+  const std::string memory = With("data_dir: /tmp/seedance-diff-test",
+                                  "data_dir: /tmp/seedance-diff-test\n  buffer: memory");
+  std::string memory_changed = memory;
+  memory_changed.replace(memory_changed.find("path: /tmp/out}"), 15, "path: /tmp/other}");
+  d = DiffConfigs(Load(memory), Load(memory_changed));
+  EXPECT_TRUE(d.whole);
+  std::string memory_source = memory;
+  memory_source.replace(memory_source.find("rate: 10"), 8, "rate: 20");
+  d = DiffConfigs(Load(memory), Load(memory_source));
+  EXPECT_TRUE(d.rebuild);
+  EXPECT_FALSE(d.whole);
 }
 
 TEST(ConfigDiffTest, TheListenerAndTheLogLevelChangeWithoutARebuild) {

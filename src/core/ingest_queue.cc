@@ -9,6 +9,7 @@ bool IngestQueue::TryPush(Event& event, AckHandle ack, std::string_view invalid)
     const uint64_t bytes = budget_ ? event.MemoryBytes() : 0;
     if (budget_ && !items_.empty() && bytes_ + bytes > max_bytes_) return false;
     items_.push_back(IngestItem{std::move(event), ack, bytes, std::string(invalid)});
+    ++pushed_;
     bytes_ += bytes;
     if (budget_) budget_->Charge(bytes);
   }
@@ -31,6 +32,7 @@ bool IngestQueue::TryPushAll(std::vector<Event>& events, Acknowledger* owner, ui
       const AckHandle ack{owner, first_token + i, 0, stream, stream != 0 ? first_end + i + 1 : 0};
       items_.push_back(IngestItem{std::move(events[i]), ack, bytes, std::string()});
     }
+    pushed_ += events.size();
     bytes_ += total;
     if (budget_) budget_->Charge(total);
   }

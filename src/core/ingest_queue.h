@@ -58,6 +58,11 @@ class IngestQueue {
   void Close();
   size_t size() const;
   size_t capacity() const { return capacity_; }
+  // Items pushed since the queue was made (ProcessingLoop::handled() catches up with it).
+  uint64_t pushed() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return pushed_;
+  }
 
  private:
   const size_t capacity_;
@@ -65,6 +70,7 @@ class IngestQueue {
   governor::MemoryBudget* const budget_;
   const uint64_t max_bytes_;
   uint64_t bytes_ = 0;
+  uint64_t pushed_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   util::RingQueue<IngestItem> items_;

@@ -75,78 +75,114 @@ std::string InstanceName(const std::string& data_dir) {
   return fmt::format("{}-{:08x}", host, util::Crc32c(path));
 }
 
+// True when some processor declares named outputs: sinks then take events by output.
+bool HasNamedOutputs(const config::PipelineConfig& config) {
+  return std::any_of(config.processors.begin(), config.processors.end(),
+                     [](const auto& c) { return !NamedOutputs(c.params).empty(); });
+}
+
+bool Contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 }  // namespace
+
+PluginContext Pipeline::ContextFor(const config::ComponentConfig& c, ComponentStats* stats,
+                                   bool validate_only) {
+  PluginContext ctx;
+  ctx.name = c.name;
+  ctx.instance = instance_;
+  ctx.state_files = &state_files_;
+  ctx.loop = &loop_;
+  ctx.metrics = &metrics_;
+  ctx.stats = stats;
+  ctx.validate_only = validate_only;
+  ctx.redelivery = &redelivery_;
+  ctx.positions = &positions_;
+  ctx.memory = budget_.get();
+  return ctx;
+}
+
+Result<Pipeline::SourceSlot> Pipeline::MakeSource(const config::ComponentConfig& c,
+                                                  bool validate_only) {
+  auto stats = std::make_unique<ComponentStats>(metrics_, "source", c.name);
+  PluginContext ctx = ContextFor(c, stats.get(), validate_only);
+  auto made = registry_->FindSource(c.type)->create(c.params, ctx);
+  if (!made) return made.error().WithContext(fmt::format("{}: source \"{}\"", c.location, c.name));
+  return SourceSlot{c.name, std::move(stats), std::move(made).value(), c.location};
+}
+
+Result<Pipeline::MadeSink> Pipeline::MakeSink(const config::ComponentConfig& c,
+                                              bool validate_only) {
+  auto stats = std::make_unique<ComponentStats>(metrics_, "sink", c.name);
+  PluginContext ctx = ContextFor(c, stats.get(), validate_only);
+  const SinkFactory* factory = registry_->FindSink(c.type);
+  auto policy = ReadDeliveryPolicy(c.params, factory->delivery);
+  if (policy) ctx.attempt_timeout = policy->timeout;
+  auto made = policy ? factory->create(c.params, ctx) : policy.error();
+  if (!made) return made.error().WithContext(fmt::format("{}: sink \"{}\"", c.location, c.name));
+  return MadeSink{std::move(stats), std::move(made).value(), std::move(policy).value()};
+}
+
+Pipeline::SinkSlot Pipeline::MakeRunner(const config::ComponentConfig& c, MadeSink made,
+                                        storage::DurableQueue::NewCursorAt at, bool by_output) {
+  std::string name = c.name;
+  auto runner = std::make_unique<SinkRunner>(
+      c.name, std::move(made.sink), std::move(made.policy), config_.queue_capacity, loop_,
+      *made.stats,
+      [this, name](Event&& e, const std::string& reason) {
+        router_->RouteRejected(std::move(e), reason, name);
+      },
+      queue_ ? queue_->OpenCursor(c.name, RecordInputs(c), at) : nullptr, budget_.get());
+  runner->SetTaps(taps_);
+  runner->SetRouting(
+      SinkRunner::Routing{.topics = c.topics, .by_output = by_output, .outputs = OutputNames(c)});
+  return SinkSlot{std::move(made.stats), std::move(runner), c.inputs, c.location};
+}
 
 Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig& config,
                                                    const PluginRegistry& registry,
                                                    observe::MetricsRegistry& metrics,
                                                    const PipelineOptions& options) {
   const bool validate_only = options.validate_only;
-  observe::TapHub* const taps = options.taps;
   std::unique_ptr<Pipeline> p(new Pipeline(config, metrics));
-  p->taps_ = taps;
-  const std::string instance = InstanceName(config.queue.data_dir);
-  auto context = [&](const config::ComponentConfig& c, ComponentStats* stats) {
-    PluginContext ctx;
-    ctx.name = c.name;
-    ctx.instance = instance;
-    ctx.state_files = &p->state_files_;
-    ctx.loop = &p->loop_;
-    ctx.metrics = &metrics;
-    ctx.stats = stats;
-    ctx.validate_only = validate_only;
-    ctx.redelivery = &p->redelivery_;
-    ctx.positions = &p->positions_;
-    ctx.memory = p->budget_.get();
-    return ctx;
-  };
+  p->taps_ = options.taps;
+  p->registry_ = &registry;
+  p->instance_ = InstanceName(config.queue.data_dir);
   // Every component is built before any error is returned, so `validate` (and a failed
   // start) reports every problem at once, not only the first.
   std::vector<std::string> problems;
   Status first_problem;
-  auto problem = [&](const Status& s, const std::string& where) {
+  auto problem = [&](const Status& s) {
     if (first_problem.ok()) first_problem = s;
-    problems.push_back(s.WithContext(where).message());
+    problems.push_back(s.message());
   };
   for (const auto& c : config.sources) {
-    auto stats = std::make_unique<ComponentStats>(metrics, "source", c.name);
-    PluginContext ctx = context(c, stats.get());
-    auto made = registry.FindSource(c.type)->create(c.params, ctx);
+    auto made = p->MakeSource(c, validate_only);
     if (!made) {
-      problem(made.error(), fmt::format("{}: source \"{}\"", c.location, c.name));
+      problem(made.error());
       continue;
     }
-    p->sources_.push_back(
-        SourceSlot{c.name, std::move(stats), std::move(made).value(), c.location});
+    p->sources_.push_back(std::move(made).value());
   }
   for (const auto& c : config.processors) {
     auto stats = std::make_unique<ComponentStats>(metrics, "processor", c.name);
-    PluginContext ctx = context(c, stats.get());
+    PluginContext ctx = p->ContextFor(c, stats.get(), validate_only);
     auto made = registry.FindProcessor(c.type)->create(c.params, ctx);
     if (!made) {
-      problem(made.error(), fmt::format("{}: processor \"{}\"", c.location, c.name));
+      problem(made.error().WithContext(fmt::format("{}: processor \"{}\"", c.location, c.name)));
       continue;
     }
     p->processors_.push_back(ProcessorSlot{c.name, std::move(stats), std::move(made).value()});
   }
-  struct MadeSink {
-    std::unique_ptr<ComponentStats> stats;
-    std::unique_ptr<Sink> sink;
-    DeliveryPolicy policy;
-  };
   std::vector<MadeSink> sinks;
   for (const auto& c : config.sinks) {
-    auto stats = std::make_unique<ComponentStats>(metrics, "sink", c.name);
-    PluginContext ctx = context(c, stats.get());
-    const SinkFactory* factory = registry.FindSink(c.type);
-    auto policy = ReadDeliveryPolicy(c.params, factory->delivery);
-    if (policy) ctx.attempt_timeout = policy->timeout;
-    auto made = policy ? factory->create(c.params, ctx) : policy.error();
+    auto made = p->MakeSink(c, validate_only);
     if (!made) {
-      problem(made.error(), fmt::format("{}: sink \"{}\"", c.location, c.name));
+      problem(made.error());
       continue;
     }
-    sinks.push_back(MadeSink{std::move(stats), std::move(made).value(), std::move(policy).value()});
+    sinks.push_back(std::move(made).value());
   }
   // Named outputs (processors' `outputs:`): one no sink consumes is worth a warning (its
   // events go nowhere); a sink input no processor declares was refused by the config.
@@ -177,38 +213,176 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     p->queue_ = std::move(queue).value();
   }
   p->router_ = std::make_unique<Router>(p->queue_.get(), metrics);
-  p->router_->SetTaps(taps);
+  p->router_->SetTaps(options.taps);
+  const bool by_output = !named_outputs.empty();
+  std::vector<Router::SinkRoute> routes;
   for (size_t i = 0; i < config.sinks.size(); ++i) {
     const auto& c = config.sinks[i];
-    auto& [stats, made, policy] = sinks[i];
-    Pipeline* self = p.get();
-    std::string name = c.name;
-    auto runner = std::make_unique<SinkRunner>(
-        c.name, std::move(made), std::move(policy), config.queue_capacity, p->loop_, *stats,
-        [self, name](Event&& e, const std::string& reason) {
-          self->router_->RouteRejected(std::move(e), reason, name);
-        },
-        p->queue_ ? p->queue_->OpenCursor(c.name, RecordInputs(c), NewCursorAt(options, c.name))
-                  : nullptr,
-        p->budget_.get());
-    runner->SetTaps(taps);
-    runner->SetRouting(SinkRunner::Routing{
-        .topics = c.topics, .by_output = !named_outputs.empty(), .outputs = OutputNames(c)});
-    if (p->budget_ && p->queue_) p->budget_->AddHolder(runner.get());
-    p->router_->AddSink(runner.get(), RecordInputs(c));
-    p->sinks_.push_back(SinkSlot{std::move(stats), std::move(runner), c.inputs, c.location});
+    SinkSlot slot = p->MakeRunner(c, std::move(sinks[i]), NewCursorAt(options, c.name), by_output);
+    if (p->budget_ && p->queue_) p->budget_->AddHolder(slot.runner.get());
+    routes.push_back({slot.runner.get(), RecordInputs(c)});
+    p->sinks_.push_back(std::move(slot));
   }
+  p->router_->SetSinks(routes);
   std::vector<Reloader::Target> reloadable;
   for (const auto& slot : p->processors_) reloadable.push_back({slot.name, slot.processor.get()});
   p->reloader_ = std::make_unique<Reloader>(std::move(reloadable));
   if (p->queue_) {
-    Pipeline* self = p.get();
-    p->queue_->SetCommitListener([self] {
-      for (auto& s : self->sinks_) s.runner->NotifyAppended();
-    });
+    Router* router = p->router_.get();
+    p->queue_->SetCommitListener([router] { router->NotifyAppended(); });
   }
   p->processing_loop_ = std::make_unique<ProcessingLoop>(p->ProcessingParts());
   return p;
+}
+
+void Pipeline::OnLoop(const std::function<void()>& f) {
+  std::promise<void> done;
+  loop_.Post([&] {
+    f();
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+Status Pipeline::Replace(const config::PipelineConfig& next, const ConfigDiff& diff) {
+  SEEDANCE_RETURN_IF_ERROR(ReplaceSinks(next, diff));
+  SEEDANCE_RETURN_IF_ERROR(ReplaceSources(next, diff));
+  if (diff.processor_params) {
+    std::vector<std::string> ignored;
+    SEEDANCE_RETURN_IF_ERROR(reloader_->Reload(config_, next, &ignored));
+    config_.processors = next.processors;
+  }
+  return Status::Ok();
+}
+
+Status Pipeline::ReplaceSinks(const config::PipelineConfig& next, const ConfigDiff& diff) {
+  if (!diff.sinks.any()) return Status::Ok();
+  if (!queue_) return FailedPreconditionError("memory buffers: sinks are replaced by a rebuild");
+  // Built first: a sink that cannot be made changes nothing.
+  std::vector<std::pair<const config::ComponentConfig*, MadeSink>> made;
+  for (const auto& c : next.sinks) {
+    if (!Contains(diff.sinks.added, c.name) && !Contains(diff.sinks.changed, c.name)) continue;
+    auto sink = MakeSink(c, /*validate_only=*/false);
+    if (!sink) return sink.error();
+    made.emplace_back(&c, std::move(sink).value());
+  }
+  // The runners that go: no new batch, open jobs end (bounded), then stopped, their cursors
+  // closed with their positions saved.
+  const auto deadline = std::chrono::steady_clock::now() + config_.shutdown_timeout;
+  std::vector<SinkSlot> kept, going;
+  for (SinkSlot& slot : sinks_) {
+    const std::string& name = slot.runner->name();
+    (Contains(diff.sinks.removed, name) || Contains(diff.sinks.changed, name) ? going : kept)
+        .push_back(std::move(slot));
+  }
+  sinks_.clear();
+  for (SinkSlot& slot : going) {
+    if (!slot.runner->Drain(deadline)) {
+      SEEDANCE_LOG_INFO(
+          slot.runner->name(),
+          "reload: attempts still open after {} ms; what they carried is sent "
+          "again by the new configuration",
+          std::chrono::duration_cast<std::chrono::milliseconds>(config_.shutdown_timeout).count());
+    }
+  }
+  OnLoop([&] {
+    for (SinkSlot& slot : going) {
+      if (budget_) budget_->RemoveHolder(slot.runner.get());
+      slot.runner->Retire();
+    }
+  });
+  // The new runners, in the order of the new configuration.
+  const bool by_output = HasNamedOutputs(next);
+  std::vector<Router::SinkRoute> routes;
+  Status failed;
+  for (const auto& c : next.sinks) {
+    auto fresh = std::find_if(made.begin(), made.end(), [&](auto& m) { return m.first == &c; });
+    if (fresh != made.end()) {
+      const auto at = Contains(diff.sinks.added, c.name)
+                          ? storage::DurableQueue::NewCursorAt::kEnd
+                          : storage::DurableQueue::NewCursorAt::kOldest;
+      SinkSlot slot = MakeRunner(c, std::move(fresh->second), at, by_output);
+      Status s;
+      OnLoop([&] {
+        s = slot.runner->sink().Start().WithContext(
+            fmt::format("{}: sink \"{}\"", slot.location, slot.runner->name()));
+        if (s.ok() && budget_) budget_->AddHolder(slot.runner.get());
+      });
+      if (!s.ok()) {
+        if (failed.ok()) failed = s;
+        retired_sinks_.push_back(std::move(slot));
+        continue;
+      }
+      sinks_.push_back(std::move(slot));
+    } else {
+      auto it = std::find_if(kept.begin(), kept.end(),
+                             [&](const SinkSlot& k) { return k.runner->name() == c.name; });
+      if (it == kept.end()) continue;
+      sinks_.push_back(std::move(*it));
+    }
+    routes.push_back({sinks_.back().runner.get(), RecordInputs(c)});
+  }
+  router_->SetSinks(routes);
+  for (SinkSlot& slot : going) retired_sinks_.push_back(std::move(slot));
+  for (auto& s : sinks_) s.runner->NotifyAppended();
+  config_.sinks = next.sinks;
+  return failed;
+}
+
+Status Pipeline::ReplaceSources(const config::PipelineConfig& next, const ConfigDiff& diff) {
+  if (!diff.sources.any()) return Status::Ok();
+  std::vector<SourceSlot> fresh;
+  for (const auto& c : next.sources) {
+    if (!Contains(diff.sources.added, c.name) && !Contains(diff.sources.changed, c.name)) continue;
+    auto made = MakeSource(c, /*validate_only=*/false);
+    if (!made) return made.error();
+    fresh.push_back(std::move(made).value());
+  }
+  auto going = [&](const SourceSlot& s) {
+    return Contains(diff.sources.removed, s.name) || Contains(diff.sources.changed, s.name);
+  };
+  // Those that go stop reading; what they emitted is processed and acknowledged (bounded),
+  // so their acknowledgements reach upstream before they close.
+  uint64_t emitted = 0;
+  OnLoop([&] {
+    for (SourceSlot& s : sources_) {
+      if (going(s)) s.source->Stop();
+    }
+    emitted = ingest_->pushed();
+  });
+  const auto deadline = std::chrono::steady_clock::now() + config_.shutdown_timeout;
+  while (processing_loop_->handled() < emitted && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  Status failed;
+  OnLoop([&] {
+    std::lock_guard<std::mutex> lock(sources_mu_);
+    std::vector<SourceSlot> now;
+    for (SourceSlot& s : sources_) {
+      if (going(s)) {
+        s.source->Close();
+        retired_sources_.push_back(std::move(s));
+      } else {
+        now.push_back(std::move(s));
+      }
+    }
+    // The new ones start in the configuration's order, after those that run on.
+    for (SourceSlot& s : fresh) {
+      Status started =
+          s.source->Start(*this).WithContext(fmt::format("{}: source \"{}\"", s.location, s.name));
+      if (!started.ok()) {
+        if (failed.ok()) failed = started;
+        s.source->Stop();
+        s.source->Close();
+        retired_sources_.push_back(std::move(s));
+        continue;
+      }
+      now.push_back(std::move(s));
+    }
+    sources_ = std::move(now);
+  });
+  config_.sources = next.sources;
+  return failed;
 }
 
 ProcessingLoop::Parts Pipeline::ProcessingParts() {
@@ -223,6 +397,7 @@ ProcessingLoop::Parts Pipeline::ProcessingParts() {
     parts.stages.push_back({slot.name, slot.stats.get(), slot.processor.get()});
   }
   parts.on_invalid_json = [this](const std::string& source) {
+    std::lock_guard<std::mutex> lock(sources_mu_);
     for (auto& src : sources_) {
       if (src.name == source) {
         src.stats->errors.Add();

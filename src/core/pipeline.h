@@ -32,6 +32,7 @@
 
 #include "config/config.h"
 #include "core/checkpointer.h"
+#include "core/config_diff.h"
 #include "core/delivery/sink_runner.h"
 #include "core/event_pool.h"
 #include "core/ingest_queue.h"
@@ -44,6 +45,7 @@
 #include "observe/component_stats.h"
 #include "observe/metrics.h"
 #include "observe/tap_hub.h"
+#include "seedance/plugin_context.h"
 #include "seedance/plugin_registry.h"
 #include "storage/checkpoint_log.h"
 #include "storage/durable_queue.h"
@@ -78,6 +80,23 @@ class Pipeline : private SourceOutput {
   // Graceful stop; returns true when every accepted event was delivered in time.
   bool Shutdown();
 
+  // A reload that changes sources or sinks only (core/config_diff.h: `rebuild` without
+  // `whole`; durable buffers for sink changes): only those are built again, while the rest
+  // runs on. Sinks first: a removed or changed sink's runner takes no new batch, its open
+  // jobs end (up to shutdown_timeout; those still open then are read again), it stops and
+  // lets go of its cursor; the new runner opens the sink's cursor again where it stopped (an
+  // added sink: at the queue's end). Then sources: a removed or changed source stops
+  // reading, what it emitted is processed and acknowledged (up to shutdown_timeout), it
+  // closes, and the new one starts (connects, subscribes). Processors' parameters are taken
+  // as by Reconfigure. Replaced components stay allocated, stopped, until the pipeline ends
+  // (late callbacks of their connections may still reach them); retired() counts them.
+  // Not all or nothing: on an error (a sink or source that fails to start) the pipeline is
+  // part old, part new, and the caller rebuilds it whole. The positions of removed sinks are
+  // the caller's to drop (DurableQueue::ForgetCursor) once it keeps the new configuration.
+  Status Replace(const config::PipelineConfig& next, const ConfigDiff& diff);
+  // Sources and sinks replaced by Replace() and kept until the pipeline ends.
+  size_t retired() const { return retired_sources_.size() + retired_sinks_.size(); }
+
   // SIGHUP: takes the changed parameters of processors (window sizes, aggregates, lateness)
   // between two batches, keeping their state. All or nothing: kInvalidArgument when a
   // processor refuses its new parameters, kFailedPrecondition when the processor list changed
@@ -106,7 +125,26 @@ class Pipeline : private SourceOutput {
     std::vector<Output> inputs;
     std::string location;  // config file:line, for errors at Start()
   };
+  struct MadeSink {  // a sink built, before its runner
+    std::unique_ptr<ComponentStats> stats;
+    std::unique_ptr<Sink> sink;
+    DeliveryPolicy policy;
+  };
   Pipeline(const config::PipelineConfig& config, observe::MetricsRegistry& metrics);
+
+  PluginContext ContextFor(const config::ComponentConfig& c, ComponentStats* stats,
+                           bool validate_only);
+  Result<SourceSlot> MakeSource(const config::ComponentConfig& c, bool validate_only);
+  Result<MadeSink> MakeSink(const config::ComponentConfig& c, bool validate_only);
+  // The runner of `made`, reading through its cursor (durable) from `at` when the sink has
+  // no saved position; routed by output when some processor declares named outputs.
+  SinkSlot MakeRunner(const config::ComponentConfig& c, MadeSink made,
+                      storage::DurableQueue::NewCursorAt at, bool by_output);
+  // Replace(), each part.
+  Status ReplaceSinks(const config::PipelineConfig& next, const ConfigDiff& diff);
+  Status ReplaceSources(const config::PipelineConfig& next, const ConfigDiff& diff);
+  // Runs `f` on the event loop and waits for it.
+  void OnLoop(const std::function<void()>& f);
 
   // SourceOutput
   bool TryEmit(Event& event, AckHandle ack) override;
@@ -138,9 +176,17 @@ class Pipeline : private SourceOutput {
   std::unique_ptr<boost::asio::steady_timer> governor_timer_;
   std::unique_ptr<IngestQueue> ingest_;
   std::unique_ptr<storage::DurableQueue> queue_;  // null with buffer: memory
+  const PluginRegistry* registry_ = nullptr;
+  std::string instance_;  // PluginContext::instance
+  // Changed on the event loop only, under sources_mu_ (read there without it; the processing
+  // thread reads it under the lock).
+  std::mutex sources_mu_;
   std::vector<SourceSlot> sources_;
   std::vector<ProcessorSlot> processors_;
-  std::vector<SinkSlot> sinks_;
+  std::vector<SinkSlot> sinks_;  // the main thread's (Create, Start, Replace, Shutdown)
+  // Replaced by a reload: stopped, kept until the pipeline ends (see Replace()).
+  std::vector<SourceSlot> retired_sources_;
+  std::vector<SinkSlot> retired_sinks_;
   std::unique_ptr<Router> router_;
   std::thread processing_;
   std::atomic<uint64_t> next_id_{1};

@@ -18,6 +18,8 @@ namespace {
 // Beyond pipeline.shutdown_timeout, for the last steps of a stop (closing connections, the
 // final sync of the queue and cursors), as `run` allows at shutdown.
 constexpr std::chrono::seconds kStopGrace{3};
+// Replaced sources and sinks a pipeline keeps (stopped) before a reload rebuilds it whole.
+constexpr size_t kMaxRetired = 32;
 }  // namespace
 
 PipelineHost::PipelineHost(const PluginRegistry& registry, observe::MetricsRegistry& metrics,
@@ -140,7 +142,10 @@ Status PipelineHost::Reload(const Result<config::PipelineConfig>& next) {
     }
   }
   if (diff.rebuild) {
-    Status s = Rebuild(*next, diff);
+    // Replaced components stay allocated until the pipeline ends: past kMaxRetired of them,
+    // a rebuild lets them go.
+    const bool whole = diff.whole || pipeline_->retired() >= kMaxRetired;
+    Status s = whole ? Rebuild(*next, diff) : Replace(*next, diff);
     if (!s.ok()) {
       StopListener(std::move(new_listener));
       return Record(s, diff.changes);
@@ -177,84 +182,111 @@ Status PipelineHost::Reload(const Result<config::PipelineConfig>& next) {
   return Record(Status::Ok(), diff.changes);
 }
 
+void PipelineHost::StopPipeline() {
+  // The stop is bounded as at shutdown: a thread that cannot be interrupted (a script with
+  // its limits off) must not wedge the process in a reload. Past shutdown_timeout and
+  // kStopGrace it exits; what was acknowledged is in the durable queue.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopped = false;
+  const auto limit = config_.shutdown_timeout + kStopGrace;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, limit, [&] { return stopped; })) {
+      SEEDANCE_LOG_ERROR("seedance",
+                         "reload: the running pipeline did not stop within "
+                         "pipeline.shutdown_timeout + {} s; exiting",
+                         std::chrono::duration_cast<std::chrono::seconds>(kStopGrace).count());
+      std::_Exit(1);
+    }
+  });
+  pipeline_->Shutdown();
+  pipeline_.reset();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stopped = true;
+  }
+  cv.notify_all();
+  watchdog.join();
+}
+
+Status PipelineHost::StartPipeline(const config::PipelineConfig& c,
+                                   const std::vector<std::string>& sinks_added) {
+  auto made =
+      Pipeline::Create(c, registry_, metrics_, {.taps = &taps_, .sinks_added = sinks_added});
+  if (!made) return made.error();
+  pipeline_ = std::move(made).value();
+  Status s = pipeline_->Start();
+  if (!s.ok()) {
+    pipeline_->Shutdown();
+    pipeline_.reset();
+  }
+  return s;
+}
+
+void PipelineHost::ForgetRemovedSinks(const config::PipelineConfig& next, const ConfigDiff& diff) {
+  if (!next.queue.durable) return;
+  for (const std::string& sink : diff.sinks.removed) {
+    storage::DurableQueue::ForgetCursor(next.queue, sink);
+    SEEDANCE_LOG_INFO(sink,
+                      "sink removed by the reload: its position in the durable queue is "
+                      "dropped (what it had not delivered is not sent anywhere)");
+  }
+}
+
+Status PipelineHost::RestorePrevious(const config::PipelineConfig& next, const ConfigDiff& diff,
+                                     const Status& why) {
+  SEEDANCE_LOG_ERROR("seedance",
+                     "reload: the new configuration did not start ({}); starting the "
+                     "previous configuration again",
+                     why.message());
+  // Sinks the failed attempt added are not in the previous configuration: their positions go.
+  if (next.queue.durable) {
+    for (const std::string& sink : diff.sinks.added) {
+      storage::DurableQueue::ForgetCursor(next.queue, sink);
+    }
+  }
+  Status back = StartPipeline(config_, {});
+  if (!back.ok()) {
+    return Status(StatusCode::kInternal,
+                  fmt::format("the new pipeline did not start ({}), nor the previous one ({})",
+                              why.message(), back.message()));
+  }
+  return why;
+}
+
+Status PipelineHost::Replace(const config::PipelineConfig& next, const ConfigDiff& diff) {
+  SEEDANCE_LOG_INFO("seedance", "reload: building again only what changed ({})",
+                    fmt::join(diff.changes, ", "));
+  const auto began = std::chrono::steady_clock::now();
+  Status s = pipeline_->Replace(next, diff);
+  if (!s.ok()) {
+    StopPipeline();  // part old, part new: rebuilt whole, as it was
+    return RestorePrevious(next, diff, s);
+  }
+  SEEDANCE_LOG_INFO("seedance", "reload: the changed components run, {} ms after the reload began",
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - began)
+                        .count());
+  ForgetRemovedSinks(next, diff);
+  return s;
+}
+
 Status PipelineHost::Rebuild(const config::PipelineConfig& next, const ConfigDiff& diff) {
   SEEDANCE_LOG_INFO("seedance", "reload: rebuilding the pipeline ({})",
                     fmt::join(diff.changes, ", "));
   const auto began = std::chrono::steady_clock::now();
-  {
-    // The stop is bounded as at shutdown: a thread that cannot be interrupted (a script with
-    // its limits off) must not wedge the process in a reload. Past shutdown_timeout and
-    // kStopGrace it exits; what was acknowledged is in the durable queue.
-    std::mutex mu;
-    std::condition_variable cv;
-    bool stopped = false;
-    const auto limit = config_.shutdown_timeout + kStopGrace;
-    std::thread watchdog([&] {
-      std::unique_lock<std::mutex> lock(mu);
-      if (!cv.wait_for(lock, limit, [&] { return stopped; })) {
-        SEEDANCE_LOG_ERROR("seedance",
-                           "reload: the running pipeline did not stop within "
-                           "pipeline.shutdown_timeout + {} s; exiting",
-                           std::chrono::duration_cast<std::chrono::seconds>(kStopGrace).count());
-        std::_Exit(1);
-      }
-    });
-    pipeline_->Shutdown();
-    pipeline_.reset();
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      stopped = true;
-    }
-    cv.notify_all();
-    watchdog.join();
-  }
-  auto started = [&](const config::PipelineConfig& c,
-                     const std::vector<std::string>& added) -> Status {
-    auto made = Pipeline::Create(c, registry_, metrics_, {.taps = &taps_, .sinks_added = added});
-    if (!made) return made.error();
-    pipeline_ = std::move(made).value();
-    Status s = pipeline_->Start();
-    if (!s.ok()) {
-      pipeline_->Shutdown();
-      pipeline_.reset();
-    }
-    return s;
-  };
-  Status s = started(next, diff.sinks_added);
-  if (s.ok()) {
-    SEEDANCE_LOG_INFO("seedance",
-                      "reload: the new pipeline runs, {} ms after the old one began "
-                      "to stop",
-                      std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now() - began)
-                          .count());
-    // Only now: had the new pipeline not started, the removed sinks would be back.
-    if (next.queue.durable) {
-      for (const std::string& sink : diff.sinks_removed) {
-        storage::DurableQueue::ForgetCursor(next.queue, sink);
-        SEEDANCE_LOG_INFO(sink,
-                          "sink removed by the reload: its position in the durable queue is "
-                          "dropped (what it had not delivered is not sent anywhere)");
-      }
-    }
-    return s;
-  }
-  SEEDANCE_LOG_ERROR("seedance",
-                     "reload: the new pipeline did not start ({}); starting the "
-                     "previous configuration again",
-                     s.message());
-  // Sinks the failed attempt added are not in the previous configuration: their positions go.
-  if (next.queue.durable) {
-    for (const std::string& sink : diff.sinks_added) {
-      storage::DurableQueue::ForgetCursor(next.queue, sink);
-    }
-  }
-  Status back = started(config_, {});
-  if (!back.ok()) {
-    return Status(StatusCode::kInternal,
-                  fmt::format("the new pipeline did not start ({}), nor the previous one ({})",
-                              s.message(), back.message()));
-  }
+  StopPipeline();
+  Status s = StartPipeline(next, diff.sinks.added);
+  if (!s.ok()) return RestorePrevious(next, diff, s);
+  SEEDANCE_LOG_INFO("seedance",
+                    "reload: the new pipeline runs, {} ms after the old one began "
+                    "to stop",
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - began)
+                        .count());
+  // Only now: had the new pipeline not started, the removed sinks would be back.
+  ForgetRemovedSinks(next, diff);
   return s;
 }
 

@@ -7,15 +7,21 @@
 //   fails to build as `run` would build it (plugins checked, scripts compiled): refused, the
 //   running pipeline untouched;
 // - processors' parameters only: taken in place between two batches, state kept;
-// - sources, sinks, queue and memory limits: the pipeline is rebuilt in the process. The
-//   running one stops as at shutdown (sources first; what was taken in is committed; sinks
-//   finish or leave their events in the durable queue), then the new one starts on the same
-//   queue: a sink that keeps its name resumes from its position (nothing lost, nothing sent
-//   twice beyond at-least-once's attempts in flight); an added sink starts at the queue's
-//   end; a removed sink's position is dropped, and logged. Sources connect again (MQTT QoS
-//   1/2 sessions are persistent: the broker keeps what arrives meanwhile). The stop is bounded
-//   as at shutdown: past pipeline.shutdown_timeout + 3 s (a wedged thread) the process exits
-//   1 for its supervisor to restart it; nothing acknowledged is lost. Should the new
+// - sources and sinks (durable buffers for sinks): only those added, changed or removed are
+//   built again (Pipeline::Replace); the others run on, their connections and positions
+//   untouched. A changed sink resumes from its position (nothing lost, nothing sent twice
+//   beyond at-least-once's attempts in flight); an added sink starts at the queue's end; a
+//   removed sink's position is dropped, and logged; a changed source connects and subscribes
+//   again. Should a new component fail to start, the previous configuration is rebuilt whole;
+// - queue and memory limits, the pipeline section, reordered components, sinks on memory
+//   buffers: the pipeline is rebuilt in the process. The running one stops as at shutdown (sources
+//   first; what was taken in is committed; sinks finish or leave their events in the durable
+//   queue), then the new one starts on the same queue: a sink that keeps its name resumes from its
+//   position (nothing lost, nothing sent twice beyond at-least-once's attempts in flight); an added
+//   sink starts at the queue's end; a removed sink's position is dropped, and logged. Sources
+//   connect again (MQTT QoS 1/2 sessions are persistent: the broker keeps what arrives meanwhile).
+//   The stop is bounded as at shutdown: past pipeline.shutdown_timeout + 3 s (a wedged thread) the
+//   process exits 1 for its supervisor to restart it; nothing acknowledged is lost. Should the new
 //   pipeline fail to start (a port taken, a sink that cannot start), the previous
 //   configuration is started again and the reload reported failed;
 // - metrics.listen / token: a new listener is bound before anything else changes (a taken
@@ -69,6 +75,17 @@ class PipelineHost {
   void StopListener(std::unique_ptr<observe::HttpListener> listener);
   // Stops the running pipeline and starts one of `next`; on failure starts `config_` again.
   Status Rebuild(const config::PipelineConfig& next, const ConfigDiff& diff);
+  // Builds again only the sources and sinks that changed (Pipeline::Replace); on failure
+  // rebuilds `config_` whole.
+  Status Replace(const config::PipelineConfig& next, const ConfigDiff& diff);
+  // The running pipeline stops as at shutdown, bounded (past it the process exits 1).
+  void StopPipeline();
+  Status StartPipeline(const config::PipelineConfig& c,
+                       const std::vector<std::string>& sinks_added);
+  // After `next` failed to start (`why`): starts `config_` again.
+  Status RestorePrevious(const config::PipelineConfig& next, const ConfigDiff& diff,
+                         const Status& why);
+  void ForgetRemovedSinks(const config::PipelineConfig& next, const ConfigDiff& diff);
   Status Record(Status status, const std::vector<std::string>& changes);
 
   const PluginRegistry& registry_;

@@ -83,7 +83,9 @@ void ProcessingLoop::Run() {
     }
     if (safe) {
       for (IngestItem& item : items) item.ack.Ack();
-    } else if (PastShutdownDeadline()) {
+    }
+    handled_.fetch_add(items.size(), std::memory_order_release);
+    if (!safe && PastShutdownDeadline()) {
       // Shutting down and nothing more can be made safe: stop here. What is still queued is
       // not acknowledged either; its sources send it again after the restart.
       SEEDANCE_LOG_WARN("pipeline",

@@ -72,6 +72,10 @@ class ProcessingLoop {
   void SetShutdownDeadline(Deadline deadline);
   // Until when a push from this thread may wait for room.
   Deadline PushDeadline() const;
+  // Any thread: ingest items taken and done with (acknowledged, or left unacknowledged when
+  // they could not be made safe). Once it reaches IngestQueue::pushed() as read at some
+  // moment, everything pushed before then is through.
+  uint64_t handled() const { return handled_.load(std::memory_order_acquire); }
 
  private:
   class StageOutput;
@@ -95,6 +99,7 @@ class ProcessingLoop {
   std::atomic<int64_t> deadline_ns_{INT64_MAX};
   // An event of the current batch could not be appended: the batch must not be acknowledged.
   bool batch_failed_ = false;
+  std::atomic<uint64_t> handled_{0};
   util::LogLimiter log_limiter_;
 };
 

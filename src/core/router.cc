@@ -11,7 +11,8 @@ namespace seedance {
 Router::Router(storage::DurableQueue* queue, observe::MetricsRegistry& metrics)
     : queue_(queue),
       metrics_(metrics),
-      routes_(kOutputCount),
+      routes_(std::make_shared<Routes>(
+          Routes{{}, std::vector<std::vector<SinkRunner*>>(kOutputCount)})),
       write_failed_(metrics.GetCounter(
           "seedance_events_dropped_total", "Events that left the main stream, by reason.",
           {{"component", "queue"}, {"kind", "queue"}, {"reason", "queue_write_failed"}})) {
@@ -23,12 +24,31 @@ Router::Router(storage::DurableQueue* queue, observe::MetricsRegistry& metrics)
 }
 
 void Router::AddSink(SinkRunner* runner, const std::vector<Output>& inputs) {
-  for (Output o : inputs) routes_[static_cast<int>(o)].push_back(runner);
+  std::vector<SinkRoute> sinks = Current()->sinks;
+  sinks.push_back(SinkRoute{runner, inputs});
+  SetSinks(sinks);
+}
+
+void Router::SetSinks(const std::vector<SinkRoute>& sinks) {
+  auto next = std::make_shared<Routes>();
+  next->sinks = sinks;
+  next->by_output.resize(kOutputCount);
+  for (const SinkRoute& r : sinks) {
+    for (Output o : r.inputs) next->by_output[static_cast<int>(o)].push_back(r.runner);
+  }
+  std::lock_guard<std::mutex> lock(routes_mu_);
+  routes_ = std::move(next);
+}
+
+void Router::NotifyAppended() {
+  const std::shared_ptr<const Routes> routes = Current();
+  for (const SinkRoute& r : routes->sinks) r.runner->NotifyAppended();
 }
 
 bool Router::Route(Output output, Event&& event, bool from_loop, Deadline deadline) {
   counters_[static_cast<int>(output)]->Add();
-  const std::vector<SinkRunner*>& targets = routes_[static_cast<int>(output)];
+  const std::shared_ptr<const Routes> routes = Current();
+  const std::vector<SinkRunner*>& targets = routes->by_output[static_cast<int>(output)];
   if (targets.empty()) {
     if (output != Output::kMain) return true;  // counted by the caller's dropped counter
     uint64_t suppressed = 0;

@@ -11,10 +11,15 @@
 // than routed again (no loop).
 //
 // From the processing thread Route() may wait for room (a full sink queue, the disk limit)
-// until `deadline`; from the event loop it never waits. Thread-safe.
+// until `deadline`; from the event loop it never waits. Thread-safe. The set of sinks may
+// change while events are routed (a reload replaces sinks): each Route() works with the set
+// current when it began, so a replaced runner must stay alive (stopped) until the pipeline
+// ends.
 #pragma once
 
 #include <chrono>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,8 +40,16 @@ class Router {
   // `queue` null: memory mode.
   Router(storage::DurableQueue* queue, observe::MetricsRegistry& metrics);
 
-  // Before the first Route(): `runner` consumes `inputs`.
+  struct SinkRoute {
+    SinkRunner* runner;
+    std::vector<Output> inputs;  // what it consumes
+  };
+  // `runner` consumes `inputs` from now on.
   void AddSink(SinkRunner* runner, const std::vector<Output>& inputs);
+  // The sinks from now on: `sinks`, replacing every earlier one.
+  void SetSinks(const std::vector<SinkRoute>& sinks);
+  // Any thread: new records were committed to the durable queue; every sink is told.
+  void NotifyAppended();
 
   // Returns false when the event could not be put in the durable queue (a write error past
   // `deadline`, or at once from the event loop): counted as `queue_write_failed`; the caller
@@ -51,10 +64,20 @@ class Router {
   void SetTaps(observe::TapHub* taps) { taps_ = taps; }
 
  private:
+  struct Routes {
+    std::vector<SinkRoute> sinks;
+    std::vector<std::vector<SinkRunner*>> by_output;  // indexed by Output
+  };
+  std::shared_ptr<const Routes> Current() const {
+    std::lock_guard<std::mutex> lock(routes_mu_);
+    return routes_;
+  }
+
   storage::DurableQueue* const queue_;
   observe::MetricsRegistry& metrics_;
-  std::vector<std::vector<SinkRunner*>> routes_;  // by Output
-  std::vector<observe::Counter*> counters_;       // by Output
+  mutable std::mutex routes_mu_;  // routes_ (the pointer; what it points to never changes)
+  std::shared_ptr<const Routes> routes_;
+  std::vector<observe::Counter*> counters_;  // by Output
   observe::Counter& write_failed_;
   util::LogLimiter log_limiter_;
   observe::TapHub* taps_ = nullptr;

@@ -369,6 +369,15 @@ awaitable<Status> Client::ConnectOnce() {
     sub.subscriptions = opts_.subscriptions;
     Send(sub);
   }
+  if (connack->session_present && !opts_.unsubscribe.empty()) {
+    if (unsubscribe_id_ != 0) outbound_.ReleaseId(unsubscribe_id_);
+    Unsubscribe unsub;
+    unsub.packet_id = unsubscribe_id_ = outbound_.ReserveId();
+    unsub.filters = opts_.unsubscribe;
+    Send(unsub);
+  } else if (on_settled_) {
+    on_settled_();
+  }
   last_error_.clear();
   const std::string detail =
       fmt::format("{} (MQTT {}, session {})", where, opts_.version == Version::kV5 ? "5" : "3.1.1",

@@ -114,6 +114,9 @@ struct ClientOptions {
   uint32_t session_expiry_s = 0;    // MQTT 5: how long the broker keeps the session
   uint16_t receive_maximum = 1024;  // MQTT 5: unacknowledged QoS 1/2 messages in flight
   std::vector<Subscription> subscriptions;
+  // Filters a resumed session may still hold from an earlier configuration: unsubscribed
+  // (after the SUBSCRIBE) whenever the broker resumes the session.
+  std::vector<std::string> unsubscribe;
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds reconnect_min{200};
   std::chrono::milliseconds reconnect_max{30000};
@@ -176,6 +179,9 @@ class Client : public std::enable_shared_from_this<Client> {
   void OnPublished(PublishedHandler handler) { on_published_ = std::move(handler); }
   // Before Start(): where confirmed acknowledgements go (see class comment).
   void OnConfirmed(ConfirmedHandler handler) { on_confirmed_ = std::move(handler); }
+  // Before Start(): called (io thread) once the broker's session holds exactly the configured
+  // subscriptions — a new session, or a resumed one after the UNSUBACK of `unsubscribe`.
+  void OnSubscriptionsSettled(std::function<void()> handler) { on_settled_ = std::move(handler); }
   // io thread: publishes `message` (packet id and DUP are the session's); its outcome goes to
   // the PublishedHandler with `tag`. Queued while disconnected. A message larger than the
   // broker's Maximum Packet Size completes at once with 0x95 (packet too large).
@@ -297,8 +303,10 @@ class Client : public std::enable_shared_from_this<Client> {
   bool warned_receive_maximum_ = false;
   PublishedHandler on_published_;
   OutboundSession outbound_;
-  uint32_t broker_max_packet_ = 0;          // MQTT 5 CONNACK Maximum Packet Size; 0: no limit given
-  uint16_t subscribe_id_ = 0;               // the SUBSCRIBE in flight, 0 when none
+  uint32_t broker_max_packet_ = 0;  // MQTT 5 CONNACK Maximum Packet Size; 0: no limit given
+  uint16_t subscribe_id_ = 0;       // the SUBSCRIBE in flight, 0 when none
+  uint16_t unsubscribe_id_ = 0;     // the UNSUBSCRIBE in flight, 0 when none
+  std::function<void()> on_settled_;
   std::string connected_detail_;            // the connection's description until its SUBACK
   boost::asio::steady_timer suback_timer_;  // connect_timeout for the SUBACK
   std::string end_reason_;                  // why this side ended the connection (EndConnection)

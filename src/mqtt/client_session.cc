@@ -290,6 +290,28 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
     }
     return Status::Ok();
   }
+  if (auto* u = std::get_if<Unsuback>(&packet)) {
+    if (u->packet_id != unsubscribe_id_ || unsubscribe_id_ == 0) {
+      return UnavailableError(fmt::format(
+          "broker sent UNSUBACK for packet id {}, which is not in flight", u->packet_id));
+    }
+    outbound_.ReleaseId(unsubscribe_id_);
+    unsubscribe_id_ = 0;
+    // 0x11 (no subscription existed) is what a session without them answers: fine. Another
+    // refusal leaves the filter in the session; it is tried again at the next connection.
+    bool settled = true;
+    for (size_t i = 0; i < u->reasons.size(); ++i) {
+      if (u->reasons[i] >= 0x80) {
+        settled = false;
+        SEEDANCE_LOG_WARN(opts_.log_name,
+                          "broker refused to remove the subscription to \"{}\" (0x{:02x}), "
+                          "which the configuration no longer names; its messages still arrive",
+                          i < opts_.unsubscribe.size() ? opts_.unsubscribe[i] : "?", u->reasons[i]);
+      }
+    }
+    if (settled && on_settled_) on_settled_();
+    return Status::Ok();
+  }
   if (std::holds_alternative<PingResp>(packet)) {
     OnPingResp();
     return Status::Ok();

@@ -196,6 +196,11 @@ Result<std::unique_ptr<DurableQueue>> DurableQueue::Open(const QueueConfig& conf
   return q;
 }
 
+bool DurableQueue::SavedThisRun(const std::string& name) {
+  std::lock_guard<std::mutex> lock(cursors_mu_);
+  return opened_.count(name) > 0;
+}
+
 std::string DurableQueue::CursorPath(const std::string& name) const {
   return config_.data_dir + "/cursors/" + SafeFileName(name);
 }
@@ -225,7 +230,9 @@ std::unique_ptr<SinkCursor> DurableQueue::OpenCursor(const std::string& name,
       break;
     case CursorFile::kOk:
     case CursorFile::kText:
-      if (saved > log_end_at_open_) {
+      // A position this process saved (a sink replaced by a reload) is checked against the
+      // log as it is now; one from before the start, against the log found at the start.
+      if (saved > (SavedThisRun(name) ? log_->next_sequence() : log_end_at_open_)) {
         // The log lost its tail (a power cut before the records were synced), its files were
         // removed, or the position is wrong: which, nothing tells. Re-sending what is retained
         // costs duplicates; trusting the position could lose every queued record.
@@ -242,6 +249,10 @@ std::unique_ptr<SinkCursor> DurableQueue::OpenCursor(const std::string& name,
       break;
   }
   std::unique_ptr<SinkCursor> cursor(new SinkCursor(*this, name, std::move(inputs), start));
+  {
+    std::lock_guard<std::mutex> lock(cursors_mu_);
+    opened_.insert(name);
+  }
   {
     std::lock_guard<std::mutex> lock(gaps_mu_);
     for (auto& [first, known] : gaps_) {

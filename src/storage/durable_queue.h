@@ -36,6 +36,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,9 @@ class DurableQueue {
   std::function<void()> on_commit_;
   std::mutex cursors_mu_;
   std::vector<SinkCursor*> cursors_;
+  std::set<std::string> opened_;  // sinks a cursor was opened for since Open (cursors_mu_)
+  // True when this process opened a cursor for `name` before (its file is this run's).
+  bool SavedThisRun(const std::string& name);
   std::mutex space_mu_;
   std::condition_variable space_cv_;
   std::atomic<int64_t> shutdown_deadline_ns_{INT64_MAX};

@@ -456,6 +456,22 @@ TEST_F(DurableQueueTest, IdleSinkPositionIsSavedByTheTimer) {
   EXPECT_EQ(SavedPosition(CursorFile()), 21u);
 }
 
+// A sink a reload replaces: its cursor closes with the position saved, and the cursor opened
+// again in the same run resumes there, although the log has grown past its end at the start
+// (that check is for positions from before the start).
+TEST_F(DurableQueueTest, ACursorReopenedInTheSameRunResumesWhereItStopped) {
+  auto q = Open(Config());
+  ASSERT_TRUE(AppendIds(*q, 0, 10).ok());
+  auto c = q->OpenCursor("out", {Output::kMain});
+  EXPECT_EQ(Drain(*c).size(), 10u);
+  c->Save();
+  c.reset();
+  ASSERT_TRUE(AppendIds(*q, 10, 15).ok());
+  c = q->OpenCursor("out", {Output::kMain});
+  EXPECT_EQ(Drain(*c), (std::vector<int>{10, 11, 12, 13, 14}));
+  EXPECT_EQ(Counter("seedance_queue_cursor_resets_total", {{"reason", "ahead"}}), 0u);
+}
+
 // Finding 2: a full file system below max_disk behaves like the disk limit, and the only
 // segment is reclaimed once delivered; writing resumes by itself.
 TEST_F(DurableQueueTest, FullFileSystemRecoversWithoutAnOperatorAndWithoutLoss) {

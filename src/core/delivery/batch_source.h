@@ -57,6 +57,10 @@ class BatchSource {
   // The runner stops: what waits is not taken any more. Returns the events dropped (memory)
   // or 0 (durable: they stay in the queue for the next run).
   virtual size_t Stop() = 0;
+  // After Stop(), for a runner replaced by a reload: lets go of the source's resources that
+  // another runner of the same name takes over (the durable cursor). Outcomes of jobs that end
+  // later change nothing there any more.
+  virtual void Detach() {}
 };
 
 }  // namespace seedance::delivery

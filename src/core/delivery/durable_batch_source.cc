@@ -15,6 +15,7 @@ bool DurableBatchSource::Admits(size_t open_jobs, size_t batch_events) const {
 }
 
 bool DurableBatchSource::Take(size_t max_events, std::vector<Event>* events, Lease* lease) {
+  if (!cursor_) return false;
   while (true) {
     const size_t returned_before = cursor_->returned();
     uint64_t first = 0, last = 0;
@@ -52,20 +53,26 @@ void DurableBatchSource::Credit(const Lease& lease) {
 void DurableBatchSource::Delivered(const Lease& lease, bool delivered_any) {
   Credit(lease);
   if (delivered_any) probing_ = false;  // the sink is ready
-  cursor_->Done(lease.first, lease.last);
+  if (cursor_) cursor_->Done(lease.first, lease.last);
 }
 
 void DurableBatchSource::ShutDown(const Lease& lease, size_t) { Credit(lease); }
 
 void DurableBatchSource::Evicted(const Lease& lease) {
   Credit(lease);
-  cursor_->Return(lease.first, lease.last);
+  if (cursor_) cursor_->Return(lease.first, lease.last);
   probing_ = true;
 }
 
 size_t DurableBatchSource::Stop() {
-  cursor_->Save();
+  if (cursor_) cursor_->Save();
   return 0;
+}
+
+void DurableBatchSource::Detach() {
+  if (!cursor_) return;
+  cursor_->Save();
+  cursor_.reset();
 }
 
 }  // namespace seedance::delivery

@@ -6,6 +6,9 @@
 //   governor evicts goes back to the cursor (read again before anything newer), and from then
 //   on one job at a time is admitted (the probe) until something is delivered.
 // - A job shut down before its outcome is not finished: read again after a restart.
+// - Detach() (a sink replaced by a reload) saves the position and closes the cursor; the
+//   runner that replaces it opens the sink's cursor again from there. Whatever ends after
+//   that is only credited to the budget: the new runner reads it again.
 #pragma once
 
 #include <memory>
@@ -24,16 +27,22 @@ class DurableBatchSource final : public BatchSource {
   DurableBatchSource(std::unique_ptr<storage::SinkCursor> cursor, const Routing& routing,
                      governor::MemoryBudget* budget, ComponentStats& stats);
 
-  size_t Waiting() const override { return cursor_->Backlog(); }
-  bool ReadingAgain() const override { return cursor_->returned() > 0; }
+  size_t Waiting() const override { return cursor_ ? cursor_->Backlog() : 0; }
+  bool ReadingAgain() const override { return cursor_ && cursor_->returned() > 0; }
   bool Admits(size_t open_jobs, size_t batch_events) const override;
   bool Take(size_t max_events, std::vector<Event>* events, Lease* lease) override;
   void Delivered(const Lease& lease, bool delivered_any) override;
   void ShutDown(const Lease& lease, size_t events) override;
   bool Evictable() const override { return budget_ != nullptr; }
   void Evicted(const Lease& lease) override;
-  void Truncate(std::vector<Event>* events, size_t n) override { cursor_->Truncate(events, n); }
+  void Truncate(std::vector<Event>* events, size_t n) override {
+    if (cursor_)
+      cursor_->Truncate(events, n);
+    else
+      events->resize(n);
+  }
   size_t Stop() override;
+  void Detach() override;
 
   // Since an eviction, one job at a time until something is delivered (for tests).
   bool probing() const { return probing_; }
@@ -41,7 +50,7 @@ class DurableBatchSource final : public BatchSource {
  private:
   void Credit(const Lease& lease);
 
-  std::unique_ptr<storage::SinkCursor> cursor_;
+  std::unique_ptr<storage::SinkCursor> cursor_;  // null once detached
   const Routing& routing_;
   governor::MemoryBudget* const budget_;
   ComponentStats& stats_;

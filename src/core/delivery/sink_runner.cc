@@ -109,7 +109,7 @@ void SinkRunner::Kick() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       // Nothing to take: no batch taken, no read.
-      if (stopped_ || source_->Waiting() == 0) return;
+      if (stopped_ || draining_ || source_->Waiting() == 0) return;
       NoteWaiting();
       const size_t open = jobs_.jobs().size();
       if (static_cast<int>(open) >= Limit() || !source_->Admits(open, max_events)) return;
@@ -223,6 +223,22 @@ bool SinkRunner::WaitIdle(steady_clock::time_point deadline) {
     idle_cv_.wait_for(lock, milliseconds(10));
   }
   return true;
+}
+
+bool SinkRunner::Drain(steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  draining_ = true;
+  while (!jobs_.jobs().empty()) {
+    if (steady_clock::now() >= deadline) return false;
+    idle_cv_.wait_for(lock, milliseconds(10));
+  }
+  return true;
+}
+
+void SinkRunner::Retire() {
+  Stop();
+  std::lock_guard<std::mutex> lock(mu_);
+  source_->Detach();
 }
 
 size_t SinkRunner::Pending() const {

@@ -130,6 +130,14 @@ class SinkRunner final : public governor::BatchHolder {
   // jobs complete as shut down.
   void Stop();
 
+  // A reload replaces this sink (core/pipeline.h). Any thread: no new job starts from now on;
+  // then waits until the open jobs have ended, or `deadline`. True when none is open.
+  bool Drain(std::chrono::steady_clock::time_point deadline);
+  // Event loop: Stop(), then lets go of the durable cursor (its position saved) for the
+  // runner that replaces this one. The runner stays alive, stopped, while late outcomes of its
+  // attempts come back.
+  void Retire();
+
   // governor::BatchHolder, event loop only.
   void ListBatches(std::vector<governor::BufferState>* out) override;
   uint64_t Evict(uint64_t id) override;
@@ -188,6 +196,7 @@ class SinkRunner final : public governor::BatchHolder {
   delivery::JobTable jobs_;
   delivery::Linger linger_;
   bool shutting_down_ = false;  // a shutdown deadline is set
+  bool draining_ = false;       // Drain(): no new job
   bool stopped_ = false;
 
   // Event loop only.

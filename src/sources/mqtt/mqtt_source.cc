@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <sstream>
 #include <variant>
 
 #include "mqtt/client.h"
@@ -42,6 +44,7 @@ class MqttSource final : public Source, public Acknowledger {
   Status Start(SourceOutput& output) override {
     output_ = &output;
     if (ctx_.redelivery != nullptr && ctx_.redelivery->active()) guard_ = ctx_.redelivery;
+    SEEDANCE_RETURN_IF_ERROR(LoadSubscriptions());
     client_ = std::make_shared<mqtt::Client>(
         ctx_.loop->io(), options_,
         [this](mqtt::Publish& m, uint64_t token, std::string_view invalid) {
@@ -62,6 +65,7 @@ class MqttSource final : public Source, public Acknowledger {
                           "may miss them");
       }
     }
+    client_->OnSubscriptionsSettled([this] { SaveSubscriptions(Filters()); });
     client_->Start();
     return Status::Ok();
   }
@@ -161,6 +165,43 @@ class MqttSource final : public Source, public Acknowledger {
     return false;
   }
 
+  // A persistent session keeps its subscriptions at the broker across connections: the
+  // filters it was given are kept in a state file, and those the configuration no longer names
+  // (the topic changed by a reload, or before a restart) are unsubscribed when the broker
+  // resumes the session. The file names them until the broker confirmed.
+  Status LoadSubscriptions() {
+    if (options_.clean_start || ctx_.state_files == nullptr) return Status::Ok();
+    subscriptions_file_ = "mqtt/" + ctx_.name + ".subscriptions";
+    Result<std::string> saved = ctx_.state_files->Read(subscriptions_file_);
+    if (!saved && saved.error().code() != StatusCode::kNotFound) return saved.error();
+    const std::vector<std::string> now = Filters();
+    std::vector<std::string> known = now;
+    std::istringstream lines(saved ? *saved : std::string());
+    for (std::string filter; std::getline(lines, filter);) {
+      if (filter.empty() || std::find(now.begin(), now.end(), filter) != now.end()) continue;
+      options_.unsubscribe.push_back(filter);
+      known.push_back(filter);
+    }
+    SaveSubscriptions(known);
+    return Status::Ok();
+  }
+  void SaveSubscriptions(const std::vector<std::string>& filters) {
+    if (subscriptions_file_.empty()) return;
+    std::string text;
+    for (const std::string& f : filters) text += f + "\n";
+    if (text == saved_subscriptions_) return;
+    if (Status s = ctx_.state_files->Replace(subscriptions_file_, text); !s.ok()) {
+      SEEDANCE_LOG_WARN(ctx_.name, "cannot save the session's subscriptions: {}", s.message());
+      return;
+    }
+    saved_subscriptions_ = text;
+  }
+  std::vector<std::string> Filters() const {
+    std::vector<std::string> filters;
+    for (const auto& sub : options_.subscriptions) filters.push_back(sub.filter);
+    return filters;
+  }
+
   // CRC-32C of topic and payload, and the payload's length: tells a redelivery from a new
   // message that reuses the packet id.
   static uint64_t Fingerprint(const mqtt::Publish& m) {
@@ -187,6 +228,8 @@ class MqttSource final : public Source, public Acknowledger {
   SourceOutput* output_ = nullptr;
   RedeliveryFilter* guard_ = nullptr;  // set when the pipeline keeps state
   std::shared_ptr<mqtt::Client> client_;
+  std::string subscriptions_file_;   // in ctx_.state_files; empty without a persistent session
+  std::string saved_subscriptions_;  // its content as last written
   mqtt::ConnectionStatus status_{
       *ctx_.metrics, {{"component", ctx_.name}, {"kind", "source"}}, ctx_.name, ctx_.stats->errors};
   observe::Counter* paused_;
