@@ -38,6 +38,20 @@ void Router::SetSinks(const std::vector<SinkRoute>& sinks) {
   }
   std::lock_guard<std::mutex> lock(routes_mu_);
   routes_ = std::move(next);
+  routes_version_.fetch_add(1, std::memory_order_release);
+}
+
+const Router::Routes& Router::RoutesFor(bool from_loop, std::shared_ptr<const Routes>* hold) {
+  if (from_loop) {
+    *hold = Current();
+    return **hold;
+  }
+  const uint64_t version = routes_version_.load(std::memory_order_acquire);
+  if (version != processing_version_) {
+    processing_routes_ = Current();
+    processing_version_ = version;
+  }
+  return *processing_routes_;
 }
 
 void Router::NotifyAppended() {
@@ -47,8 +61,9 @@ void Router::NotifyAppended() {
 
 bool Router::Route(Output output, Event&& event, bool from_loop, Deadline deadline) {
   counters_[static_cast<int>(output)]->Add();
-  const std::shared_ptr<const Routes> routes = Current();
-  const std::vector<SinkRunner*>& targets = routes->by_output[static_cast<int>(output)];
+  std::shared_ptr<const Routes> hold;
+  const std::vector<SinkRunner*>& targets =
+      RoutesFor(from_loop, &hold).by_output[static_cast<int>(output)];
   if (targets.empty()) {
     if (output != Output::kMain) return true;  // counted by the caller's dropped counter
     uint64_t suppressed = 0;

@@ -17,6 +17,7 @@
 // ends.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -72,11 +73,18 @@ class Router {
     std::lock_guard<std::mutex> lock(routes_mu_);
     return routes_;
   }
+  // The routes for one Route(): the processing thread keeps its own copy, taken again only
+  // when the set changed (one atomic load per event); the event loop takes the current one.
+  const Routes& RoutesFor(bool from_loop, std::shared_ptr<const Routes>* hold);
 
   storage::DurableQueue* const queue_;
   observe::MetricsRegistry& metrics_;
   mutable std::mutex routes_mu_;  // routes_ (the pointer; what it points to never changes)
   std::shared_ptr<const Routes> routes_;
+  std::atomic<uint64_t> routes_version_{0};  // one more per SetSinks
+  // The processing thread's copy of routes_, and its version.
+  std::shared_ptr<const Routes> processing_routes_;
+  uint64_t processing_version_ = UINT64_MAX;
   std::vector<observe::Counter*> counters_;  // by Output
   observe::Counter& write_failed_;
   util::LogLimiter log_limiter_;

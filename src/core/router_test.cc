@@ -62,6 +62,24 @@ TEST_F(RouterTest, MemoryModeCopiesEachEventToEveryConsumerOfItsOutput) {
   EXPECT_EQ(Routed(Output::kStale), 1u);  // counted although nobody consumes it
 }
 
+// A reload replaces sinks while events flow: each Route() from then on, from the processing
+// thread (which keeps its own copy of the routes) or the loop, sees the new set.
+TEST_F(RouterTest, SetSinksReplacesTheConsumersForTheNextEventOnEitherThread) {
+  auto a = Runner("a");
+  auto b = Runner("b");
+  Router router(nullptr, metrics_);
+  router.AddSink(a.get(), {Output::kMain});
+  EXPECT_TRUE(router.Route(Output::kMain, Ev(1), false, kNoWait));
+  router.SetSinks({{b.get(), {Output::kMain, Output::kRejected}}});
+  EXPECT_TRUE(router.Route(Output::kMain, Ev(2), false, kNoWait));
+  EXPECT_TRUE(router.Route(Output::kMain, Ev(3), true, kNoWait));
+  EXPECT_EQ(a->Pending(), 1u);
+  EXPECT_EQ(b->Pending(), 2u);
+  router.SetSinks({});
+  EXPECT_TRUE(router.Route(Output::kMain, Ev(4), false, kNoWait));  // nobody: dropped
+  EXPECT_EQ(b->Pending(), 2u);
+}
+
 TEST_F(RouterTest, MemoryModeGivesEachSinkOnlyTheEventsItsRoutingTakes) {
   auto alerts = Runner("alerts");
   auto normal = Runner("normal");

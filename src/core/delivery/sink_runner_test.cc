@@ -127,6 +127,7 @@ class SinkRunnerTest : public ::testing::Test {
   EventLoop loop_;
   std::unique_ptr<storage::DurableQueue> queue_;
   std::unique_ptr<SinkRunner> runner_;
+  std::vector<std::unique_ptr<SinkRunner>> retired_;  // replaced; kept until the loop ends
   HoldingSink* sink_ = nullptr;
   std::vector<std::pair<std::string, std::string>> rejected_;  // loop only
   int next_ = 0;
@@ -182,6 +183,51 @@ TEST_F(SinkRunnerTest, BatchesWaitingForARetryAreEvictedReadAgainAfterAProbeAndD
   EXPECT_GT(
       metrics_.GetCounter("seedance_memory_moved_bytes_total", "", {{"to", "memory"}}).Value(), 0u);
   budget.RemoveHolder(runner_.get());
+}
+
+// A reload replaces the sink: Drain lets the open job finish and starts no other; Retire
+// saves the position and lets go of the cursor; the next runner of that name resumes right
+// after what was delivered. A job still open past the drain's deadline is read again by the
+// next runner, and its late answer to the retired one moves nothing.
+TEST_F(SinkRunnerTest, ADrainedAndRetiredRunnerHandsItsPositionToTheNextOne) {
+  Start(Policy(1));
+  Append(30);
+  ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 1; }));
+  auto drained = std::async(std::launch::async, [&] {
+    return runner_->Drain(std::chrono::steady_clock::now() + std::chrono::seconds(5));
+  });
+  std::this_thread::sleep_for(milliseconds(20));
+  OnLoop([&] { return sink_->AnswerOldest(AttemptOutcome::Delivered()); });  // 0-9
+  EXPECT_TRUE(drained.get());
+  EXPECT_EQ(OnLoop([&] { return sink_->attempts; }), 1);  // no job after the drain began
+
+  auto replace = [&] {
+    OnLoop([&] {
+      runner_->Retire();
+      return 0;
+    });
+    retired_.push_back(std::move(runner_));
+    auto sink = std::make_unique<HoldingSink>();
+    sink_ = sink.get();
+    runner_ = std::make_unique<SinkRunner>(
+        "held", std::move(sink), Policy(1), 100, loop_, stats_, [](Event&&, const std::string&) {},
+        queue_->OpenCursor("held", {Output::kMain}));
+    runner_->NotifyAppended();
+  };
+  replace();
+  ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 1; }));
+  EXPECT_EQ(OnLoop([&] { return sink_->held.front().payloads.front(); }), "10");
+
+  // The job 10-19 stays open past the drain's deadline.
+  EXPECT_FALSE(runner_->Drain(std::chrono::steady_clock::now() + milliseconds(30)));
+  HoldingSink* late = sink_;
+  replace();
+  ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 1; }));
+  EXPECT_EQ(OnLoop([&] { return sink_->held.front().payloads.front(); }), "10");
+  OnLoop([&] { return late->AnswerOldest(AttemptOutcome::Delivered()); });
+  OnLoop([&] { return sink_->AnswerOldest(AttemptOutcome::Delivered()); });  // 10-19
+  ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 1; }));
+  EXPECT_EQ(OnLoop([&] { return sink_->held.front().payloads.front(); }), "20");
 }
 
 TEST_F(SinkRunnerTest, ARetryAfterLongerThanRetryMaxWaitsOnlyRetryMax) {
