@@ -298,6 +298,44 @@ queue:
         sd.stop()
 
 
+def test_a_rebuild_that_cannot_stop_ends_the_process_for_its_supervisor(tmp_path):
+    """A whole rebuild stops the running pipeline as shutdown does, bounded: a script with its
+    limits off that never returns makes the process exit 1 shutdown_timeout + 3 s later
+    instead of wedging it."""
+    def cfg(max_disk):
+        return f"""
+sources:
+  - type: generate
+    count: 1
+processors:
+  - type: lua
+    instruction_limit: 0
+    max_time: 0
+    code: |
+      function process(event)
+        while true do end
+      end
+sinks:
+  - type: file
+    path: {tmp_path}/out.ndjson
+queue:
+  data_dir: {tmp_path}/data
+  max_disk: {max_disk}
+pipeline:
+  shutdown_timeout: 1s
+"""
+    sd = Seedance(cfg("1GiB")).start()
+    time.sleep(0.5)  # the script took the event and never returns
+    write(sd, cfg("2GiB"))
+    began = time.time()
+    sd.proc.send_signal(signal.SIGHUP)
+    code = sd.proc.wait(timeout=20)
+    took = time.time() - began
+    assert code == 1, sd.stderr()[-2000:]
+    assert 3.5 <= took <= 8, took
+    assert "did not stop within pipeline.shutdown_timeout + 3 s; exiting" in sd.stderr()
+
+
 def test_hostile_configs_are_refused_and_the_pipeline_runs_on(broker, tmp_path):
     receiver = Receiver().start()
     port = free_port()

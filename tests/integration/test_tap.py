@@ -5,6 +5,7 @@ SIGHUP; beyond loopback a tap needs metrics.token (observe/http_listener.h, docs
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 import urllib.error
@@ -206,6 +207,66 @@ def test_beyond_loopback_a_tap_needs_the_token(tmp_path):
         assert code == 0 and len(events(lines)) == 1, err
         # /metrics stays open.
         assert "seedance_events_in_total" in scrape(f"http://127.0.0.1:{port}/metrics")
+        # A reload that changes the token alone keeps the listener and applies the new token.
+        with open(sd.config, "w") as f:
+            f.write(job(tmp_path, port, count=0, rate=100, listen="0.0.0.0", token="n3w"))
+        sd.proc.send_signal(signal.SIGHUP)
+        assert sd.wait_log(r"reload done: metrics"), sd.stderr()[-2000:]
+        code, _, err = tap(port, "--limit", "1", "--token", "s3cret")
+        assert code == 2 and "HTTP 401" in err, err
+        code, lines, err = tap(port, "--limit", "1", "--token", "n3w")
+        assert code == 0 and len(events(lines)) == 1, err
+    finally:
+        assert sd.stop() == 0
+
+
+def test_a_quiet_tap_gets_an_empty_line_every_5_s(tmp_path):
+    """Nothing passes the point: the stream still says it is alive, so a client that went away
+    is noticed (the write fails) and a listening one knows the server is there."""
+    port = free_port()
+    sd = Seedance(job(tmp_path, port, count=1, rate=0, delay="1h")).start()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/tap", timeout=10) as r:
+            assert json.loads(r.readline()) == {"tap": "open", "slot": 0}
+            opened = time.time()
+            blank = []
+            while len(blank) < 2 and time.time() - opened < 15:
+                line = r.readline()
+                assert line.strip() == b"", line
+                blank.append(time.time() - opened)
+        assert 4.0 <= blank[0] <= 7.0 and 9.0 <= blank[1] <= 12.0, blank
+    finally:
+        assert sd.stop() == 0
+
+
+def test_a_busy_tap_writes_at_most_every_50_ms(tmp_path):
+    """A tap collects what passes and writes it at most every 50 ms (unless 64 KiB wait), so a
+    tapped stream of 1,000 events/s costs about 20 writes and client wake-ups a second, not
+    1,000."""
+    port = free_port()
+    sd = Seedance(job(tmp_path, port, count=0, rate=1000)).start()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+            c.sendall(b"GET /tap?component=generate HTTP/1.1\r\nHost: x\r\n\r\n")
+            c.settimeout(0.005)
+            arrivals, data = [], b""
+            began = time.time()
+            while time.time() - began < 3.0:
+                try:
+                    got = c.recv(1 << 20)
+                except socket.timeout:
+                    continue
+                if not got:
+                    break
+                if not arrivals or time.time() - arrivals[-1] > 0.005:  # a new write
+                    arrivals.append(time.time())
+                else:
+                    arrivals[-1] = time.time()
+                data += got
+        events = data.count(b'"event"')
+        assert events >= 2000, events
+        # 3 s at most every 50 ms: 60 writes; more than 80 means they are not batched.
+        assert len(arrivals) <= 80, len(arrivals)
     finally:
         assert sd.stop() == 0
 
