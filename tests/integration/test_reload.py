@@ -6,9 +6,11 @@ process (core/pipeline_host.h, docs/operations.md)."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
+import urllib.request
 
 from testing.broker import free_port
 from testing.http_receiver import Receiver
@@ -334,6 +336,62 @@ pipeline:
     assert code == 1, sd.stderr()[-2000:]
     assert 3.5 <= took <= 8, took
     assert "did not stop within pipeline.shutdown_timeout + 3 s; exiting" in sd.stderr()
+
+
+def test_a_changed_source_that_cannot_start_brings_the_previous_configuration_back(tmp_path):
+    """The new HTTP source's port is taken: the reload is refused, the pipeline is rebuilt as it
+    was, and the old source takes requests again."""
+    port, taken, metrics_port = free_port(), free_port(), free_port()
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", taken))
+    blocker.listen(1)
+
+    def cfg(listen):
+        return f"""
+sources:
+  - type: http
+    name: push
+    listen: "127.0.0.1:{listen}"
+sinks:
+  - type: file
+    path: {tmp_path}/out.ndjson
+    encoding: payload
+queue:
+  data_dir: {tmp_path}/data
+metrics:
+  listen: "127.0.0.1:{metrics_port}"
+"""
+
+    def push(n):
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/", data=json.dumps({"n": n}).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+
+    sd = Seedance(cfg(port)).start()
+    try:
+        assert sd.wait_log(r"listening on"), sd.stderr()
+        assert push(1) == 200
+        write(sd, cfg(taken))
+        code, out = reload_cli(metrics_port)
+        assert code == 1 and "reload refused" in out, out + sd.stderr()[-3000:]
+        assert sd.wait_log(r"starting the previous configuration again"), sd.stderr()[-3000:]
+        text = scrape(f"http://127.0.0.1:{metrics_port}/metrics")
+        assert metric(text, "seedance_reloads_total", result="failed") == 1
+        assert metric(text, "seedance_config_generation") == 1
+        assert wait_until(lambda: _ok(lambda: push(2) == 200), timeout=10)
+        assert wait_until(lambda: (tmp_path / "out.ndjson").read_text().count("\n") == 2,
+                          timeout=10)
+    finally:
+        blocker.close()
+        sd.stop()
+
+
+def _ok(f):
+    try:
+        return f()
+    except OSError:
+        return False
 
 
 def test_hostile_configs_are_refused_and_the_pipeline_runs_on(broker, tmp_path):
