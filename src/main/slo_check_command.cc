@@ -13,12 +13,12 @@
 namespace seedance::cli {
 namespace {
 
-Result<std::vector<slo::Sample>> Scrape(const std::string& url) {
+Result<std::vector<observe::Sample>> Scrape(const std::string& url) {
   SEEDANCE_ASSIGN_OR_RETURN(http::FetchReply reply, http::Fetch("GET", url));
   if (reply.status != 200) {
     return Status(StatusCode::kUnavailable, fmt::format("GET {}: HTTP {}", url, reply.status));
   }
-  auto samples = slo::ParsePrometheusText(reply.body);
+  auto samples = observe::ParsePrometheusText(reply.body);
   if (!samples) return Status(StatusCode::kInvalidArgument, url + ": " + samples.error().message());
   return samples;
 }
@@ -45,7 +45,7 @@ int SloCheck(const SloCheckOptions& o) {
   Result<double> value = 0.0;
   std::string how;
   if (!o.url.empty()) {
-    std::vector<slo::Sample> before;
+    std::vector<observe::Sample> before;
     if (window_s > 0) {
       auto first = Scrape(o.url);
       if (!first) {

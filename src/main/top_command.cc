@@ -21,7 +21,7 @@
 
 #include "http/fetch.h"
 #include "main/commands.h"
-#include "slo/prometheus_text.h"
+#include "observe/prometheus_text.h"
 #include "top/view.h"
 #include "util/units.h"
 
@@ -36,7 +36,7 @@ Result<top::Snapshot> Scrape(const std::string& url, std::chrono::milliseconds t
   if (reply.status != 200) {
     return Status(StatusCode::kUnavailable, fmt::format("GET {}: HTTP {}", url, reply.status));
   }
-  auto samples = slo::ParsePrometheusText(reply.body);
+  auto samples = observe::ParsePrometheusText(reply.body);
   if (!samples) return Status(StatusCode::kInvalidArgument, url + ": " + samples.error().message());
   return top::ReadSnapshot(*samples);
 }

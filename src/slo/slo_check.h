@@ -10,10 +10,13 @@
 #include <utility>
 #include <vector>
 
+#include "observe/prometheus_text.h"
 #include "seedance/result.h"
-#include "slo/prometheus_text.h"
 
 namespace seedance::slo {
+
+using observe::ParsePrometheusText;
+using observe::Sample;
 
 struct SloMetric {
   std::string name;        // as given, e.g. "p95_latency_ms"

@@ -4,30 +4,8 @@
 
 #include <cmath>
 
-#include "slo/prometheus_text.h"
-
 namespace seedance::slo {
 namespace {
-
-TEST(PrometheusTextTest, ParsesLabelsEscapesAndSpecialValues) {
-  auto s = ParsePrometheusText(
-      "# HELP x y\n# TYPE a counter\na_total 3\n"
-      "b{le=\"+Inf\",path=\"C:\\\\dir \\\"q\\\"\"} +Inf 1700000000\n\nc{} 1.5e3\n");
-  ASSERT_TRUE(s.has_value()) << s.error().message();
-  ASSERT_EQ(s->size(), 3u);
-  EXPECT_EQ((*s)[0].name, "a_total");
-  EXPECT_EQ((*s)[0].value, 3);
-  EXPECT_EQ((*s)[1].Label("le"), "+Inf");
-  EXPECT_EQ((*s)[1].Label("path"), "C:\\dir \"q\"");
-  EXPECT_TRUE(std::isinf((*s)[1].value));
-  EXPECT_EQ((*s)[2].value, 1500);
-}
-
-TEST(PrometheusTextTest, MalformedLineNamesItsNumber) {
-  auto s = ParsePrometheusText("ok 1\nbroken{le=\"1\" 2\n");
-  ASSERT_FALSE(s.has_value());
-  EXPECT_NE(s.error().message().find("line 2"), std::string::npos);
-}
 
 TEST(HistogramQuantileTest, InterpolatesLikePrometheus) {
   // 100 observations: 50 in (0, 1], 40 in (1, 2], 10 in (2, +Inf).

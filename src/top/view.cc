@@ -43,7 +43,7 @@ const ComponentFigures* Find(const Snapshot* s, const ComponentFigures& c) {
 
 }  // namespace
 
-Snapshot ReadSnapshot(const std::vector<slo::Sample>& samples) {
+Snapshot ReadSnapshot(const std::vector<observe::Sample>& samples) {
   Snapshot s;
   std::map<std::pair<std::string, std::string>, ComponentFigures> by_key;  // (kind, name)
   auto component = [&](const std::string& kind, const std::string& name) -> ComponentFigures& {
@@ -52,7 +52,7 @@ Snapshot ReadSnapshot(const std::vector<slo::Sample>& samples) {
     c.name = name;
     return c;
   };
-  for (const slo::Sample& x : samples) {
+  for (const observe::Sample& x : samples) {
     const std::string name = x.Label("component");
     const std::string kind = x.Label("kind");
     const std::string& m = x.name;

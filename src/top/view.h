@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "slo/prometheus_text.h"
+#include "observe/prometheus_text.h"
 
 namespace seedance::top {
 
@@ -37,7 +37,7 @@ struct Snapshot {
   double queue_write_failed = 0;  // events the durable queue could not take
 };
 
-Snapshot ReadSnapshot(const std::vector<slo::Sample>& samples);
+Snapshot ReadSnapshot(const std::vector<observe::Sample>& samples);
 
 // The screen: a header, the pipeline-wide figures and one row per component. Rates are over
 // `seconds` since `before`; without it (the first scrape) they show "-". Lines are cut at

@@ -5,10 +5,10 @@
 namespace seedance::top {
 namespace {
 
-std::vector<slo::Sample> Parse(const std::string& text) {
-  auto samples = slo::ParsePrometheusText(text);
+std::vector<observe::Sample> Parse(const std::string& text) {
+  auto samples = observe::ParsePrometheusText(text);
   EXPECT_TRUE(samples.has_value());
-  return samples.has_value() ? *samples : std::vector<slo::Sample>{};
+  return samples.has_value() ? *samples : std::vector<observe::Sample>{};
 }
 
 // The words of a line (its cells, when none is empty).

@@ -25,6 +25,7 @@ SEEDANCE_FUZZ_TARGET(http_response);
 SEEDANCE_FUZZ_TARGET(http_request);
 SEEDANCE_FUZZ_TARGET(influx_write_error);
 SEEDANCE_FUZZ_TARGET(modbus_codec);
+SEEDANCE_FUZZ_TARGET(prometheus_text);
 
 namespace seedance {
 namespace {
@@ -118,6 +119,7 @@ TEST(FuzzTest, LuaPatterns) { Fuzz("lua_patterns", SeedanceFuzz_lua_patterns, 20
 TEST(FuzzTest, ConfigLoader) { Fuzz("config", SeedanceFuzz_config, 5000); }
 TEST(FuzzTest, HttpResponse) { Fuzz("http_response", SeedanceFuzz_http_response, 50000); }
 TEST(FuzzTest, HttpRequest) { Fuzz("http_request", SeedanceFuzz_http_request, 20000); }
+TEST(FuzzTest, PrometheusText) { Fuzz("prometheus_text", SeedanceFuzz_prometheus_text, 50000); }
 TEST(FuzzTest, ModbusCodec) { Fuzz("modbus_codec", SeedanceFuzz_modbus_codec, 50000); }
 #ifdef SEEDANCE_SINK_INFLUXDB
 TEST(FuzzTest, InfluxWriteError) {
