@@ -318,6 +318,9 @@ void Client::Received(Exchange* e, error_code ec) {
   if (auto ra = r.find(bhttp::field::retry_after); ra != r.end()) {
     answer.retry_after = std::string_view(ra->value().data(), ra->value().size());
   }
+  if (auto ct = r.find(bhttp::field::content_type); ct != r.end()) {
+    answer.content_type = std::string_view(ct->value().data(), ct->value().size());
+  }
   if (e->body_cut_ && !warned_body_cut_) {
     warned_body_cut_ = true;
     SEEDANCE_LOG_WARN(options_.component,

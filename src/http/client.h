@@ -53,6 +53,7 @@ struct Answer {
   std::string_view reason;
   std::string_view body;  // at most max_response_body of it
   std::optional<std::string_view> retry_after;
+  std::string_view content_type;  // "" when the answer named none
   // The body was over max_response_body or ended early: `body` is what was read.
   bool body_cut = false;
 };

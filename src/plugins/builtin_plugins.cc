@@ -21,6 +21,7 @@
 #include "sources/http/http_source.h"
 #include "sources/modbus/modbus_source.h"
 #include "sources/mqtt/mqtt_source.h"
+#include "sources/prometheus/scrape_source.h"
 #include "sources/tail/tail_source.h"
 
 namespace seedance {
@@ -28,6 +29,7 @@ namespace seedance {
 void RegisterBuiltinPlugins(PluginRegistry& registry) {
   registry.Add(sources::MqttSourceFactory());
   registry.Add(sources::GenerateSourceFactory());
+  registry.Add(sources::PrometheusScrapeSourceFactory());
   registry.Add(sources::HttpSourceFactory());
   registry.Add(sources::TailSourceFactory());
   registry.Add(sources::GpuSourceFactory());

@@ -1,0 +1,152 @@
+"""The prometheus_scrape source (issue 47, item 4) against real HTTP servers on loopback: the
+text format and OpenMetrics by content negotiation, each sample an event, an `up` event per
+scrape, and the hostile targets — down, silent, oversized, malformed, too many samples — each
+failing its scrape with the reason, never the source (sources/prometheus/scrape_source.h)."""
+import http.server
+import json
+import threading
+import time
+
+from testing.seedance_process import Seedance
+from testing.waiting import wait_until
+
+TEXT = (b'# HELP x_total things\n# TYPE x_total counter\n'
+        b'x_total{a="1",path="C:\\\\d \\"q\\""} 3 1700000000000\ntemp NaN\nbig +Inf\n')
+OPEN_METRICS = (b'# TYPE req counter\nreq_total{code="200"} 7 1700000000.5 # {trace_id="ab"} 1\n'
+                b'# EOF\n')
+
+
+class Targets:
+    """One server, a page per path; records each request's Accept header."""
+
+    def __init__(self):
+        self.accepts = []
+        outer = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):  # noqa: N802
+                outer.accepts.append(self.headers.get("Accept", ""))
+                if self.path == "/silent":
+                    time.sleep(3)
+                    return
+                content_type = "text/plain; version=0.0.4"
+                if self.path == "/text":
+                    body = TEXT
+                elif self.path == "/om" and "openmetrics" in self.headers.get("Accept", ""):
+                    body, content_type = OPEN_METRICS, "application/openmetrics-text; version=1.0.0"
+                elif self.path == "/huge":
+                    body = b"x 1\n" * 300_000  # 1.2 MB, over max_body
+                elif self.path == "/malformed":
+                    body = b"ok 1\nbroken{a=\"1\" 2\n"
+                elif self.path == "/many":
+                    body = b"".join(b"s%d 1\n" % i for i in range(50))
+                else:
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def stop(self):
+        self.server.shutdown()
+
+
+def events(path):
+    if not path.exists():
+        return []
+    return [json.loads(l) for l in path.read_text().splitlines()]
+
+
+def test_pages_in_both_formats_become_events_and_every_scrape_an_up_event(tmp_path):
+    targets = Targets()
+    out = tmp_path / "out.ndjson"
+    down = f"http://127.0.0.1:{targets.port}/missing"
+    sd = Seedance(f"""
+sources:
+  - type: prometheus_scrape
+    name: node
+    targets: ["{targets.url('/text')}", "{targets.url('/om')}", "{down}"]
+    interval: 300ms
+    timeout: 250ms
+sinks:
+  - type: file
+    path: {out}
+    encoding: payload
+queue:
+  data_dir: {tmp_path}/data
+""").start()
+    try:
+        assert wait_until(lambda: sum(1 for e in events(out) if e["name"] == "up") >= 9,
+                          timeout=15), sd.stderr()
+    finally:
+        sd.stop()
+        targets.stop()
+    got = events(out)
+    x = next(e for e in got if e["name"] == "x_total")
+    assert x["labels"] == {"a": "1", "path": 'C:\\d "q"'}
+    assert x["value"] == 3 and x["timestamp_ms"] == 1700000000000
+    assert x["instance"] == f"127.0.0.1:{targets.port}" and x["job"] == "node"
+    assert next(e for e in got if e["name"] == "temp")["value"] == "NaN"
+    assert next(e for e in got if e["name"] == "big")["value"] == "+Inf"
+    req = next(e for e in got if e["name"] == "req_total")  # OpenMetrics: seconds, exemplar
+    assert req["timestamp_ms"] == 1700000000500 and req["value"] == 7
+    assert all("openmetrics-text" in a and "text/plain;version=0.0.4" in a
+               for a in targets.accepts)
+    ups = [e for e in got if e["name"] == "up"]
+    assert {e["value"] for e in ups if e["scrape_samples"] == 3} == {1}
+    failed = [e for e in ups if e["value"] == 0]
+    assert failed and all(e["error"] == "answered HTTP 404" for e in failed)
+    assert all(e["scrape_duration_seconds"] >= 0 for e in ups)
+    # Logged once for the episode, not once per scrape.
+    assert sd.stderr().count("scrape of " + down + " failed") == 1
+
+
+def test_hostile_targets_fail_their_scrape_with_the_reason(tmp_path):
+    targets = Targets()
+    out = tmp_path / "out.ndjson"
+    paths = ["/silent", "/huge", "/malformed", "/many"]
+    sd = Seedance(f"""
+sources:
+  - type: prometheus_scrape
+    targets: [{", ".join('"' + targets.url(p) + '"' for p in paths)}]
+    interval: 1s
+    timeout: 500ms
+    max_body: 1MiB
+    max_samples: 20
+sinks:
+  - type: file
+    path: {out}
+    encoding: payload
+queue:
+  data_dir: {tmp_path}/data
+""").start()
+    try:
+        def errors():
+            return {e["error"] for e in events(out) if e["name"] == "up" and e["value"] == 0}
+        assert wait_until(lambda: len(errors()) >= 4, timeout=15), (errors(), sd.stderr())
+        assert sd.proc.poll() is None
+    finally:
+        sd.stop()
+        targets.stop()
+    errs = sorted(errors())
+    assert any(e == "no answer within timeout (500 ms)" for e in errs), errs
+    assert any("over max_body" in e for e in errs), errs
+    assert any(e.startswith("line 2: not a sample") for e in errs), errs
+    assert any("more than 20 samples" in e for e in errs), errs
+    # Nothing of a failed page was emitted.
+    assert not [e for e in events(out) if e["name"] != "up"]
