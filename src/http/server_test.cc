@@ -155,15 +155,22 @@ TEST(ServerListenTest, SaysWhyItCannotListen) {
   EXPECT_NE(taken.error().message().find("cannot listen on"), std::string::npos);
 }
 
-}  // namespace
-}  // namespace seedance::http
+// The streaming tests: a server on its own loop.
+void StopOnItsLoop(EventLoop& loop, Server& server) {
+  std::promise<void> stopped;
+  loop.Post([&] {
+    server.Stop();
+    stopped.set_value();
+  });
+  stopped.get_future().wait();
+  loop.Join();
+}
 
-namespace seedance::http {
-namespace {
-
-namespace asio = boost::asio;
-namespace bhttp = boost::beast::http;
-using asio::ip::tcp;
+tcp::socket Connect(asio::io_context& io, uint16_t port) {
+  tcp::socket s(io);
+  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  return s;
+}
 
 // Pieces given one by one; "" at the end.
 class Pieces final : public ResponseStream {
@@ -200,8 +207,7 @@ TEST(StreamingServerTest, AStreamIsWrittenChunkedAndAPlainAnswerAsBefore) {
   loop.Start();
   auto exchange = [&](const std::string& bytes) {
     asio::io_context io;
-    tcp::socket s(io);
-    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), *port));
+    tcp::socket s = Connect(io, *port);
     timeval tv{5, 0};
     ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     asio::write(s, asio::buffer(bytes));
@@ -223,20 +229,8 @@ TEST(StreamingServerTest, AStreamIsWrittenChunkedAndAPlainAnswerAsBefore) {
       << streamed;
   const std::string plain = exchange("GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_NE(plain.find("Content-Length: 6\r\n\r\nplain\n"), std::string::npos) << plain;
-  std::promise<void> stopped;
-  loop.Post([&] {
-    server.Stop();
-    stopped.set_value();
-  });
-  stopped.get_future().wait();
-  loop.Join();
+  StopOnItsLoop(loop, server);
 }
-
-}  // namespace
-}  // namespace seedance::http
-
-namespace seedance::http {
-namespace {
 
 // Never gives a piece; Cancel() ends it.
 class Silent final : public ResponseStream {
@@ -271,8 +265,7 @@ TEST(StreamingServerTest, AClientThatGoesEndsItsStreamWithoutWaitingForAWrite) {
   loop.Start();
   {
     asio::io_context io;
-    tcp::socket s(io);
-    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), *port));
+    tcp::socket s = Connect(io, *port);
     asio::write(s, asio::buffer(std::string("GET /s HTTP/1.1\r\nHost: x\r\n\r\n")));
     char header[256];
     s.read_some(asio::buffer(header));  // the answer's header: the stream is open
@@ -280,20 +273,8 @@ TEST(StreamingServerTest, AClientThatGoesEndsItsStreamWithoutWaitingForAWrite) {
   for (int i = 0; i < 200 && !ended; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(ended) << "the stream outlived its client by 2 s";
-  std::promise<void> stopped;
-  loop.Post([&] {
-    server.Stop();
-    stopped.set_value();
-  });
-  stopped.get_future().wait();
-  loop.Join();
+  StopOnItsLoop(loop, server);
 }
-
-}  // namespace
-}  // namespace seedance::http
-
-namespace seedance::http {
-namespace {
 
 // Gives 64 KiB pieces without end.
 class Endless final : public ResponseStream {
@@ -320,21 +301,14 @@ TEST(StreamingServerTest, AClientThatReadsNothingIsDisconnectedAfterTheStallTime
   ASSERT_TRUE(port.has_value());
   loop.Start();
   asio::io_context io;
-  tcp::socket s(io);
-  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), *port));
+  tcp::socket s = Connect(io, *port);
   asio::write(s, asio::buffer(std::string("GET /s HTTP/1.1\r\nHost: x\r\n\r\n")));
   // Reads nothing: the buffers fill, a write stalls, the server gives up on the client.
   for (int i = 0; i < 500 && !ended; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(ended) << "a client reading nothing held its stream for 5 s";
   s.close();
-  std::promise<void> stopped;
-  loop.Post([&] {
-    server.Stop();
-    stopped.set_value();
-  });
-  stopped.get_future().wait();
-  loop.Join();
+  StopOnItsLoop(loop, server);
 }
 
 }  // namespace
