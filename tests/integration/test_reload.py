@@ -394,6 +394,41 @@ def _ok(f):
         return False
 
 
+def test_after_32_replaced_components_a_reload_rebuilds_whole_and_lets_them_go(tmp_path):
+    """Replaced components stay allocated (stopped) until the pipeline ends: the bound is 32,
+    and the reload after that rebuilds the pipeline whole."""
+    port = free_port()
+
+    def cfg(rate):
+        return f"""
+sources:
+  - type: generate
+    rate: {rate}
+sinks:
+  - type: file
+    path: {tmp_path}/out.ndjson
+queue:
+  data_dir: {tmp_path}/data
+metrics:
+  listen: "127.0.0.1:{port}"
+"""
+    sd = Seedance(cfg(100)).start()
+    try:
+        for i in range(33):
+            write(sd, cfg(101 + i))
+            code, out = reload_cli(port)
+            assert code == 0, out + sd.stderr()[-2000:]
+            log = sd.stderr()
+            if i < 32:
+                assert log.count("building again only what changed") == i + 1, i
+                assert "rebuilding the pipeline" not in log, i
+        assert sd.stderr().count("rebuilding the pipeline") == 1
+        assert metric(scrape(f"http://127.0.0.1:{port}/metrics"),
+                      "seedance_config_generation") == 34
+    finally:
+        assert sd.stop() == 0
+
+
 def test_hostile_configs_are_refused_and_the_pipeline_runs_on(broker, tmp_path):
     receiver = Receiver().start()
     port = free_port()
