@@ -100,9 +100,12 @@ def test_50000_points_are_read_back_value_for_value(broker, influxd, tmp_path):
 def test_a_field_type_conflict_sends_only_the_conflicting_points_to_rejected(broker, influxd,
                                                                               tmp_path):
     influxd.query("CREATE DATABASE edge")
-    # v is a float in the database; then one batch where four events carry a string v, and
-    # one event whose tag ends in a backslash (the protocol cannot carry it: no request).
-    urlopen_write(influxd, "climate,device=d0,site=north v=1 1")
+    # v is a float in the shard the events go to (influxdb keeps field types per shard, so the
+    # point must share their time range: at time 1 it would sit in a 1970 shard, and whichever
+    # of the sink's concurrent batches reached the new shard first would decide v's type); then
+    # one batch where four events carry a string v, and one event whose tag ends in a backslash
+    # (the protocol cannot carry it: no request).
+    urlopen_write(influxd, f"climate,device=d0,site=north v=1 {BASE_NS}")
     sd = Seedance(config(broker, influxd, tmp_path)).start()
     try:
         assert sd.wait_log("connected to"), sd.stderr()
