@@ -1,5 +1,6 @@
 #include "util/body_compressor.h"
 
+#include <snappy.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -8,7 +9,8 @@ namespace seedance::util {
 std::vector<std::pair<std::string, BodyCompression>> BodyCompressionChoices() {
   return {{"none", BodyCompression::kNone},
           {"gzip", BodyCompression::kGzip},
-          {"zstd", BodyCompression::kZstd}};
+          {"zstd", BodyCompression::kZstd},
+          {"snappy", BodyCompression::kSnappy}};
 }
 
 std::string_view ContentEncoding(BodyCompression c) {
@@ -17,6 +19,8 @@ std::string_view ContentEncoding(BodyCompression c) {
       return "gzip";
     case BodyCompression::kZstd:
       return "zstd";
+    case BodyCompression::kSnappy:
+      return "snappy";
     case BodyCompression::kNone:
       break;
   }
@@ -85,6 +89,14 @@ bool BodyCompressor::Compress(std::string_view in, std::string& out) {
       out.resize(ZSTD_compressBound(in.size()));
       const size_t n = ZSTD_compress2(s.zstd, out.data(), out.size(), in.data(), in.size());
       if (ZSTD_isError(n)) return false;
+      out.resize(n);
+      return true;
+    }
+    case BodyCompression::kSnappy: {
+      // The block format (no framing), as Prometheus remote write reads it.
+      out.resize(snappy::MaxCompressedLength(in.size()));
+      size_t n = 0;
+      snappy::RawCompress(in.data(), in.size(), out.data(), &n);
       out.resize(n);
       return true;
     }

@@ -1,7 +1,8 @@
-// Compresses request bodies (gzip, RFC 1952, or zstd, RFC 8878) for the sinks that send them
-// over HTTP (`compression:`). One compressor per client, used on its event loop: the zlib
-// stream and the zstd context are made once and reset per body, so a steady load allocates
-// nothing here. zlib and libzstd do the work (both linked statically already).
+// Compresses request bodies (gzip, RFC 1952; zstd, RFC 8878; or snappy's block format, which
+// Prometheus remote write requires) for the sinks that send them over HTTP (`compression:`).
+// One compressor per client, used on its event loop: the zlib stream and the zstd context are
+// made once and reset per body, so a steady load allocates nothing here. zlib, libzstd and
+// libsnappy do the work (all linked statically).
 #pragma once
 
 #include <memory>
@@ -12,15 +13,16 @@
 
 namespace seedance::util {
 
-enum class BodyCompression { kNone, kGzip, kZstd };
+enum class BodyCompression { kNone, kGzip, kZstd, kSnappy };
 
-// The config words: "none", "gzip", "zstd".
+// The config words: "none", "gzip", "zstd", "snappy".
 std::vector<std::pair<std::string, BodyCompression>> BodyCompressionChoices();
 
-// The Content-Encoding value ("gzip", "zstd"; "" for none).
+// The Content-Encoding value ("gzip", "zstd", "snappy"; "" for none).
 std::string_view ContentEncoding(BodyCompression c);
 
-// The levels each takes: gzip 1-9, zstd 1-19 (the default when `level` is 0: 6 and 3).
+// The levels each takes: gzip 1-9, zstd 1-19 (the default when `level` is 0: 6 and 3);
+// snappy has none (0).
 int DefaultCompressionLevel(BodyCompression c);
 int MaxCompressionLevel(BodyCompression c);
 

@@ -1,6 +1,7 @@
 #include "util/body_compressor.h"
 
 #include <gtest/gtest.h>
+#include <snappy.h>
 
 #include "util/gzip.h"
 #include "util/zstd_body.h"
@@ -44,6 +45,23 @@ TEST(BodyCompressorTest, ZstdRoundTripsAtEveryLevelItTakes) {
     EXPECT_EQ(*back, body);
     EXPECT_LT(out.size(), body.size() / 4);
   }
+}
+
+TEST(BodyCompressorTest, SnappyWritesTheBlockFormatThatReadsBack) {
+  BodyCompressor c(BodyCompression::kSnappy, 0);
+  std::string out;
+  for (int events : {0, 1, 2000}) {  // an empty body too: a valid block of length 0
+    const std::string body = Sample(events);
+    ASSERT_TRUE(c.Compress(body, out));
+    std::string back;
+    ASSERT_TRUE(snappy::Uncompress(out.data(), out.size(), &back)) << events;
+    EXPECT_EQ(back, body);
+    if (events >= 2000) {
+      EXPECT_LT(out.size(), body.size() / 3);
+    }
+  }
+  EXPECT_EQ(ContentEncoding(BodyCompression::kSnappy), "snappy");
+  EXPECT_EQ(MaxCompressionLevel(BodyCompression::kSnappy), 0);
 }
 
 TEST(BodyCompressorTest, AnEmptyBodyIsAValidStream) {

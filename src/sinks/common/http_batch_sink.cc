@@ -38,9 +38,11 @@ Status CheckLevel(const HttpBatchOptions& s, const Params& p) {
         p.Location("compression_level") +
         (s.compression == util::BodyCompression::kNone
              ? ": compression_level needs compression: gzip or zstd"
-             : fmt::format(": compression_level: {} takes 1 to {} (0: its default, {})",
-                           util::ContentEncoding(s.compression), max,
-                           util::DefaultCompressionLevel(s.compression))));
+         : max == 0 ? fmt::format(": compression_level: {} has no levels (0)",
+                                  util::ContentEncoding(s.compression))
+                    : fmt::format(": compression_level: {} takes 1 to {} (0: its default, {})",
+                                  util::ContentEncoding(s.compression), max,
+                                  util::DefaultCompressionLevel(s.compression))));
   }
   return Status::Ok();
 }

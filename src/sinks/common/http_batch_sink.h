@@ -76,9 +76,10 @@ Result<std::unique_ptr<Sink>> MakeHttpBatchSink(HttpBatchOptions o,
 
 // Adds the keys of HttpBatchOptions to a sink's schema: endpoint, method, headers,
 // compression, compression_level, tls. S derives from HttpBatchOptions. `endpoint_doc`
-// describes the endpoint for this sink.
+// describes the endpoint for this sink; `compression` is the default compression's word.
 template <typename S>
-Options<S>& HttpBatchKeys(Options<S>& o, std::string endpoint_doc);
+Options<S>& HttpBatchKeys(Options<S>& o, std::string endpoint_doc,
+                          std::string compression = "none");
 
 // The one part of the schema not tied to a type: endpoint URL, method and compression words.
 namespace http_batch_internal {
@@ -88,7 +89,7 @@ std::vector<std::pair<std::string, HttpMethod>> MethodChoices();
 }  // namespace http_batch_internal
 
 template <typename S>
-Options<S>& HttpBatchKeys(Options<S>& o, std::string endpoint_doc) {
+Options<S>& HttpBatchKeys(Options<S>& o, std::string endpoint_doc, std::string compression) {
   using C = HttpBatchOptions;
   using Tls = C::Tls;
   o.Add(static_cast<std::string S::*>(&C::url_text),
@@ -105,8 +106,9 @@ Options<S>& HttpBatchKeys(Options<S>& o, std::string endpoint_doc) {
             .validator = CheckHeaderFields})
       .Enum(static_cast<util::BodyCompression S::*>(&C::compression),
             {.name = "compression",
-             .doc = "request body compression: none, gzip or zstd (Content-Encoding is set)",
-             .default_value = "none"},
+             .doc = "request body compression: none, gzip, zstd or snappy (Content-Encoding "
+                    "is set)",
+             .default_value = std::move(compression)},
             util::BodyCompressionChoices())
       .Int(static_cast<int S::*>(&C::compression_level),
            {.name = "compression_level",
