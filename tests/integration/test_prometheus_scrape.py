@@ -7,7 +7,8 @@ import json
 import threading
 import time
 
-from testing.seedance_process import Seedance
+from testing.broker import free_port
+from testing.seedance_process import Seedance, metric, scrape
 from testing.waiting import wait_until
 
 TEXT = (b'# HELP x_total things\n# TYPE x_total counter\n'
@@ -21,6 +22,7 @@ class Targets:
 
     def __init__(self):
         self.accepts = []
+        self.counting = 0
         outer = self
 
         class H(http.server.BaseHTTPRequestHandler):
@@ -41,6 +43,9 @@ class Targets:
                     body = b"x 1\n" * 300_000  # 1.2 MB, over max_body
                 elif self.path == "/malformed":
                     body = b"ok 1\nbroken{a=\"1\" 2\n"
+                elif self.path == "/counting":  # 100 samples, valued by the request's number
+                    outer.counting += 1
+                    body = b"".join(b'c{i="%d"} %d\n' % (i, outer.counting) for i in range(100))
                 elif self.path == "/many":
                     body = b"".join(b"s%d 1\n" % i for i in range(50))
                 else:
@@ -150,3 +155,60 @@ queue:
     assert any("more than 20 samples" in e for e in errs), errs
     # Nothing of a failed page was emitted.
     assert not [e for e in events(out) if e["name"] != "up"]
+
+
+def test_a_full_pipeline_holds_one_page_per_target_and_skips_its_scrapes(receiver, tmp_path):
+    """docs/prometheus-scrape.md, Backpressure: while the pipeline is full (the sink down, a
+    small queue that blocks) the page being emitted waits in the source, the target is not
+    scraped again (what waits is that one page) and each scrape due meanwhile is counted as
+    `scrape_skipped`. Once the sink is back, every page scraped arrives whole: no page cut."""
+    targets = Targets()
+    port = free_port()
+    receiver.fail_next(1_000_000, 503)
+    sd = Seedance(f"""
+sources:
+  - type: prometheus_scrape
+    name: node
+    targets: ["{targets.url('/counting')}"]
+    interval: 100ms
+    timeout: 90ms
+sinks:
+  - type: http
+    endpoint: "{receiver.url}/in"
+    retry_initial: 20ms
+    retry_max: 100ms
+pipeline:
+  queue_capacity: 20
+queue:
+  data_dir: {tmp_path}/data
+  max_disk: 64KiB
+  segment_size: 16KiB
+  when_full: block
+metrics:
+  listen: 127.0.0.1:{port}
+""").start()
+    url = f"http://127.0.0.1:{port}/metrics"
+
+    def skipped():
+        return metric(scrape(url), "seedance_events_dropped_total", reason="scrape_skipped")
+    try:
+        assert wait_until(lambda: skipped() >= 5, timeout=20), sd.stderr()[-2000:]
+        scraped, skipped_before = targets.counting, skipped()
+        time.sleep(1.0)  # ten scrapes due: all skipped, the target left alone
+        assert targets.counting == scraped, "a target was scraped while its page still waited"
+        assert skipped() >= skipped_before + 8
+        with receiver.lock:
+            receiver.fail_queue.clear()
+        assert wait_until(lambda: any(e["name"] == "c" and e["value"] == scraped
+                                      for e in receiver.accepted_events()), timeout=30)
+        time.sleep(0.5)
+    finally:
+        sd.stop()
+        targets.stop()
+    pages = {}
+    for p in receiver.accepted_events():  # the http sink sends the payloads
+        if p["name"] == "c":
+            pages.setdefault(int(p["value"]), set()).add(p["labels"]["i"])
+    assert scraped in pages
+    for n, labels in pages.items():
+        assert len(labels) == 100, f"page {n} arrived with {len(labels)} of its 100 samples"
