@@ -199,3 +199,22 @@ def last_up_ms(prometheus, at):
     except OSError:
         return 0
     return max((s[-1][0] for s in ups.values()), default=0)
+
+
+@pytest.mark.parametrize("section,key,message", [
+    ("compression: gzip", "compression", "remote write sends snappy"),
+    ("labels: {\"__tenant\": x}", "labels", "\"__tenant\" is not a label name"),
+    ("labels: {\"a-b\": x}", "labels", "\"a-b\" is not a label name"),
+    ("metric: \"{nope}\"", "metric", "unknown placeholder {nope}"),
+    ("value: \"a..b\"", "value", "value:"),
+])
+def test_bad_sections_name_the_file_line_and_key(tmp_path, section, key, message):
+    from testing.seedance_process import BIN
+    import subprocess
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("sources:\n  - {type: generate, payload: '{}'}\nsinks:\n"
+                   "  - type: prometheus_remote_write\n"
+                   f"    endpoint: http://127.0.0.1:9/api/v1/write\n    {section}\n")
+    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    assert "c.yaml:6:" in r.stderr and message in r.stderr, r.stderr
