@@ -1,11 +1,13 @@
-"""Sinks on the same input: events/s and CPU s per 100k events for HTTP (none/gzip/zstd), MQTT, InfluxDB, NATS, Kafka (mock)."""
+"""Sinks on the same input: events/s and CPU s per 100k events for HTTP (none/gzip/zstd), MQTT, InfluxDB, NATS, Kafka (mock), Prometheus remote write."""
 # One input for every sink: the generate source, 200,000 sensor readings as fast as the sink
 # takes them, through the durable queue (the default). Per sink: delivered events/s (start to
 # the last event at the far side), Seedance's CPU seconds per 100k events (user + system,
 # /proc), and for the HTTP-based ones the request bytes per event on the wire (what
 # compression buys). The far sides are real and local: the test receiver, mosquitto with
 # bench/mqtt_count subscribed, influxd, a one-node nats-server with JetStream (a stream of one
-# replica, file storage), librdkafka's mock cluster (3 brokers; Debian packages no Kafka).
+# replica, file storage), librdkafka's mock cluster (3 brokers; Debian packages no Kafka),
+# Debian's prometheus with its remote-write receiver (two samples per event).
+# `bench/run sinks NAME...` runs only the sinks named (e.g. prometheus_remote_write).
 # events/s is bounded by the far side on this 2-core machine (influxd indexing, the Python
 # receiver decompressing, the mock cluster); the CPU is Seedance's own.
 import json
@@ -21,6 +23,7 @@ from common import RELEASE_BIN, ROOT, Broker, Receiver, cpu_seconds, free_port
 from testing.influxd import Influxd  # noqa: E402
 from testing.kafka_mock import KafkaMock  # noqa: E402
 from testing.nats_cluster import NatsCluster  # noqa: E402
+from testing.prometheus_server import Prometheus  # noqa: E402
 from testing.seedance_process import metric, scrape  # noqa: E402
 
 N = 200_000
@@ -179,13 +182,37 @@ def kafka_case(kafka):
     return section, delivered
 
 
+def remote_write_case(prometheus):
+    """Two series (temperature, humidity) of one device: each event two samples. Delivered = the
+    sink's delivered events (a request is delivered once Prometheus answered 2xx; the events of
+    one millisecond are samples at the same time with the same value, which Prometheus takes as
+    one, so its own sample count is not the event count)."""
+    section = f"""  - type: prometheus_remote_write
+    endpoint: {prometheus.write_url}
+    metric: climate
+    label_fields: [device, site]
+    fields: [temperature, humidity]
+"""
+
+    def delivered():
+        try:
+            return int(metric(scrape(f"http://127.0.0.1:{METRICS_PORT}/metrics"),
+                              "seedance_events_out_total", component="prometheus_remote_write"))
+        except OSError:
+            return 0
+
+    return section, delivered
+
+
 def main():
+    only = set(sys.argv[1:])
     receiver = Receiver().start()
     receiver.count_only = True
     broker = Broker().start()
     influxd = Influxd().start()
     nats = NatsCluster(nodes=1).start()
     kafka = KafkaMock(topic="bench", partitions=3, brokers=3)
+    prometheus = Prometheus().start()
     global METRICS_PORT
     METRICS_PORT = free_port()
     results = {}
@@ -196,19 +223,31 @@ def main():
         rounds["influxdb"] = []
         rounds["nats"] = []
         rounds["kafka_mock"] = []
+        rounds["prometheus_remote_write"] = []
+        if only:
+            unknown = only - set(rounds)
+            assert not unknown, f"no sink case named {sorted(unknown)}: {sorted(rounds)}"
+            cases = {k: v for k, v in cases.items() if k in only}
+            rounds = {k: v for k, v in rounds.items() if k in only}
         for r in range(ROUNDS):
             for name, (section, delivered, wire, span) in cases.items():
                 rounds[name].append(run(section, delivered, wire, span))
-            # A new database per round: the points of the last round would be overwritten
-            # (same series and times are not guaranteed), and the count must start at 0.
-            influxd.query("DROP DATABASE bench")
-            influxd.query("CREATE DATABASE bench")
-            section, delivered = influx_case(influxd)
-            rounds["influxdb"].append(run(section, delivered))
-            section, delivered = nats_case(nats, r)
-            rounds["nats"].append(run(section, delivered))
-            section, delivered = kafka_case(kafka)
-            rounds["kafka_mock"].append(run(section, delivered))
+            if "influxdb" in rounds:
+                # A new database per round: the points of the last round would be overwritten
+                # (same series and times are not guaranteed), and the count must start at 0.
+                influxd.query("DROP DATABASE bench")
+                influxd.query("CREATE DATABASE bench")
+                section, delivered = influx_case(influxd)
+                rounds["influxdb"].append(run(section, delivered))
+            if "nats" in rounds:
+                section, delivered = nats_case(nats, r)
+                rounds["nats"].append(run(section, delivered))
+            if "kafka_mock" in rounds:
+                section, delivered = kafka_case(kafka)
+                rounds["kafka_mock"].append(run(section, delivered))
+            if "prometheus_remote_write" in rounds:
+                section, delivered = remote_write_case(prometheus)
+                rounds["prometheus_remote_write"].append(run(section, delivered))
         for name, rs in rounds.items():
             results[name] = median_of(rs)
             print(f"{name:>10}: {results[name]}", file=sys.stderr)
@@ -218,6 +257,7 @@ def main():
         influxd.stop()
         nats.stop()
         kafka.stop()
+        prometheus.remove()
     print(json.dumps({"events": N, "rounds": ROUNDS, "sinks": results}))
 
 

@@ -218,3 +218,81 @@ def test_the_brokers_disconnect_reason_is_named(tmp_path):
             assert sd.stop() == 0, sd.stderr()[-3000:]
     finally:
         broker.stop()
+
+
+def test_a_refused_unsubscribe_is_tried_again_at_the_next_connection(tmp_path):
+    """docs/mqtt.md, Sessions: a filter dropped from the configuration is unsubscribed from the
+    resumed session; the state file names it until the broker's UNSUBACK says it is gone, so a
+    refusal (0x87) is logged and the UNSUBSCRIBE sent again at the next connection, and once
+    confirmed it is never sent again."""
+    refused = []  # connection indexes that answered 0x87
+
+    def script(index, client):
+        client.send(connack(True, session_present=index > 0))
+        deadline = time.time() + 3
+        while time.time() < deadline:
+            try:
+                got = client.read_packet(timeout=max(0.01, deadline - time.time()))
+            except OSError:
+                return
+            if got is None:
+                return
+            first, body = got
+            packet_id = struct.unpack(">H", body[:2])[0] if len(body) >= 2 else 0
+            if first >> 4 == 8:  # SUBSCRIBE
+                client.send(suback(packet_id, 1, True))
+            elif first >> 4 == 10:  # UNSUBSCRIBE: refused on the first resumed connection
+                code = 0x87 if index == 1 else 0x00
+                client.send(packet(0xB0, struct.pack(">H", packet_id) + b"\x00" + bytes([code])))
+                if code:
+                    refused.append(index)
+                    time.sleep(0.3)
+                    return  # the connection ends: the client connects again
+
+    def run(topic):
+        return Seedance(f"""
+sources:
+  - type: mqtt
+    name: plant
+    uri: "{broker.uri}"
+    topic: "{topic}"
+    protocol: "5"
+    qos: 1
+sinks:
+  - type: file
+    path: {tmp_path}/out.ndjson
+queue:
+  data_dir: {tmp_path}/data
+""").start()
+
+    def unsubscribes(conn):
+        with broker.lock:
+            return [body for first, body in broker.connections[conn] if first >> 4 == 10]
+
+    broker = FakeBroker(script).start()
+    try:
+        sd = run("old/#")  # connection 0: the session is given old/#
+        assert wait_until(lambda: broker.received(8), 10), sd.stderr()
+        time.sleep(0.5)
+        assert sd.stop() == 0
+        sd = run("t/#")  # old/# dropped: unsubscribed, refused (1), then again and confirmed (2)
+        try:
+            assert wait_until(lambda: broker.connection_count() >= 3 and unsubscribes(2), 15), \
+                sd.stderr()[-3000:]
+            assert refused == [1]
+            assert b"old/#" in unsubscribes(1)[0] and b"old/#" in unsubscribes(2)[0]
+            assert sd.stderr().count('broker refused to remove the subscription to "old/#" '
+                                     '(0x87)') == 1, sd.stderr()[-3000:]
+            time.sleep(0.5)
+        finally:
+            assert sd.stop() == 0
+        sd = run("t/#")  # confirmed: the state file no longer names it
+        try:
+            assert wait_until(lambda: broker.connection_count() >= 4 and
+                              any(f >> 4 == 8 for f, _ in broker.connections[3]), 10)
+            time.sleep(1.0)
+            assert unsubscribes(3) == []
+        finally:
+            assert sd.stop() == 0
+    finally:
+        broker.stop()
