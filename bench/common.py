@@ -10,7 +10,10 @@ from testing.broker import Broker, free_port  # noqa: E402,F401
 from testing.http_receiver import Receiver  # noqa: E402,F401
 from testing.proc_stats import status_kb  # noqa: E402
 
-RELEASE_BIN = os.path.join(ROOT, "build-release", "seedance")
+# SEEDANCE_BENCH_BIN: another build's binary, for a quick look by hand (bench/run always
+# builds and uses the release build; numbers for docs/bench.md come from there).
+RELEASE_BIN = os.environ.get("SEEDANCE_BENCH_BIN") or os.path.join(ROOT, "build-release",
+                                                                     "seedance")
 
 
 def stripped_binary():
