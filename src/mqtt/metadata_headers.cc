@@ -48,7 +48,7 @@ size_t PropertiesToHeaders(const Properties& props, Event* e) {
           ++left_out;
           break;
         }
-        Add(e, kUserPropertyPrefix + p.text, p.value);
+        Add(e, IsTraceContextHeader(p.text) ? p.text : kUserPropertyPrefix + p.text, p.value);
         break;
       default:
         break;
@@ -63,6 +63,10 @@ void HeadersToProperties(const Event& e, Properties* props) {
   const bool had_expiry = Has(*props, prop::kMessageExpiry);
   const std::string_view user_prefix(kUserPropertyPrefix);
   for (const Header& h : e.headers) {
+    if (IsTraceContextHeader(h.name)) {
+      props->push_back({.id = prop::kUserProperty, .text = h.name, .value = h.value});
+      continue;
+    }
     if (!h.name.starts_with("mqtt_")) continue;
     if (h.name.starts_with(user_prefix)) {
       props->push_back(

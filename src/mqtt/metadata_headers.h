@@ -6,12 +6,16 @@
 //   mqtt_response_topic    response topic
 //   mqtt_correlation_data  correlation data, base64 (it is binary)
 //   mqtt_user_<name>       each user property; a repeated name gives repeated headers
+//   traceparent, tracestate  the W3C trace context user properties (W3C's MQTT binding), under
+//                          the names every sink and script reads them by; sent on as the same
+//                          user properties
 //
 // At most kMaxUserProperties user properties of a message become headers (a broker or device
 // could send thousands); PropertiesToHeaders says how many it left out.
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 
 #include "mqtt/packet.h"
 #include "seedance/event.h"
@@ -25,6 +29,11 @@ inline constexpr char kResponseTopicHeader[] = "mqtt_response_topic";
 inline constexpr char kCorrelationDataHeader[] = "mqtt_correlation_data";
 inline constexpr char kUserPropertyPrefix[] = "mqtt_user_";
 inline constexpr size_t kMaxUserProperties = 64;
+
+// "traceparent" or "tracestate": relayed as W3C trace context, not as mqtt_user_<name>.
+inline bool IsTraceContextHeader(std::string_view name) {
+  return name == "traceparent" || name == "tracestate";
+}
 
 // Adds the headers above for `props`; returns the user properties left out (over the limit).
 size_t PropertiesToHeaders(const Properties& props, Event* event);

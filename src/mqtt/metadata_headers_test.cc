@@ -30,6 +30,29 @@ TEST(MetadataHeadersTest, EveryPropertyBecomesAHeaderAndComesBack) {
   EXPECT_EQ(out, expected);
 }
 
+TEST(MetadataHeadersTest, TraceContextKeepsItsW3CNamesBothWays) {
+  const std::string parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  Properties in = {{.id = prop::kUserProperty, .text = "traceparent", .value = parent},
+                   {.id = prop::kUserProperty, .text = "tracestate", .value = "a=1"},
+                   {.id = prop::kUserProperty, .text = "site", .value = "north"}};
+  Event e;
+  EXPECT_EQ(PropertiesToHeaders(in, &e), 0u);
+  ASSERT_NE(e.FindHeader("traceparent"), nullptr);
+  EXPECT_EQ(*e.FindHeader("traceparent"), parent);
+  EXPECT_EQ(*e.FindHeader("tracestate"), "a=1");
+  EXPECT_EQ(e.FindHeader("mqtt_user_traceparent"), nullptr);
+  Properties out;
+  HeadersToProperties(e, &out);
+  EXPECT_EQ(out, in);  // the same user properties, sent on
+  // A traceparent set by a script or taken from HTTP goes out the same way.
+  Event scripted;
+  scripted.SetHeader("traceparent", parent);
+  out.clear();
+  HeadersToProperties(scripted, &out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].text, "traceparent");
+}
+
 TEST(MetadataHeadersTest, ManyUserPropertiesAreCappedAndBadHeadersLeftOut) {
   Properties in;
   for (int i = 0; i < 100; ++i) {

@@ -15,6 +15,7 @@
 #ifdef SEEDANCE_SINK_NATS
 #include "sinks/nats/nats_sink.h"
 #endif
+#include "sinks/otlp/otlp_sink.h"
 #include "sinks/prometheus/remote_write_sink.h"
 #include "sinks/stdout/stdout_sink.h"
 #include "sources/generate/generate_source.h"
@@ -49,6 +50,7 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
 #ifdef SEEDANCE_SINK_NATS
   registry.Add(sinks::NatsSinkFactory());
 #endif
+  registry.Add(sinks::OtlpSinkFactory());
   registry.Add(sinks::PrometheusRemoteWriteSinkFactory());
   registry.Add(sinks::StdoutSinkFactory());
   registry.Add(sinks::FileSinkFactory());

@@ -34,6 +34,13 @@ void ProtobufWriter::Fixed64(uint32_t field, uint64_t value) {
   }
 }
 
+void ProtobufWriter::Fixed32(uint32_t field, uint32_t value) {
+  Tag(field, 5);
+  for (int i = 0; i < 4; ++i) {
+    out_.push_back(static_cast<char>(value >> (8 * i)));  // little-endian
+  }
+}
+
 void ProtobufWriter::Double(uint32_t field, double value) {
   Fixed64(field, std::bit_cast<uint64_t>(value));
 }

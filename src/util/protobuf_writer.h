@@ -24,6 +24,8 @@ class ProtobufWriter {
   // Wire type 1.
   void Double(uint32_t field, double value);
   void Fixed64(uint32_t field, uint64_t value);
+  // Wire type 5.
+  void Fixed32(uint32_t field, uint32_t value);
   // Wire type 2: string, bytes.
   void Bytes(uint32_t field, std::string_view value);
 

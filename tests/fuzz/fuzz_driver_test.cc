@@ -26,6 +26,7 @@ SEEDANCE_FUZZ_TARGET(http_request);
 SEEDANCE_FUZZ_TARGET(influx_write_error);
 SEEDANCE_FUZZ_TARGET(modbus_codec);
 SEEDANCE_FUZZ_TARGET(prometheus_text);
+SEEDANCE_FUZZ_TARGET(protobuf_reader);
 
 namespace seedance {
 namespace {
@@ -120,6 +121,7 @@ TEST(FuzzTest, ConfigLoader) { Fuzz("config", SeedanceFuzz_config, 5000); }
 TEST(FuzzTest, HttpResponse) { Fuzz("http_response", SeedanceFuzz_http_response, 50000); }
 TEST(FuzzTest, HttpRequest) { Fuzz("http_request", SeedanceFuzz_http_request, 20000); }
 TEST(FuzzTest, PrometheusText) { Fuzz("prometheus_text", SeedanceFuzz_prometheus_text, 50000); }
+TEST(FuzzTest, ProtobufReader) { Fuzz("protobuf_reader", SeedanceFuzz_protobuf_reader, 50000); }
 TEST(FuzzTest, ModbusCodec) { Fuzz("modbus_codec", SeedanceFuzz_modbus_codec, 50000); }
 #ifdef SEEDANCE_SINK_INFLUXDB
 TEST(FuzzTest, InfluxWriteError) {

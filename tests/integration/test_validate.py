@@ -191,8 +191,8 @@ def test_version_names_the_commit_build_architecture_and_plugins():
     # The optional sinks are there when the build had their headers (scripts/setup installs them).
     sinks = lines["sinks"].split(", ")
     assert sinks == sorted(sinks)
-    assert {"file", "http", "mqtt", "prometheus_remote_write", "stdout"} <= set(sinks)
-    assert set(sinks) <= {"file", "http", "influxdb", "kafka", "mqtt", "nats",
+    assert {"file", "http", "mqtt", "otlp", "prometheus_remote_write", "stdout"} <= set(sinks)
+    assert set(sinks) <= {"file", "http", "influxdb", "kafka", "mqtt", "nats", "otlp",
                           "prometheus_remote_write", "stdout"}
     assert "lua" in lines["processors"]
 

@@ -5,11 +5,11 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 import urllib.parse
 import urllib.request
 
 from testing.broker import free_port
+from testing.waiting import wait_answering
 
 INFLUXD = shutil.which("influxd") or "/usr/bin/influxd"
 
@@ -45,16 +45,8 @@ bind-address = "127.0.0.1:{free_port()}"
         self.log = open(os.path.join(self.dir, "influxd.log"), "w")
         self.proc = subprocess.Popen([INFLUXD, "-config", self.conf], stdout=self.log,
                                      stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(self.url + "/ping", timeout=0.5) as r:
-                    if r.status == 204:
-                        return self
-            except OSError:
-                time.sleep(0.1)
-            if self.proc.poll() is not None:
-                break
+        if wait_answering(self.url + "/ping", self.proc, 30, status=204):
+            return self
         self.stop()
         raise RuntimeError(f"influxd did not start: {open(self.log.name).read()[-2000:]}")
 

@@ -6,11 +6,11 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 import urllib.parse
 import urllib.request
 
 from testing.broker import free_port
+from testing.waiting import wait_answering
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or "/usr/bin/prometheus-node-exporter"
@@ -38,16 +38,8 @@ class Prometheus:
              "--log.level=warn"],
             stdout=log, stderr=subprocess.STDOUT)
         log.close()
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(self.url + "/-/ready", timeout=0.5) as r:
-                    if r.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.1)
-            if self.proc.poll() is not None:
-                break
+        if wait_answering(self.url + "/-/ready", self.proc, 60):
+            return self
         self.stop()
         raise RuntimeError(f"prometheus did not start: {self.log()[-2000:]}")
 
@@ -101,14 +93,8 @@ class NodeExporter:
              "--collector.disable-defaults", "--collector.loadavg", "--collector.meminfo",
              "--collector.time", "--collector.stat", "--log.level=warn"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(self.url, timeout=0.5) as r:
-                    if r.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.1)
+        if wait_answering(self.url, self.proc, 30):
+            return self
         self.stop()
         raise RuntimeError("prometheus-node-exporter did not start")
 

@@ -129,8 +129,11 @@ class MqttSink final : public Sink {
       if (name == "*") {
         for (const Header& h : e.headers) {
           if (h.name.starts_with("mqtt_")) continue;  // metadata, relayed as what it is
+          if (o_.relay_metadata && mqtt::IsTraceContextHeader(h.name)) continue;  // relayed
           m.props.push_back({.id = mqtt::prop::kUserProperty, .text = h.name, .value = h.value});
         }
+      } else if (o_.relay_metadata && mqtt::IsTraceContextHeader(name)) {
+        continue;  // relayed with the metadata
       } else if (const std::string* v = e.FindHeader(name)) {
         m.props.push_back({.id = mqtt::prop::kUserProperty, .text = name, .value = *v});
       }

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "sinks/prometheus/series_mapping.h"
+#include "sinks/common/series_mapping.h"
 
 namespace seedance::sinks {
 

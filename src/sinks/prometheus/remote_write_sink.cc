@@ -4,8 +4,8 @@
 
 #include "seedance/options.h"
 #include "sinks/common/http_batch_sink.h"
+#include "sinks/common/series_mapping.h"
 #include "sinks/prometheus/remote_write_request.h"
-#include "sinks/prometheus/series_mapping.h"
 #include "util/strings.h"
 
 namespace seedance::sinks {

@@ -1,4 +1,4 @@
-// The `prometheus_remote_write` sink: events as samples (sinks/prometheus/series_mapping.h)
+// The `prometheus_remote_write` sink: events as samples (sinks/common/series_mapping.h)
 // sent to a Prometheus remote-write receiver (remote write 1.0: a protobuf WriteRequest,
 // snappy-compressed, POSTed with Content-Type application/x-protobuf and
 // X-Prometheus-Remote-Write-Version 0.1.0). The HTTP client, TLS and headers are the http

@@ -302,6 +302,11 @@ class HttpSource final : public Source, public Acknowledger {
         self->idem_in_flight_.erase(key);
       }
     } release{this, idem, stream};
+    // W3C trace context: every event of the request carries the request's (bounded: the
+    // spec's tracestate is at most 512 characters; a longer value is not trace context).
+    const auto traceparent = req["traceparent"];
+    const auto tracestate = req["tracestate"];
+    const bool traced = !traceparent.empty() && traceparent.size() <= 512;
     std::vector<Event> events;
     events.reserve(payloads->size() - skip);
     const int64_t now = ctx_.now_ns();
@@ -313,6 +318,12 @@ class HttpSource final : public Source, public Acknowledger {
       e.payload = std::move(payload);
       e.format = PayloadFormat::kJson;
       e.ingest_time_ns = e.event_time_ns = now;
+      if (traced) {
+        e.SetHeader("traceparent", std::string(traceparent.data(), traceparent.size()));
+        if (!tracestate.empty() && tracestate.size() <= 512) {
+          e.SetHeader("tracestate", std::string(tracestate.data(), tracestate.size()));
+        }
+      }
       events.push_back(std::move(e));
     }
     const size_t n = events.size();

@@ -1,4 +1,4 @@
-#include "sinks/prometheus/series_mapping.h"
+#include "sinks/common/series_mapping.h"
 
 #include <fmt/format.h>
 
@@ -88,6 +88,8 @@ bool IsValidLabelName(std::string_view s) {
 
 Result<SeriesMapping> MakeSeriesMapping(const SeriesMappingConfig& c) {
   SeriesMapping m;
+  m.names = c.names;
+  const bool prometheus = c.names == MetricNames::kPrometheus;
   SEEDANCE_ASSIGN_OR_RETURN(m.metric, EventTemplate::Parse(c.metric, "metric"));
   for (const std::string& f : c.label_fields) {
     auto path = ParseFieldPath(f);
@@ -98,10 +100,13 @@ Result<SeriesMapping> MakeSeriesMapping(const SeriesMappingConfig& c) {
     m.label_fields.push_back(std::move(*path));
   }
   for (const auto& [name, text] : c.labels) {
-    if (!IsValidLabelName(name)) {
+    if (prometheus && !IsValidLabelName(name)) {
       return InvalidArgumentError(fmt::format(
           "labels: \"{}\" is not a label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with __)",
           util::SanitizeText(name, 64)));
+    }
+    if (!prometheus && (name.empty() || !util::IsValidUtf8(name))) {
+      return InvalidArgumentError("labels: a name is empty or not UTF-8");
     }
     auto t = EventTemplate::Parse(text, fmt::format("label {}", name));
     if (!t) return t.error();
@@ -143,8 +148,9 @@ bool AppendSamples(const SeriesMapping& m, const Event& event, std::vector<Serie
     if (tmpl.Render(event, payload, &text, &ignored)) SetLabel(labels, name, text);
   }
   std::erase_if(labels, [](const auto& l) { return l.second.empty(); });
+  const bool prometheus = m.names == MetricNames::kPrometheus;
   for (const auto& [name, value] : labels) {
-    if (!IsValidLabelName(name)) {
+    if (prometheus && !IsValidLabelName(name)) {
       *why = fmt::format(
           "label name \"{}\" is not valid in Prometheus ([a-zA-Z_][a-zA-Z0-9_]*, not starting "
           "with __)",
@@ -161,12 +167,19 @@ bool AppendSamples(const SeriesMapping& m, const Event& event, std::vector<Serie
   const bool has_metric = m.metric.Render(event, payload, &metric, &metric_why);
   const int64_t timestamp_ms = FloorMs(event.event_time_ns);
   auto sample = [&](std::string name, double value) -> bool {
-    if (!IsValidMetricName(name)) {
+    if (prometheus && !IsValidMetricName(name)) {
       *why = fmt::format("metric name \"{}\" is not valid in Prometheus ([a-zA-Z_:][a-zA-Z0-9_:]*)",
                          util::SanitizeText(name, 128));
       return false;
     }
-    SeriesSample s{.labels = labels, .value = value, .timestamp_ms = timestamp_ms};
+    if (!prometheus && (name.empty() || !util::IsValidUtf8(name))) {
+      *why = "the metric name is empty or not UTF-8";
+      return false;
+    }
+    SeriesSample s{.labels = labels,
+                   .value = value,
+                   .timestamp_ms = timestamp_ms,
+                   .timestamp_ns = event.event_time_ns};
     s.labels.emplace_back("__name__", std::move(name));
     std::sort(s.labels.begin(), s.labels.end());
     out.push_back(std::move(s));
@@ -191,8 +204,9 @@ bool AppendSamples(const SeriesMapping& m, const Event& event, std::vector<Serie
   for (const auto& path : m.fields) {
     const rapidjson::Value* v = payload.Find(path);
     if (v == nullptr || !SampleValue(*v, &value)) continue;
-    std::string name = has_metric ? metric + "_" : std::string();
-    name += fmt::format("{}", fmt::join(path, "_"));
+    const char* separator = prometheus ? "_" : ".";
+    std::string name = has_metric ? metric + separator : std::string();
+    name += fmt::format("{}", fmt::join(path, separator));
     if (!sample(std::move(name), value)) {
       out.resize(start);
       return false;

@@ -1,4 +1,4 @@
-#include "sinks/prometheus/series_mapping.h"
+#include "sinks/common/series_mapping.h"
 
 #include <gtest/gtest.h>
 

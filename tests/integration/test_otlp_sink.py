@@ -1,0 +1,228 @@
+"""The otlp sink (issue 47, item 2) against an OTLP/HTTP receiver on loopback whose requests are
+decoded by Debian's python3-protobuf (tests/testing/otlp_proto.py: opentelemetry-proto's
+messages): logs with their times, body, severity, resource and attributes, and the trace id of
+an MQTT 5 message's `traceparent` (the same one an HTTP receiver gets); metrics as gauges; the
+answers: partial_success, 400 with a google.rpc.Status, 503 retried
+(sinks/otlp/otlp_sink.h)."""
+import gzip
+import http.server
+import json
+import threading
+import time
+
+from testing import otlp_proto
+from testing.mqtt_publish import publish_all, publish_v5
+from testing.seedance_process import Seedance
+from testing.waiting import wait_until
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+class OtlpReceiver:
+    """Records each request (path, headers, decoded message) and answers from `answers`
+    (status, content type, body) while any are left, then 200 with an empty response."""
+
+    def __init__(self):
+        self.requests = []
+        self.answers = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):  # noqa: N802
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
+                cls = (otlp_proto.ExportLogsServiceRequest if self.path.endswith("/logs")
+                       else otlp_proto.ExportMetricsServiceRequest)
+                with outer.lock:
+                    answer = outer.answers.pop(0) if outer.answers else None
+                    outer.requests.append((self.path, dict(self.headers.items()),
+                                           cls.FromString(body), answer))
+                status, ctype, out = answer or (200, "application/x-protobuf", b"")
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(out)))
+                if status == 503:
+                    self.send_header("Retry-After", "0")
+                self.end_headers()
+                self.wfile.write(out)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def records(self):
+        """(resource attributes, scope, record) of every log record of every 200 answer."""
+        out = []
+        with self.lock:
+            for _, _, msg, answer in self.requests:
+                if answer is not None and answer[0] != 200:
+                    continue
+                for rl in getattr(msg, "resource_logs", []):
+                    for sl in rl.scope_logs:
+                        for r in sl.log_records:
+                            out.append((otlp_proto.attributes(rl.resource.attributes), sl.scope,
+                                        r))
+        return out
+
+    def stop(self):
+        self.server.shutdown()
+
+
+def test_logs_carry_body_times_severity_attributes_and_the_mqtt_trace_id(broker, receiver):
+    otlp = OtlpReceiver()
+    sd = Seedance(f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "site/#"
+    protocol: "5"
+sinks:
+  - type: otlp
+    endpoint: "{otlp.url}"
+    compression: gzip
+    resource: {{service.name: gw-7, host.name: edge}}
+    severity_field: level
+    attributes: {{site: "{{topic.2}}"}}
+  - type: otlp
+    name: errors
+    inputs: [error]
+    endpoint: "{otlp.url}"
+  - type: http
+    endpoint: "{receiver.url}/in"
+    format: single
+    event_headers: [traceparent]
+""").start()
+    try:
+        assert sd.wait_log("connected to"), sd.stderr()
+        time.sleep(0.3)
+        t0 = time.time_ns()
+        publish_v5(broker.port, "site/north/line", json.dumps(
+            {"level": "error", "msg": "overheat", "temp": 91.5, "n": 7, "tags": ["a", 1]}),
+            user_properties=[("traceparent", TRACEPARENT)])
+        publish_all(broker.port, [("site/south/line", "not json")])  # to `error`, as a string
+        assert wait_until(lambda: len(otlp.records()) == 2, 15), sd.stderr()[-3000:]
+        assert wait_until(lambda: receiver.count(200) >= 1, 15)  # the error is not main
+    finally:
+        assert sd.stop() == 0
+        otlp.stop()
+    path, headers, _, _ = next(r for r in otlp.requests if r[1].get("Content-Encoding"))
+    assert path == "/v1/logs"
+    assert headers["Content-Type"] == "application/x-protobuf"
+    assert headers["Content-Encoding"] == "gzip"
+    by_topic = {otlp_proto.attributes(r.attributes)["messaging.destination.name"]: (res, s, r)
+                for res, s, r in otlp.records()}
+    resource, scope, rec = by_topic["site/north/line"]
+    assert resource == {"service.name": "gw-7", "host.name": "edge"}
+    assert scope.name == "seedance" and scope.version
+    assert otlp_proto.any_value(rec.body) == {"level": "error", "msg": "overheat", "temp": 91.5,
+                                              "n": 7, "tags": ["a", 1]}
+    assert rec.severity_text == "error" and rec.severity_number == 17
+    assert otlp_proto.attributes(rec.attributes)["site"] == "north"
+    assert otlp_proto.attributes(rec.attributes)["seedance.source"] == "mqtt"
+    assert t0 <= rec.observed_time_unix_nano and rec.time_unix_nano <= rec.observed_time_unix_nano
+    assert rec.trace_id.hex() == TRACEPARENT.split("-")[1]
+    assert rec.span_id.hex() == TRACEPARENT.split("-")[2]
+    assert rec.flags == 1
+    _, _, plain = by_topic["site/south/line"]
+    assert plain.body.string_value == "not json" and plain.trace_id == b""
+    # The HTTP receiver got the same trace context for the same message.
+    traced = [dict((k.lower(), v) for k, v in h) for h in receiver.request_headers]
+    assert [h.get("traceparent") for h in traced].count(TRACEPARENT) == 1
+
+
+def test_metrics_are_gauges_named_by_the_mapping(broker):
+    otlp = OtlpReceiver()
+    sd = Seedance(f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "site/#"
+sinks:
+  - type: otlp
+    endpoint: "{otlp.url}/custom/path"
+    signal: metrics
+    metric: "{{topic.3}}"
+    attribute_fields: [device]
+    fields: [avg, stats.max]
+""").start()
+    try:
+        assert sd.wait_log("connected to"), sd.stderr()
+        time.sleep(0.3)
+        publish_all(broker.port, [("site/north/climate",
+                                   json.dumps({"device": "d1", "avg": 21.5, "stats": {"max": 30}}))])
+        assert wait_until(lambda: otlp.requests, 15), sd.stderr()[-3000:]
+    finally:
+        assert sd.stop() == 0
+        otlp.stop()
+    path, _, msg, _ = otlp.requests[0]
+    assert path == "/custom/path"  # an endpoint with a path is used as it is
+    metrics = {m.name: m for m in msg.resource_metrics[0].scope_metrics[0].metrics}
+    assert set(metrics) == {"climate.avg", "climate.stats.max"}
+    point = metrics["climate.avg"].gauge.data_points[0]
+    assert point.as_double == 21.5
+    assert otlp_proto.attributes(point.attributes) == {"device": "d1"}
+    assert abs(point.time_unix_nano - time.time_ns()) < 60e9
+    assert metrics["climate.stats.max"].gauge.data_points[0].as_double == 30
+
+
+def test_answers_partial_success_a_refusal_and_backpressure(broker, tmp_path):
+    otlp = OtlpReceiver()
+    partial = otlp_proto.ExportLogsServiceResponse()
+    partial.partial_success.rejected_log_records = 1
+    partial.partial_success.error_message = "one record had no body"
+    every = otlp_proto.ExportLogsServiceResponse()
+    every.partial_success.rejected_log_records = 1
+    every.partial_success.error_message = "no body"
+    status = otlp_proto.Status(code=3, message="bad request: field 9 too long")
+    otlp.answers = [
+        (503, "application/x-protobuf", b""),  # retried
+        (200, "application/x-protobuf", partial.SerializeToString()),
+        (200, "application/x-protobuf", every.SerializeToString()),
+        (400, "application/x-protobuf", status.SerializeToString()),
+    ]
+    sd = Seedance(f"""
+sources:
+  - type: mqtt
+    uri: "{broker.uri}"
+    topic: "site/#"
+sinks:
+  - type: otlp
+    endpoint: "{otlp.url}"
+    batch_size: 2
+    batch_linger: 300ms
+    retry_initial: 20ms
+  - type: file
+    name: rejected
+    path: {tmp_path}/rejected.ndjson
+    inputs: [rejected]
+""").start()
+    try:
+        assert sd.wait_log("connected to"), sd.stderr()
+        time.sleep(0.3)
+        # Two events in one batch: 503 (retried), then 200 rejecting one of them unnamed.
+        publish_all(broker.port, [("site/a", json.dumps({"n": 1})), ("site/a", json.dumps({"n": 2}))])
+        assert wait_until(lambda: len(otlp.requests) >= 2, 10), sd.stderr()
+        # Then one event each: rejected whole by partial_success, then refused with 400.
+        publish_all(broker.port, [("site/a", json.dumps({"n": 3}))])
+        assert wait_until(lambda: len(otlp.requests) >= 3, 10), sd.stderr()
+        publish_all(broker.port, [("site/a", json.dumps({"n": 4}))])
+        rejected_file = tmp_path / "rejected.ndjson"
+        assert wait_until(lambda: rejected_file.exists() and
+                          len(rejected_file.read_text().splitlines()) == 2, 10), sd.stderr()
+    finally:
+        assert sd.stop() == 0
+        otlp.stop()
+    assert len(otlp.requests[0][2].resource_logs[0].scope_logs[0].log_records) == 2
+    assert otlp.requests[0][2] == otlp.requests[1][2]  # the retry sent the same request
+    lines = [json.loads(l) for l in rejected_file.read_text().splitlines()]
+    reasons = {l["payload"]["n"]: l["headers"]["reason"] for l in lines}
+    assert reasons[3] == "otlp: the receiver rejected every record: no body"
+    assert reasons[4] == "otlp: HTTP 400: bad request: field 9 too long"
+    log = sd.stderr()
+    assert "rejected 1 of 2 records without naming them (one record had no body)" in log, log
