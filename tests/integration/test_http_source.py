@@ -39,9 +39,10 @@ sinks:
 """
 
 
-def post(port, path, body, token=TOKEN, content_type="application/json", method="POST"):
+def post(port, path, body, token=TOKEN, content_type="application/json", method="POST",
+         headers=None):
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method,
-                                 headers={"Content-Type": content_type})
+                                 headers={"Content-Type": content_type, **(headers or {})})
     if token:
         req.add_header("Authorization", f"Bearer {token}")
     try:
@@ -49,6 +50,28 @@ def post(port, path, body, token=TOKEN, content_type="application/json", method=
             return r.status, r.read().decode(), dict(r.headers)
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode(), dict(e.headers)
+
+
+def test_a_requests_trace_context_goes_on_each_of_its_events(receiver, tmp_path):
+    """docs/http-source.md: traceparent and tracestate (at most 512 characters) become the
+    events' headers of the same name (docs/otlp.md, trace context end to end)."""
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    port = free_port()
+    sd = Seedance(config(port, receiver.url, tmp_path)).start()
+    try:
+        assert post(port, "/t/a", b'[{"n": 1}, {"n": 2}]',
+                    headers={"traceparent": parent, "tracestate": "ro=1"})[0] == 200
+        assert post(port, "/t/b", b'{"n": 3}',
+                    headers={"traceparent": parent, "tracestate": "x" * 513})[0] == 200
+        assert post(port, "/t/c", b'{"n": 4}')[0] == 200
+        assert wait_until(lambda: len(receiver.accepted_events()) == 4, 10)
+    finally:
+        assert sd.stop() == 0
+    headers = {e["payload"]["n"]: e.get("headers", {}) for e in receiver.accepted_events()}
+    for n in (1, 2):
+        assert headers[n]["traceparent"] == parent and headers[n]["tracestate"] == "ro=1"
+    assert headers[3]["traceparent"] == parent and "tracestate" not in headers[3]
+    assert "traceparent" not in headers[4]
 
 
 def test_objects_arrays_and_ndjson_arrive_with_the_path_as_topic(receiver, tmp_path):

@@ -12,7 +12,8 @@ import time
 
 from testing import otlp_proto
 from testing.mqtt_publish import publish_all, publish_v5
-from testing.seedance_process import Seedance
+from testing.broker import free_port
+from testing.seedance_process import Seedance, metric, scrape
 from testing.waiting import wait_until
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -186,7 +187,10 @@ def test_answers_partial_success_a_refusal_and_backpressure(broker, tmp_path):
         (200, "application/x-protobuf", every.SerializeToString()),
         (400, "application/x-protobuf", status.SerializeToString()),
     ]
+    port = free_port()
     sd = Seedance(f"""
+metrics:
+  listen: 127.0.0.1:{port}
 sources:
   - type: mqtt
     uri: "{broker.uri}"
@@ -208,6 +212,9 @@ sinks:
         # Two events in one batch: 503 (retried), then 200 rejecting one of them unnamed.
         publish_all(broker.port, [("site/a", json.dumps({"n": 1})), ("site/a", json.dumps({"n": 2}))])
         assert wait_until(lambda: len(otlp.requests) >= 2, 10), sd.stderr()
+        assert wait_until(lambda: metric(scrape(f"http://127.0.0.1:{port}/metrics"),
+                                         "seedance_otlp_rejected_records_total",
+                                         component="otlp") == 1, 5)
         # Then one event each: rejected whole by partial_success, then refused with 400.
         publish_all(broker.port, [("site/a", json.dumps({"n": 3}))])
         assert wait_until(lambda: len(otlp.requests) >= 3, 10), sd.stderr()
