@@ -7,13 +7,16 @@ answers: partial_success, 400 with a google.rpc.Status, 503 retried
 import gzip
 import http.server
 import json
+import subprocess
 import threading
 import time
+
+import pytest
 
 from testing import otlp_proto
 from testing.mqtt_publish import publish_all, publish_v5
 from testing.broker import free_port
-from testing.seedance_process import Seedance, metric, scrape
+from testing.seedance_process import BIN, Seedance, metric, scrape
 from testing.waiting import wait_until
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -233,3 +236,19 @@ sinks:
     assert reasons[4] == "otlp: HTTP 400: bad request: field 9 too long"
     log = sd.stderr()
     assert "rejected 1 of 2 records without naming them (one record had no body)" in log, log
+
+
+@pytest.mark.parametrize("section,key,message", [
+    ("compression: zstd", "compression", "OTLP/HTTP takes compression none or gzip"),
+    ("attributes: {site: \"{nope}\"}", "attributes", "unknown placeholder {nope}"),
+    ("body_field: \"a..b\"", "body_field", "body_field:"),
+    ("signal: metrics\n    metric: \"{topic\"", "metric", "metric"),
+])
+def test_bad_sections_name_the_file_line_and_key(tmp_path, section, key, message):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("sources:\n  - {type: generate, payload: '{}'}\nsinks:\n  - type: otlp\n"
+                   f"    endpoint: http://127.0.0.1:9\n    {section}\n")
+    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    lines = {"compression": 6, "attributes": 6, "body_field": 6, "metric": 7}
+    assert f"c.yaml:{lines[key]}:" in r.stderr and message in r.stderr, r.stderr

@@ -223,4 +223,10 @@ bool EventTemplate::Render(const Event& event, PayloadView& payload, std::string
   return true;
 }
 
+std::function<Status(const ParamValue&)> TemplateValidator(std::string what) {
+  return [what = std::move(what)](const ParamValue& v) {
+    return EventTemplate::Parse(std::get<std::string>(v), what).status();
+  };
+}
+
 }  // namespace seedance::sinks

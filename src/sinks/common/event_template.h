@@ -17,12 +17,14 @@
 
 #include <rapidjson/document.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "seedance/event.h"
+#include "seedance/param_spec.h"
 #include "seedance/result.h"
 
 namespace seedance::sinks {
@@ -73,6 +75,9 @@ class EventTemplate {
   std::vector<Part> parts_;
   bool uses_payload_ = false;
 };
+
+// A parameter validator: the string value parses as a template (`what` names it in errors).
+std::function<Status(const ParamValue&)> TemplateValidator(std::string what);
 
 // The dotted path "a.b.c" as field names; an error names an empty one.
 Result<std::vector<std::string>> ParseFieldPath(std::string_view dotted);

@@ -140,10 +140,7 @@ const Options<InfluxSinkOptions>& InfluxSinkSchema() {
               .doc = "the measurement: text with placeholders ({topic}, {topic.N}, "
                      "{payload.FIELD}, {header.NAME}), e.g. \"{topic.1}\"",
               .required = true,
-              .validator =
-                  [](const ParamValue& v) {
-                    return EventTemplate::Parse(std::get<std::string>(v), "measurement").status();
-                  }})
+              .validator = TemplateValidator("measurement")})
         .Add(&S::tags,
              {.name = "tags",
               .doc = "tag key: value with placeholders, e.g. device: \"{payload.device}\"; "

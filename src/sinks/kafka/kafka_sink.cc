@@ -306,10 +306,6 @@ class KafkaSink final : public Sink {
   std::unique_ptr<KafkaProducer> producer_;
 };
 
-Status CheckTemplate(const ParamValue& v, std::string_view what) {
-  return EventTemplate::Parse(std::get<std::string>(v), what).status();
-}
-
 const Options<KafkaSinkOptions>& KafkaSinkSchema() {
   using S = KafkaSinkOptions;
   static const Options<S> o =
@@ -322,12 +318,12 @@ const Options<KafkaSinkOptions>& KafkaSinkSchema() {
                 .doc = "topic: text with placeholders ({topic}, {topic.N}, {payload.FIELD}, "
                        "{header.NAME}); MQTT topics have '/', Kafka topics may not",
                 .required = true,
-                .validator = [](const ParamValue& v) { return CheckTemplate(v, "topic"); }})
+                .validator = TemplateValidator("topic")})
           .Add(&S::key_text,
                {.name = "key",
                 .doc = "record key (partitioning), e.g. \"{payload.device}\"; none when unset or "
                        "when the event has no value for it",
-                .validator = [](const ParamValue& v) { return CheckTemplate(v, "key"); }})
+                .validator = TemplateValidator("key")})
           .Enum(&S::compression,
                 {.name = "compression",
                  .doc = "record batch compression: none, gzip, snappy, lz4 or zstd",

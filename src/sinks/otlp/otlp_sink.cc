@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <optional>
+#include <tuple>
 
 #include "http/url.h"
 #include "observe/metrics.h"
@@ -130,11 +131,13 @@ Result<Mappings> MakeMappings(const OtlpOptions& o) {
                    [](const auto& kv) { return kv.first == "service.name"; })) {
     m.resource.emplace_back("service.name", "seedance");
   }
-  if (!o.body_field.empty()) {
-    SEEDANCE_ASSIGN_OR_RETURN(m.logs.body_field, ParseFieldPath(o.body_field));
-  }
-  if (!o.severity_field.empty()) {
-    SEEDANCE_ASSIGN_OR_RETURN(m.logs.severity_field, ParseFieldPath(o.severity_field));
+  for (auto [text, path, key] :
+       {std::tuple{&o.body_field, &m.logs.body_field, "body_field"},
+        std::tuple{&o.severity_field, &m.logs.severity_field, "severity_field"}}) {
+    if (text->empty()) continue;
+    auto parsed = ParseFieldPath(*text);
+    if (!parsed) return InvalidArgumentError(fmt::format("{}: {}", key, parsed.error().message()));
+    *path = std::move(*parsed);
   }
   const std::vector<std::string> metric_fields = {"labels", "instance", "job"};
   SEEDANCE_ASSIGN_OR_RETURN(
@@ -143,7 +146,7 @@ Result<Mappings> MakeMappings(const OtlpOptions& o) {
   for (const auto& [key, text] : o.attributes) {
     if (key.empty()) return InvalidArgumentError("attributes: a name is empty");
     auto t = EventTemplate::Parse(text, fmt::format("attribute {}", key));
-    if (!t) return t.error();
+    if (!t) return InvalidArgumentError("attributes: " + t.error().message());
     m.logs.attributes.emplace_back(key, std::move(*t));
   }
   SeriesMappingConfig c;
@@ -192,7 +195,8 @@ const Options<OtlpOptions>& OtlpSchema() {
         .Add(&S::metric, {.name = "metric",
                           .doc = "metrics: the metric name, text with placeholders; with "
                                  "`fields`, the prefix of each field's metric (<metric>.<field>)",
-                          .default_value = "{payload.name}"})
+                          .default_value = "{payload.name}",
+                          .validator = TemplateValidator("metric")})
         .Add(&S::value, {.name = "value",
                          .doc = "metrics: the payload field holding the point's value: a "
                                 "number, a boolean (1/0), or \"NaN\", \"+Inf\", \"-Inf\"",
@@ -207,7 +211,21 @@ const Options<OtlpOptions>& OtlpSchema() {
                                         ": OTLP/HTTP takes compression none or gzip");
           }
           if (auto m = MakeMappings(s); !m) {
-            return InvalidArgumentError(p.Location("signal") + ": " + m.error().message());
+            // The error starts with the key it is about (the metrics mapping's words for
+            // them: labels, label_fields), or is about the metric template.
+            const std::string& message = m.error().message();
+            std::string key = "metric";
+            for (auto [prefix, name] : {std::pair{"body_field:", "body_field"},
+                                        {"severity_field:", "severity_field"},
+                                        {"attribute_fields:", "attribute_fields"},
+                                        {"attributes:", "attributes"},
+                                        {"label_fields:", "attribute_fields"},
+                                        {"labels:", "attributes"},
+                                        {"value:", "value"},
+                                        {"fields:", "fields"}}) {
+              if (message.starts_with(prefix)) key = name;
+            }
+            return InvalidArgumentError(p.Location(key) + ": " + message);
           }
           return Status::Ok();
         });

@@ -72,10 +72,7 @@ const Options<RemoteWriteOptions>& RemoteWriteSchema() {
                          "{payload.FIELD}, {header.NAME}); with `fields`, the prefix of "
                          "each field's series name",
                   .default_value = "{payload.name}",
-                  .validator =
-                      [](const ParamValue& v) {
-                        return EventTemplate::Parse(std::get<std::string>(v), "metric").status();
-                      }})
+                  .validator = TemplateValidator("metric")})
             .Add(&M::label_fields,
                  {.name = "label_fields",
                   .doc = "payload fields (dotted paths) read as labels: an object's members "
