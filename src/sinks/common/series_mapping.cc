@@ -56,14 +56,18 @@ bool SampleValue(const rapidjson::Value& v, double* out) {
   return true;
 }
 
-void SetLabel(Labels& labels, std::string name, std::string value) {
-  for (auto& [n, v] : labels) {
-    if (n == name) {
-      v = std::move(value);
-      return;
-    }
+// Sorts `labels` by name and keeps, of labels with the same name, the one added last: the
+// n log n way (a payload object may hold many thousands of members).
+void SortKeepingTheLast(Labels& labels) {
+  std::stable_sort(labels.begin(), labels.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t kept = 0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (i + 1 < labels.size() && labels[i + 1].first == labels[i].first) continue;
+    if (kept != i) labels[kept] = std::move(labels[i]);
+    ++kept;
   }
-  labels.emplace_back(std::move(name), std::move(value));
+  labels.resize(kept);
 }
 
 int64_t FloorMs(int64_t ns) {
@@ -137,19 +141,24 @@ bool AppendSamples(const SeriesMapping& m, const Event& event, std::vector<Serie
     if (v->IsObject()) {
       for (auto it = v->MemberBegin(); it != v->MemberEnd(); ++it) {
         if (!LabelText(it->value, &text)) continue;
-        SetLabel(labels, std::string(it->name.GetString(), it->name.GetStringLength()), text);
+        labels.emplace_back(std::string(it->name.GetString(), it->name.GetStringLength()), text);
       }
     } else if (LabelText(*v, &text)) {
-      SetLabel(labels, path.back(), text);
+      labels.emplace_back(path.back(), text);
     }
   }
-  for (const auto& [name, tmpl] : m.labels) {
+  for (const auto& [name, tmpl] : m.labels) {  // after the payload's: they win
     std::string ignored;
-    if (tmpl.Render(event, payload, &text, &ignored)) SetLabel(labels, name, text);
+    if (tmpl.Render(event, payload, &text, &ignored)) labels.emplace_back(name, text);
   }
+  SortKeepingTheLast(labels);
   std::erase_if(labels, [](const auto& l) { return l.second.empty(); });
   const bool prometheus = m.names == MetricNames::kPrometheus;
   for (const auto& [name, value] : labels) {
+    if (!prometheus && name == "__name__") {
+      *why = "label name __name__ is the series name's";
+      return false;
+    }
     if (prometheus && !IsValidLabelName(name)) {
       *why = fmt::format(
           "label name \"{}\" is not valid in Prometheus ([a-zA-Z_][a-zA-Z0-9_]*, not starting "
@@ -180,8 +189,10 @@ bool AppendSamples(const SeriesMapping& m, const Event& event, std::vector<Serie
                    .value = value,
                    .timestamp_ms = timestamp_ms,
                    .timestamp_ns = event.event_time_ns};
-    s.labels.emplace_back("__name__", std::move(name));
-    std::sort(s.labels.begin(), s.labels.end());
+    // `labels` is sorted and holds no "__name__" (refused above): one insertion.
+    const auto at = std::lower_bound(s.labels.begin(), s.labels.end(), std::string_view("__name__"),
+                                     [](const auto& l, std::string_view n) { return l.first < n; });
+    s.labels.emplace(at, "__name__", std::move(name));
     out.push_back(std::move(s));
     return true;
   };

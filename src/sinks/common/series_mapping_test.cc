@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace seedance::sinks {
@@ -86,6 +87,45 @@ TEST(SeriesMappingTest, FieldsMakeOneSeriesEachAndConfiguredLabelsWin) {
   EXPECT_EQ(alone[0].labels[0].second, "avg");
   EXPECT_TRUE(Samples(m, Make(R"({"other":1})"), &why).empty());
   EXPECT_NE(why.find("no field `fields` names"), std::string::npos) << why;
+}
+
+TEST(SeriesMappingTest, AHugeLabelObjectIsReadOnceWithTheLastOfEachNameKept) {
+  // 50,000 members (a label looked up per label was quadratic: ~10^9 steps here), one name
+  // twice; `labels` wins over the payload.
+  std::string payload = R"({"name":"m","value":1,"labels":{)";
+  for (int i = 0; i < 50000; ++i) payload += "\"l" + std::to_string(i) + "\":\"a\",";
+  payload += R"("l7":"second","site":"payload"}})";
+  SeriesMappingConfig c;
+  c.labels = {{"site", "config"}};
+  std::string why;
+  const auto s = Samples(Mapping(c), Make(payload), &why);
+  ASSERT_EQ(s.size(), 1u) << why;
+  ASSERT_EQ(s[0].labels.size(), 50000u + 2);  // l0..l49999, site, __name__
+  EXPECT_TRUE(std::is_sorted(s[0].labels.begin(), s[0].labels.end()));
+  auto find = [&](std::string_view n) {
+    for (const auto& [k, v] : s[0].labels) {
+      if (k == n) return v;
+    }
+    return std::string("<none>");
+  };
+  EXPECT_EQ(find("l7"), "second");
+  EXPECT_EQ(find("site"), "config");
+  EXPECT_EQ(find("__name__"), "m");
+}
+
+TEST(SeriesMappingTest, OpenTelemetryNamesTakeAnyTextButNotTheSeriesNamesLabel) {
+  SeriesMappingConfig c;
+  c.names = MetricNames::kOpenTelemetry;
+  c.fields = {"a.b"};
+  std::string why;
+  const auto s =
+      Samples(Mapping(c), Make(R"({"name":"x-y","labels":{"k.1":"v"},"a":{"b":2}})"), &why);
+  ASSERT_EQ(s.size(), 1u) << why;
+  EXPECT_EQ(s[0].labels, (Labels{{"__name__", "x-y.a.b"}, {"k.1", "v"}}));
+  EXPECT_TRUE(
+      Samples(Mapping(c), Make(R"({"name":"x","labels":{"__name__":"y"},"a":{"b":2}})"), &why)
+          .empty());
+  EXPECT_NE(why.find("__name__"), std::string::npos) << why;
 }
 
 TEST(SeriesMappingTest, NamesOutsidePrometheusDataModelRejectTheEvent) {

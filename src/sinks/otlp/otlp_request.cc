@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <string_view>
+#include <unordered_map>
 
 #include "sinks/common/trace_context.h"
 #include "util/protobuf_reader.h"
@@ -182,18 +183,15 @@ void AppendMetricsRequest(const std::vector<SeriesSample>& samples,
                           const ResourceAttributes& resource, std::string& out) {
   // The samples of each name, in the order the names first appear.
   std::vector<std::pair<std::string_view, std::vector<size_t>>> metrics;
+  std::unordered_map<std::string_view, size_t> index;
   for (size_t i = 0; i < samples.size(); ++i) {
     std::string_view name;
     for (const auto& [k, v] : samples[i].labels) {
       if (k == "__name__") name = v;
     }
-    auto it = std::find_if(metrics.begin(), metrics.end(),
-                           [&](const auto& m) { return m.first == name; });
-    if (it == metrics.end()) {
-      metrics.emplace_back(name, std::vector<size_t>{i});
-    } else {
-      it->second.push_back(i);
-    }
+    auto [it, added] = index.try_emplace(name, metrics.size());
+    if (added) metrics.emplace_back(name, std::vector<size_t>{});
+    metrics[it->second].second.push_back(i);
   }
   ProtobufWriter w(out);
   size_t resource_metrics = 0, scope_metrics = 0;

@@ -3,69 +3,50 @@
 #include <gtest/gtest.h>
 
 #include <bit>
-#include <cstring>
+
+#include "util/protobuf_reader.h"
 
 namespace seedance::sinks {
 namespace {
-
-// A minimal reader of the wire format, to read the request back.
-struct Reader {
-  std::string_view in;
-  size_t pos = 0;
-  bool done() const { return pos >= in.size(); }
-  uint64_t Varint() {
-    uint64_t v = 0;
-    for (int shift = 0;; shift += 7) {
-      const auto b = static_cast<unsigned char>(in.at(pos++));
-      v |= uint64_t{b & 0x7Fu} << shift;
-      if (b < 0x80) return v;
-    }
-  }
-  std::string_view Bytes() {
-    const size_t n = Varint();
-    std::string_view s = in.substr(pos, n);
-    EXPECT_EQ(s.size(), n);
-    pos += n;
-    return s;
-  }
-  uint64_t Fixed64() {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<unsigned char>(in.at(pos++))} << (8 * i);
-    return v;
-  }
-};
 
 struct ReadSeries {
   Labels labels;
   std::vector<std::pair<int64_t, double>> samples;
 };
 
+// The request read back with the project's wire reader, checking each field's number and type.
 std::vector<ReadSeries> ReadWriteRequest(std::string_view body) {
+  using util::ProtobufField;
+  using util::ProtobufReader;
   std::vector<ReadSeries> out;
-  Reader r{body};
-  while (!r.done()) {
-    EXPECT_EQ(r.Varint(), (1u << 3) | 2);  // WriteRequest.timeseries
-    Reader ts{r.Bytes()};
+  ProtobufReader r(body);
+  ProtobufField f;
+  while (r.Next(&f)) {
+    EXPECT_EQ(f.number * 8 + f.wire_type, (1u << 3) | 2);  // WriteRequest.timeseries
     ReadSeries s;
-    while (!ts.done()) {
-      const uint64_t tag = ts.Varint();
-      Reader m{ts.Bytes()};
-      if (tag == ((1u << 3) | 2)) {  // TimeSeries.labels
-        EXPECT_EQ(m.Varint(), (1u << 3) | 2);
-        std::string name(m.Bytes());
-        EXPECT_EQ(m.Varint(), (2u << 3) | 2);
-        s.labels.emplace_back(name, std::string(m.Bytes()));
-      } else {
-        EXPECT_EQ(tag, (2u << 3) | 2);  // TimeSeries.samples
-        EXPECT_EQ(m.Varint(), (1u << 3) | 1);
-        const double v = std::bit_cast<double>(m.Fixed64());
-        EXPECT_EQ(m.Varint(), (2u << 3) | 0);
-        s.samples.emplace_back(static_cast<int64_t>(m.Varint()), v);
+    ProtobufReader ts(f.bytes);
+    ProtobufField g;
+    while (ts.Next(&g)) {
+      ProtobufReader m(g.bytes);
+      ProtobufField a, b;
+      EXPECT_TRUE(m.Next(&a) && m.Next(&b));
+      EXPECT_FALSE(m.Next(&f));
+      if (g.number == 1) {  // TimeSeries.labels: name = 1, value = 2
+        EXPECT_EQ(a.number * 8 + a.wire_type, (1u << 3) | 2);
+        EXPECT_EQ(b.number * 8 + b.wire_type, (2u << 3) | 2);
+        s.labels.emplace_back(std::string(a.bytes), std::string(b.bytes));
+      } else {  // TimeSeries.samples: double value = 1, int64 timestamp = 2
+        EXPECT_EQ(g.number, 2u);
+        EXPECT_EQ(a.number * 8 + a.wire_type, (1u << 3) | 1);
+        EXPECT_EQ(b.number * 8 + b.wire_type, (2u << 3) | 0);
+        s.samples.emplace_back(static_cast<int64_t>(b.number_value),
+                               std::bit_cast<double>(a.number_value));
       }
-      EXPECT_TRUE(m.done());
     }
+    EXPECT_TRUE(ts.error().empty()) << ts.error();
     out.push_back(std::move(s));
   }
+  EXPECT_TRUE(r.error().empty()) << r.error();
   return out;
 }
 
