@@ -23,6 +23,7 @@
 #include "sources/http/http_source.h"
 #include "sources/modbus/modbus_source.h"
 #include "sources/mqtt/mqtt_source.h"
+#include "sources/otlp/otlp_source.h"
 #include "sources/prometheus/scrape_source.h"
 #include "sources/tail/tail_source.h"
 
@@ -33,6 +34,7 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
   registry.Add(sources::GenerateSourceFactory());
   registry.Add(sources::PrometheusScrapeSourceFactory());
   registry.Add(sources::HttpSourceFactory());
+  registry.Add(sources::OtlpSourceFactory());
   registry.Add(sources::TailSourceFactory());
   registry.Add(sources::GpuSourceFactory());
   registry.Add(sources::ModbusSourceFactory());

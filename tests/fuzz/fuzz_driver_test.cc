@@ -27,6 +27,7 @@ SEEDANCE_FUZZ_TARGET(influx_write_error);
 SEEDANCE_FUZZ_TARGET(modbus_codec);
 SEEDANCE_FUZZ_TARGET(prometheus_text);
 SEEDANCE_FUZZ_TARGET(protobuf_reader);
+SEEDANCE_FUZZ_TARGET(otlp_request);
 
 namespace seedance {
 namespace {
@@ -122,6 +123,7 @@ TEST(FuzzTest, HttpResponse) { Fuzz("http_response", SeedanceFuzz_http_response,
 TEST(FuzzTest, HttpRequest) { Fuzz("http_request", SeedanceFuzz_http_request, 20000); }
 TEST(FuzzTest, PrometheusText) { Fuzz("prometheus_text", SeedanceFuzz_prometheus_text, 50000); }
 TEST(FuzzTest, ProtobufReader) { Fuzz("protobuf_reader", SeedanceFuzz_protobuf_reader, 50000); }
+TEST(FuzzTest, OtlpRequest) { Fuzz("otlp_request", SeedanceFuzz_otlp_request, 200000); }
 TEST(FuzzTest, ModbusCodec) { Fuzz("modbus_codec", SeedanceFuzz_modbus_codec, 50000); }
 #ifdef SEEDANCE_SINK_INFLUXDB
 TEST(FuzzTest, InfluxWriteError) {

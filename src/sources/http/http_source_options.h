@@ -33,4 +33,12 @@ struct HttpSourceOptions {
 
 const Options<HttpSourceOptions>& HttpSourceSchema();
 
+// The options every push source has (push_source.h): listen, auth, TLS, limits, timeouts.
+struct PushServerDefaults {
+  std::string listen;  // empty: required
+  std::string max_events_name;
+  std::string max_events_doc;
+};
+void AddPushServerOptions(Options<HttpSourceOptions>& o, const PushServerDefaults& d);
+
 }  // namespace seedance::sources
