@@ -352,6 +352,7 @@ class Decoder {
         !ReadScope(scope, context_.scope, f)) {
       return InvalidArgumentError("a scope: " + f.reason);
     }
+    batch_.events.reserve(batch_.events.size() + records.size());
     for (std::string_view r : records) {
       switch (signal_) {
         case OtlpSignal::kLogs:
@@ -395,9 +396,16 @@ class Decoder {
     return e;
   }
 
+  // Room for a record's payload: its JSON is about twice its protobuf, then the context.
+  std::string NewPayload(std::string_view record, size_t extra = 0) const {
+    std::string out;
+    out.reserve(2 * record.size() + extra + context_.resource.size() + context_.scope.size() + 64);
+    return out;
+  }
+
   void LogRecord(std::string_view record) {
     Failure f;
-    std::string out;
+    std::string out = NewPayload(record);
     JsonObject o(out);
     uint64_t time = 0, observed = 0;
     uint32_t flags = 0;
@@ -457,7 +465,7 @@ class Decoder {
 
   void Span(std::string_view record) {
     Failure f;
-    std::string out;
+    std::string out = NewPayload(record);
     JsonObject o(out);
     uint64_t start = 0, end = 0;
     uint32_t flags = 0;
@@ -691,7 +699,8 @@ class Decoder {
 
   void DataPoint(uint32_t type, std::string_view head, std::string_view point) {
     Failure f;
-    std::string out(head);  // the metric's object, open, with its "type" at least
+    std::string out = NewPayload(point, head.size());
+    out += head;  // the metric's object, open, with its "type" at least
     const auto number = [&](const char* name, uint64_t bits) {
       out += name;
       AppendDouble(out, AsDouble(bits));
