@@ -15,7 +15,7 @@ namespace {
 
 void Check(seedance::sources::OtlpSignal signal, std::string_view body) {
   constexpr size_t kMax = 64;
-  auto batch = seedance::sources::DecodeOtlpRequest(signal, body, kMax, 1);
+  auto batch = seedance::sources::DecodeOtlpRequest(signal, body, kMax, 1 << 20, 1);
   if (!batch) return;
   if (batch->events.size() + batch->refused.size() > kMax) std::abort();
   for (const seedance::Event& e : batch->events) {

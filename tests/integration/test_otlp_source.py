@@ -284,6 +284,12 @@ def test_malformed_oversize_and_unsupported_bodies_get_the_documented_answers(re
         status, body, _ = post(port, "/v1/logs",
                                logs_request([str(i) for i in range(11)]).SerializeToString())
         assert status == 413 and "more than 10 records" in rpc_status(body).message, body
+        # One 40 KB resource repeated by 10 records would be 400 KB of events from a 40 KB body:
+        # more than 4 x max_body (256 KiB) is refused whole.
+        big = logs_request([str(i) for i in range(10)])
+        kv(big.resource_logs[0].resource.attributes, "pad", "r" * 40000)
+        status, body, _ = post(port, "/v1/logs", big.SerializeToString())
+        assert status == 413 and "bytes as events" in rpc_status(body).message, body
         status, body, _ = post(port, "/v1/logs", b"{}", content_type="text/plain")
         assert status == 415 and "application/x-protobuf" in rpc_status(body).message, body
         assert post(port, "/v1/profiles", b"")[0] == 404

@@ -298,8 +298,8 @@ std::string Traceparent(std::string_view trace_id, std::string_view span_id, uin
 
 class Decoder {
  public:
-  Decoder(OtlpSignal signal, size_t max_records, int64_t now_ns)
-      : signal_(signal), max_records_(max_records), now_ns_(now_ns) {}
+  Decoder(OtlpSignal signal, size_t max_records, size_t max_bytes, int64_t now_ns)
+      : signal_(signal), max_records_(max_records), max_bytes_(max_bytes), now_ns_(now_ns) {}
 
   Status Request(std::string_view body) {
     // resource_logs, resource_metrics, resource_spans: field 1 of each request.
@@ -312,7 +312,7 @@ class Decoder {
       return InvalidArgumentError("not an OTLP export request: " + f.reason);
     }
     for (std::string_view r : resources) SEEDANCE_RETURN_IF_ERROR(Resource(r));
-    return Status::Ok();
+    return TooManyBytes();
   }
 
   PushBatch& batch() { return batch_; }
@@ -371,7 +371,15 @@ class Decoder {
     return Status::Ok();
   }
 
+  Status TooManyBytes() const {
+    if (bytes_ <= max_bytes_) return Status::Ok();
+    return ResourceExhaustedError("the records of one request take more than " +
+                                  std::to_string(max_bytes_) +
+                                  " bytes as events (each repeats its resource and scope)");
+  }
+
   Status Count(size_t n) {
+    SEEDANCE_RETURN_IF_ERROR(TooManyBytes());
     records_ += n;
     if (records_ > max_records_) {
       return ResourceExhaustedError("more than " + std::to_string(max_records_) +
@@ -389,6 +397,7 @@ class Decoder {
     payload += context_.resource;
     payload += context_.scope;
     payload.push_back('}');
+    bytes_ += payload.size();
     Event& e = batch_.events.emplace_back();
     e.payload = std::move(payload);
     e.format = PayloadFormat::kJson;
@@ -826,8 +835,10 @@ class Decoder {
 
   OtlpSignal signal_;
   size_t max_records_;
+  size_t max_bytes_;
   int64_t now_ns_;
   size_t records_ = 0;
+  size_t bytes_ = 0;  // of the payloads so far
   Context context_;
   PushBatch batch_;
 };
@@ -835,8 +846,8 @@ class Decoder {
 }  // namespace
 
 Result<PushBatch> DecodeOtlpRequest(OtlpSignal signal, std::string_view body, size_t max_records,
-                                    int64_t now_ns) {
-  Decoder decoder(signal, max_records, now_ns);
+                                    size_t max_bytes, int64_t now_ns) {
+  Decoder decoder(signal, max_records, max_bytes, now_ns);
   SEEDANCE_RETURN_IF_ERROR(decoder.Request(body));
   return std::move(decoder.batch());
 }

@@ -40,10 +40,12 @@ namespace seedance::sources {
 
 enum class OtlpSignal { kLogs, kMetrics, kTraces };
 
-// The events of an Export{Logs,Metrics,Trace}ServiceRequest, at most `max_records` records
-// (kResourceExhausted past that), refused records in `refused`; kInvalidArgument with the
-// reason for a body that is not one.
+// The events of an Export{Logs,Metrics,Trace}ServiceRequest, at most `max_records` records and
+// `max_bytes` of payloads (kResourceExhausted past either: each record's payload repeats its
+// resource and scope, so a body with one huge resource and many small records would
+// otherwise make a thousand copies of it), refused records in `refused`; kInvalidArgument
+// with the reason for a body that is not one.
 Result<PushBatch> DecodeOtlpRequest(OtlpSignal signal, std::string_view body, size_t max_records,
-                                    int64_t now_ns);
+                                    size_t max_bytes, int64_t now_ns);
 
 }  // namespace seedance::sources

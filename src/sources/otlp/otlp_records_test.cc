@@ -70,8 +70,8 @@ rapidjson::Document Parse(const std::string& payload) {
 
 TEST(OtlpRecordsTest, LogRecordBecomesAnEventWithResourceScopeAndTraceparent) {
   const std::string trace(16, '\x11'), span(8, '\x22');
-  auto batch =
-      DecodeOtlpRequest(OtlpSignal::kLogs, Request({LogRecord("hello", trace, span)}), 100, 5);
+  auto batch = DecodeOtlpRequest(OtlpSignal::kLogs, Request({LogRecord("hello", trace, span)}), 100,
+                                 1 << 20, 5);
   ASSERT_TRUE(batch.has_value()) << batch.error().message();
   ASSERT_EQ(batch->events.size(), 1u);
   EXPECT_TRUE(batch->refused.empty());
@@ -104,8 +104,8 @@ TEST(OtlpRecordsTest, MalformedRecordsAreRefusedAloneWithTheirReason) {
   }
   const std::string bad_utf8 = LogRecord("\xff\xfe");
   const std::string short_trace = LogRecord("x", "abc", std::string(8, '\1'));
-  auto batch = DecodeOtlpRequest(OtlpSignal::kLogs,
-                                 Request({LogRecord("ok"), deep, bad_utf8, short_trace}), 100, 5);
+  auto batch = DecodeOtlpRequest(
+      OtlpSignal::kLogs, Request({LogRecord("ok"), deep, bad_utf8, short_trace}), 100, 1 << 20, 5);
   ASSERT_TRUE(batch.has_value());
   ASSERT_EQ(batch->events.size(), 1u);
   ASSERT_EQ(batch->refused.size(), 3u);
@@ -116,14 +116,24 @@ TEST(OtlpRecordsTest, MalformedRecordsAreRefusedAloneWithTheirReason) {
 }
 
 TEST(OtlpRecordsTest, FramingErrorsRefuseTheRequestAndLimitsHold) {
-  auto garbage = DecodeOtlpRequest(OtlpSignal::kLogs, "\x0a\x7f", 100, 5);
+  auto garbage = DecodeOtlpRequest(OtlpSignal::kLogs, "\x0a\x7f", 100, 1 << 20, 5);
   ASSERT_FALSE(garbage.has_value());
   EXPECT_EQ(garbage.error().code(), StatusCode::kInvalidArgument);
-  auto many = DecodeOtlpRequest(OtlpSignal::kLogs,
-                                Request({LogRecord("a"), LogRecord("b"), LogRecord("c")}), 2, 5);
+  auto many = DecodeOtlpRequest(
+      OtlpSignal::kLogs, Request({LogRecord("a"), LogRecord("b"), LogRecord("c")}), 2, 1 << 20, 5);
   ASSERT_FALSE(many.has_value());
   EXPECT_EQ(many.error().code(), StatusCode::kResourceExhausted);
-  auto empty = DecodeOtlpRequest(OtlpSignal::kLogs, "", 100, 5);
+  auto empty = DecodeOtlpRequest(OtlpSignal::kLogs, "", 100, 1 << 20, 5);
+  // One 100 KB resource and 50 small records: 5 MB of events from a 100 KB body.
+  std::string resource = Wrap(1, KeyValue("big", std::string(100000, 'x')));
+  std::string scoped;
+  for (int i = 0; i < 50; ++i) scoped += Wrap(2, LogRecord("r"));
+  auto amplified = DecodeOtlpRequest(
+      OtlpSignal::kLogs, Wrap(1, Wrap(1, resource) + Wrap(2, scoped)), 1000, 1 << 20, 5);
+  ASSERT_FALSE(amplified.has_value());
+  EXPECT_EQ(amplified.error().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(amplified.error().message().find("more than 1048576 bytes as events"),
+            std::string::npos);
   ASSERT_TRUE(empty.has_value());
   EXPECT_TRUE(empty->events.empty());
 }
@@ -176,7 +186,7 @@ TEST(OtlpRecordsTest, EachDataPointIsAnEvent) {
       OtlpSignal::kMetrics,
       Request({Metric("load", 5, Wrap(1, gauge_point)), Metric("requests", 7, sum),
                Metric("latency", 9, Wrap(1, hist_point) + Wrap(1, bad_hist_point))}),
-      100, 5);
+      100, 1 << 20, 5);
   ASSERT_TRUE(batch.has_value()) << batch.error().message();
   ASSERT_EQ(batch->events.size(), 3u);
   ASSERT_EQ(batch->refused.size(), 1u);
@@ -219,7 +229,7 @@ TEST(OtlpRecordsTest, SpansNeedIdsAndCarryTheirTraceContext) {
   }
   std::string no_ids;
   ProtobufWriter(no_ids).Bytes(5, "nameless");
-  auto batch = DecodeOtlpRequest(OtlpSignal::kTraces, Request({span, no_ids}), 100, 5);
+  auto batch = DecodeOtlpRequest(OtlpSignal::kTraces, Request({span, no_ids}), 100, 1 << 20, 5);
   ASSERT_TRUE(batch.has_value());
   ASSERT_EQ(batch->events.size(), 1u);
   ASSERT_EQ(batch->refused.size(), 1u);
@@ -247,7 +257,7 @@ TEST(OtlpJsonTest, JsonReadsAsTheSameRecords) {
        "unknownField":{"ignored":true}}]}]}]})";
   auto protobuf = OtlpJsonToProtobuf(OtlpSignal::kLogs, json);
   ASSERT_TRUE(protobuf.has_value()) << protobuf.error().message();
-  auto batch = DecodeOtlpRequest(OtlpSignal::kLogs, *protobuf, 100, 5);
+  auto batch = DecodeOtlpRequest(OtlpSignal::kLogs, *protobuf, 100, 1 << 20, 5);
   ASSERT_TRUE(batch.has_value());
   ASSERT_EQ(batch->events.size(), 1u);
   const Event& e = batch->events[0];

@@ -87,7 +87,10 @@ int RpcCode(bhttp::status status) {
 
 class OtlpPushProtocol final : public PushProtocol {
  public:
-  explicit OtlpPushProtocol(std::string topic_prefix) : prefix_(std::move(topic_prefix)) {}
+  // `max_event_bytes`: the most a request's events may hold (its records repeat their
+  // resource and scope).
+  OtlpPushProtocol(std::string topic_prefix, uint64_t max_event_bytes)
+      : prefix_(std::move(topic_prefix)), max_event_bytes_(max_event_bytes) {}
 
   std::optional<std::string> Topic(std::string_view path) const override {
     const auto signal = SignalOf(path);
@@ -101,10 +104,10 @@ class OtlpPushProtocol final : public PushProtocol {
     const OtlpSignal signal = *SignalOf(Path(req));
     switch (EncodingOf(req)) {
       case Encoding::kProtobuf:
-        return DecodeOtlpRequest(signal, body, max_events, now_ns);
+        return DecodeOtlpRequest(signal, body, max_events, max_event_bytes_, now_ns);
       case Encoding::kJson: {
         SEEDANCE_ASSIGN_OR_RETURN(std::string protobuf, OtlpJsonToProtobuf(signal, body));
-        return DecodeOtlpRequest(signal, protobuf, max_events, now_ns);
+        return DecodeOtlpRequest(signal, protobuf, max_events, max_event_bytes_, now_ns);
       }
       case Encoding::kOther:
         break;
@@ -168,6 +171,7 @@ class OtlpPushProtocol final : public PushProtocol {
 
  private:
   std::string prefix_;
+  uint64_t max_event_bytes_;
 };
 
 }  // namespace
@@ -182,7 +186,9 @@ SourceFactory OtlpSourceFactory() {
   f.info.params = OtlpSourceSchema().Specs();
   f.create = [](const Params& p, PluginContext& ctx) -> Result<std::unique_ptr<Source>> {
     SEEDANCE_ASSIGN_OR_RETURN(OtlpSourceOptions o, OtlpSourceSchema().Bind(p));
-    auto protocol = std::make_unique<OtlpPushProtocol>(o.topic_prefix);
+    // Four times the body: a full body of records as JSON (about twice its protobuf) with room
+    // for resources and scopes of a few KiB each.
+    auto protocol = std::make_unique<OtlpPushProtocol>(o.topic_prefix, 4 * o.server.max_body);
     return MakePushSource(std::move(o.server), std::move(protocol), ctx);
   };
   return f;
