@@ -32,13 +32,7 @@ ROUNDS = 3
 TRACE = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
 
 
-def kv(attrs, key, value):
-    a = attrs.add()
-    a.key = key
-    if isinstance(value, str):
-        a.value.string_value = value
-    else:
-        a.value.int_value = value
+kv = otlp_proto.add_attribute
 
 
 def log_bodies():

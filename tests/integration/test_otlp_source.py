@@ -53,17 +53,7 @@ def post(port, path, body, content_type=PB, headers=None, timeout=30):
         return e.code, e.read(), dict(e.headers)
 
 
-def kv(msg, key, value):
-    a = msg.add()
-    a.key = key
-    if isinstance(value, str):
-        a.value.string_value = value
-    elif isinstance(value, bool):
-        a.value.bool_value = value
-    elif isinstance(value, int):
-        a.value.int_value = value
-    else:
-        a.value.double_value = value
+kv = otlp_proto.add_attribute
 
 
 def logs_request(bodies, trace_id=TRACE, span_id=SPAN):

@@ -139,3 +139,17 @@ def any_value(v):
 
 def attributes(kvs):
     return {kv.key: any_value(kv.value) for kv in kvs}
+
+
+def add_attribute(attrs, key, value):
+    """Appends KeyValue `key` to the repeated field `attrs`, its AnyValue from a Python value."""
+    a = attrs.add()
+    a.key = key
+    if isinstance(value, str):
+        a.value.string_value = value
+    elif isinstance(value, bool):
+        a.value.bool_value = value
+    elif isinstance(value, int):
+        a.value.int_value = value
+    else:
+        a.value.double_value = value

@@ -204,22 +204,15 @@ class PushSource final : public Source, public Acknowledger {
     std::string inflated;
     const auto encoding = req[bhttp::field::content_encoding];
     const std::string_view coding(encoding.data(), encoding.size());
-    if (coding == "gzip" || coding == "x-gzip") {
+    if (coding == "gzip" || coding == "x-gzip" || coding == "zstd") {
       // Bounded like a plain body: a small bomb does not inflate past max_body.
-      Result<std::string> plain = util::Gunzip(req.body(), options_.max_body);
+      const bool gzip = coding != "zstd";
+      Result<std::string> plain = gzip ? util::Gunzip(req.body(), options_.max_body)
+                                       : util::Unzstd(req.body(), options_.max_body);
       if (!plain) {
         const bool large = plain.error().code() == StatusCode::kResourceExhausted;
         co_return Answer{large ? bhttp::status::payload_too_large : bhttp::status::bad_request,
-                         "gzip body: " + plain.error().message()};
-      }
-      inflated = std::move(plain).value();
-      body = &inflated;
-    } else if (coding == "zstd") {
-      Result<std::string> plain = util::Unzstd(req.body(), options_.max_body);
-      if (!plain) {
-        const bool large = plain.error().code() == StatusCode::kResourceExhausted;
-        co_return Answer{large ? bhttp::status::payload_too_large : bhttp::status::bad_request,
-                         "zstd body: " + plain.error().message()};
+                         std::string(gzip ? "gzip" : "zstd") + " body: " + plain.error().message()};
       }
       inflated = std::move(plain).value();
       body = &inflated;

@@ -85,6 +85,16 @@ bool AppendString(std::string& out, std::string_view s, Failure& f) {
   return true;
 }
 
+// An enum as its name when `names` has one, else as its number.
+template <size_t N>
+void AppendEnum(std::string& out, const char* const (&names)[N], uint64_t value) {
+  if (value < N) {
+    util::AppendJsonString(out, names[value]);
+  } else {
+    out += std::to_string(static_cast<int32_t>(value));
+  }
+}
+
 bool AllZero(std::string_view bytes) {
   for (const char c : bytes)
     if (c != 0) return false;
@@ -503,11 +513,7 @@ class Decoder {
         case 5:
           return AppendString(o.Key("name"), fld.bytes, f);
         case 6:
-          if (fld.number_value < std::size(kKinds)) {
-            util::AppendJsonString(o.Key("kind"), kKinds[fld.number_value]);
-          } else {
-            o.Key("kind") += std::to_string(static_cast<int32_t>(fld.number_value));
-          }
+          AppendEnum(o.Key("kind"), kKinds, fld.number_value);
           return true;
         case 7:
           start = fld.number_value;
@@ -570,11 +576,7 @@ class Decoder {
       return false;
     }
     JsonObject o(out);
-    if (code < std::size(kCodes)) {
-      util::AppendJsonString(o.Key("code"), kCodes[code]);
-    } else {
-      o.Key("code") += std::to_string(static_cast<int32_t>(code));
-    }
+    AppendEnum(o.Key("code"), kCodes, code);
     if (!AppendString(o.Key("message"), message, f)) return false;
     o.End();
     return true;
@@ -687,10 +689,7 @@ class Decoder {
     if (!ForEachField(data, f, [&](const ProtobufField& fld) {
           if (fld.number == 1 && fld.wire_type == 2) points.push_back(fld.bytes);
           if (fld.number == 2 && fld.wire_type == 0 && type != 5 && type != 11) {
-            if (fld.number_value < std::size(kTemporality)) {
-              util::AppendJsonString(o.Key("aggregation_temporality"),
-                                     kTemporality[fld.number_value]);
-            }
+            AppendEnum(o.Key("aggregation_temporality"), kTemporality, fld.number_value);
           }
           if (fld.number == 3 && fld.wire_type == 0 && type == 7) {
             o.Key("is_monotonic") += fld.number_value != 0 ? "true" : "false";
