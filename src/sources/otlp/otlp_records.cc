@@ -701,7 +701,10 @@ class Decoder {
       return Status::Ok();
     }
     SEEDANCE_RETURN_IF_ERROR(Count(points.size()));
-    for (std::string_view point : points) DataPoint(type, head, point);
+    for (std::string_view point : points) {
+      SEEDANCE_RETURN_IF_ERROR(TooManyBytes());  // every point repeats the metric's head
+      DataPoint(type, head, point);
+    }
     return Status::Ok();
   }
 

@@ -134,6 +134,20 @@ TEST(OtlpRecordsTest, FramingErrorsRefuseTheRequestAndLimitsHold) {
   EXPECT_EQ(amplified.error().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(amplified.error().message().find("more than 1048576 bytes as events"),
             std::string::npos);
+  // A metric with a 100 KB description and 200,000 points (2 MB): 20 GB of events, were the
+  // bound checked only at the end of the metric; it stops at the eleventh point.
+  std::string point;
+  ProtobufWriter(point).Double(4, 1.0);
+  std::string gauge;
+  for (int i = 0; i < 200000; ++i) gauge += Wrap(1, point);
+  std::string metric;
+  ProtobufWriter mw(metric);
+  mw.Bytes(1, "m");
+  mw.Bytes(2, std::string(100000, 'd'));
+  mw.Bytes(5, gauge);
+  auto described = DecodeOtlpRequest(OtlpSignal::kMetrics, Request({metric}), 1000000, 1 << 20, 5);
+  ASSERT_FALSE(described.has_value());
+  EXPECT_EQ(described.error().code(), StatusCode::kResourceExhausted);
   ASSERT_TRUE(empty.has_value());
   EXPECT_TRUE(empty->events.empty());
 }
