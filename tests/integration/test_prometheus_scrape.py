@@ -22,6 +22,7 @@ class Targets:
 
     def __init__(self):
         self.accepts = []
+        self.times = []  # (path, time.monotonic()) of each request
         self.counting = 0
         outer = self
 
@@ -31,6 +32,7 @@ class Targets:
 
             def do_GET(self):  # noqa: N802
                 outer.accepts.append(self.headers.get("Accept", ""))
+                outer.times.append((self.path, time.monotonic()))
                 if self.path == "/silent":
                     time.sleep(3)
                     return
@@ -212,3 +214,43 @@ metrics:
     assert scraped in pages
     for n, labels in pages.items():
         assert len(labels) == 100, f"page {n} arrived with {len(labels)} of its 100 samples"
+
+
+def test_a_missed_scrape_is_skipped_not_run_late(tmp_path):
+    """sources/prometheus/scrape_source.h: scrapes are timed from the start, and a slot missed
+    (here: the process stopped with SIGSTOP for 1.5 s, 7 slots of 200 ms) is skipped, not run
+    late: after SIGCONT the one scrape that was due runs, then the schedule goes on, with no
+    burst of catch-up scrapes."""
+    import os
+    import signal
+    targets = Targets()
+    sd = Seedance(f"""
+sources:
+  - type: prometheus_scrape
+    targets: ["{targets.url('/text')}"]
+    interval: 200ms
+    timeout: 100ms
+sinks:
+  - type: file
+    path: {tmp_path / "out.ndjson"}
+queue:
+  data_dir: {tmp_path}/data
+""").start()
+    try:
+        assert wait_until(lambda: len(targets.times) >= 3, timeout=10), sd.stderr()
+        os.kill(sd.proc.pid, signal.SIGSTOP)
+        time.sleep(1.5)
+        before = len(targets.times)
+        resumed = time.monotonic()
+        os.kill(sd.proc.pid, signal.SIGCONT)
+        time.sleep(1.0)
+        after = [t for _, t in targets.times[before:] if t - resumed < 1.0]
+    finally:
+        sd.stop()
+        targets.stop()
+    # 1 s after the resume: the scrape that was due, then the slots of the schedule (5).
+    # Running the 7 missed slots late would make 12 or more.
+    print("scrapes after the resume (s):", [round(t - resumed, 3) for t in after])
+    assert 4 <= len(after) <= 7, [round(t - resumed, 3) for t in after]
+    assert all(b - a > 0.05 for a, b in zip(after[1:], after[2:])), \
+        [round(t - resumed, 3) for t in after]
