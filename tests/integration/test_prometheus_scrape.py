@@ -252,5 +252,3 @@ queue:
     # Running the 7 missed slots late would make 12 or more.
     print("scrapes after the resume (s):", [round(t - resumed, 3) for t in after])
     assert 4 <= len(after) <= 7, [round(t - resumed, 3) for t in after]
-    assert all(b - a > 0.05 for a, b in zip(after[1:], after[2:])), \
-        [round(t - resumed, 3) for t in after]
