@@ -117,11 +117,14 @@ bool ForEachField(std::string_view message, Failure& f, On on) {
 bool AppendKeyValues(std::string& out, const std::vector<std::string_view>& kvs, int depth,
                      Failure& f);
 
-// AnyValue as JSON (an empty AnyValue as null).
+bool TooDeep(Failure& f) {
+  return f.Set("values nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+}
+
+// AnyValue as JSON (an empty AnyValue as null). `depth`: the JSON depth an array or object
+// written here has (the payload's object is 1): no payload is nested deeper than the payload
+// checker takes, and the recursion is bounded.
 bool AppendAnyValue(std::string& out, std::string_view any, int depth, Failure& f) {
-  if (depth > kMaxJsonDepth) {
-    return f.Set("values nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  }
   const size_t start = out.size();
   const bool ok = ForEachField(any, f, [&](const ProtobufField& fld) {
     if (fld.number < 1 || fld.number > 7) return true;
@@ -139,6 +142,7 @@ bool AppendAnyValue(std::string& out, std::string_view any, int depth, Failure& 
         AppendDouble(out, AsDouble(fld.number_value));
         return true;
       case 5: {  // ArrayValue
+        if (depth > kMaxJsonDepth) return TooDeep(f);
         out.push_back('[');
         bool first = true;
         const bool ok = ForEachField(fld.bytes, f, [&](const ProtobufField& v) {
@@ -158,7 +162,7 @@ bool AppendAnyValue(std::string& out, std::string_view any, int depth, Failure& 
             })) {
           return false;
         }
-        return AppendKeyValues(out, kvs, depth + 1, f);
+        return AppendKeyValues(out, kvs, depth, f);  // the kvlist is the object at `depth`
       }
       case 7:
         out.push_back('"');
@@ -173,12 +177,10 @@ bool AppendAnyValue(std::string& out, std::string_view any, int depth, Failure& 
   return ok;
 }
 
-// KeyValue messages as one JSON object.
+// KeyValue messages as one JSON object, at JSON depth `depth`.
 bool AppendKeyValues(std::string& out, const std::vector<std::string_view>& kvs, int depth,
                      Failure& f) {
-  if (depth > kMaxJsonDepth) {
-    return f.Set("values nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  }
+  if (depth > kMaxJsonDepth) return TooDeep(f);
   JsonObject o(out);
   for (std::string_view kv : kvs) {
     std::string_view key, value;
@@ -257,8 +259,8 @@ struct Context {
 
 // The attributes field `number` of `message` as a JSON object; the other fields to `other`.
 template <typename Other>
-bool AttributesAnd(std::string_view message, uint32_t number, std::string& out, Failure& f,
-                   Other other) {
+bool AttributesAnd(std::string_view message, uint32_t number, int depth, std::string& out,
+                   Failure& f, Other other) {
   std::vector<std::string_view> kvs;
   if (!ForEachField(message, f, [&](const ProtobufField& fld) {
         if (fld.number == number && fld.wire_type == 2) {
@@ -269,18 +271,18 @@ bool AttributesAnd(std::string_view message, uint32_t number, std::string& out, 
       })) {
     return false;
   }
-  return AppendKeyValues(out, kvs, 1, f);
+  return AppendKeyValues(out, kvs, depth, f);
 }
 
 bool ReadResource(std::string_view resource, std::string& out, Failure& f) {
   out = ",\"resource\":";
-  return AttributesAnd(resource, 1, out, f, [](const ProtobufField&) { return true; });
+  return AttributesAnd(resource, 1, 2, out, f, [](const ProtobufField&) { return true; });
 }
 
 bool ReadScope(std::string_view scope, std::string& out, Failure& f) {
   std::string_view name, version;
   std::string attributes;
-  if (!AttributesAnd(scope, 3, attributes, f, [&](const ProtobufField& fld) {
+  if (!AttributesAnd(scope, 3, 3, attributes, f, [&](const ProtobufField& fld) {
         if (fld.wire_type == 2 && fld.number == 1) name = fld.bytes;
         if (fld.wire_type == 2 && fld.number == 2) version = fld.bytes;
         return true;
@@ -444,7 +446,7 @@ class Decoder {
         case 3:
           return AppendString(o.Key("severity_text"), fld.bytes, f);
         case 5:
-          return AppendAnyValue(o.Key("body"), fld.bytes, 1, f);
+          return AppendAnyValue(o.Key("body"), fld.bytes, 2, f);
         case 6:
           attributes.push_back(fld.bytes);
           return true;
@@ -469,7 +471,7 @@ class Decoder {
     });
     if (ok && !trace_id.empty() && trace_id.size() != 16) f.Set("a trace_id that is not 16 bytes");
     if (ok && !span_id.empty() && span_id.size() != 8) f.Set("a span_id that is not 8 bytes");
-    if (!f.reason.empty() || !AppendKeyValues(o.Key("attributes"), attributes, 1, f)) {
+    if (!f.reason.empty() || !AppendKeyValues(o.Key("attributes"), attributes, 2, f)) {
       return Refuse(record, "a log record: " + f.reason);
     }
     o.Key("time_unix_nano") += std::to_string(time);
@@ -550,7 +552,7 @@ class Decoder {
       f.Set("a span needs a 16-byte trace_id and an 8-byte span_id, not all zero");
     }
     if (ok && !parent.empty() && parent.size() != 8) f.Set("a parent_span_id that is not 8 bytes");
-    if (!f.reason.empty() || !AppendKeyValues(o.Key("attributes"), attributes, 1, f) ||
+    if (!f.reason.empty() || !AppendKeyValues(o.Key("attributes"), attributes, 2, f) ||
         !SpanEvents(o.Key("events"), events, f) || !SpanLinks(o.Key("links"), links, f)) {
       return Refuse(record, "a span: " + f.reason);
     }
@@ -591,7 +593,7 @@ class Decoder {
       std::string fields;
       JsonObject o(fields);
       std::string attributes;
-      if (!AttributesAnd(events[i], 3, attributes, f, [&](const ProtobufField& fld) {
+      if (!AttributesAnd(events[i], 3, 4, attributes, f, [&](const ProtobufField& fld) {
             if (fld.number == 1) o.Key("time_unix_nano") += std::to_string(fld.number_value);
             if (fld.number == 2 && fld.wire_type == 2) {
               return AppendString(o.Key("name"), fld.bytes, f);
@@ -616,7 +618,7 @@ class Decoder {
       std::string fields;
       JsonObject o(fields);
       std::string attributes;
-      if (!AttributesAnd(links[i], 4, attributes, f, [&](const ProtobufField& fld) {
+      if (!AttributesAnd(links[i], 4, 4, attributes, f, [&](const ProtobufField& fld) {
             switch (fld.number) {
               case 1:
                 AppendHex(o.Key("trace_id"), fld.bytes);
@@ -785,7 +787,7 @@ class Decoder {
       f.Set(fmt::format("bucket_counts has {} counts for {} explicit_bounds (needs one more)",
                         counts.size(), bounds.size()));
     }
-    if (!f.reason.empty() || !AppendKeyValues((out += ",\"attributes\":"), attributes, 1, f)) {
+    if (!f.reason.empty() || !AppendKeyValues((out += ",\"attributes\":"), attributes, 2, f)) {
       return Refuse(point, "a data point: " + f.reason);
     }
     if (type == 9) {

@@ -259,6 +259,61 @@ TEST(OtlpRecordsTest, SpansNeedIdsAndCarryTheirTraceContext) {
   EXPECT_EQ(d["end_time_unix_nano"].GetUint64(), 900u);
 }
 
+// An AnyValue of `levels` arrays around a string.
+std::string NestedArrays(int levels) {
+  std::string any;
+  ProtobufWriter(any).Bytes(1, "leaf");
+  for (int i = 0; i < levels; ++i) any = Wrap(5, Wrap(1, any));
+  return any;
+}
+
+std::string KeyAnyValue(std::string_view key, std::string_view any) {
+  std::string out;
+  ProtobufWriter w(out);
+  w.Bytes(1, key);
+  w.Bytes(2, any);
+  return out;
+}
+
+// Values nested to just under and just over the limit, wherever a record holds them: what is
+// taken passes the payload checker the processing loop applies (no event taken with a 200
+// only to land in `error` there), what is not is refused with the reason.
+TEST(OtlpRecordsTest, NestingStopsWhereThePayloadCheckerDoes) {
+  const std::string span_ids = Wrap(1, std::string(16, '\x01')) + Wrap(2, std::string(8, '\x02'));
+  for (const std::string where : {"body", "attribute", "span event", "scope"}) {
+    int taken = 0, refused = 0;
+    for (int levels = 118; levels <= 132; ++levels) {
+      const std::string any = NestedArrays(levels);
+      OtlpSignal signal = OtlpSignal::kLogs;
+      std::string body;
+      if (where == "body") {
+        body = Request({Wrap(5, any)});
+      } else if (where == "attribute") {
+        body = Request({Wrap(6, KeyAnyValue("k", any))});
+      } else if (where == "span event") {
+        signal = OtlpSignal::kTraces;
+        body = Request({span_ids + Wrap(11, Wrap(3, KeyAnyValue("k", any)))});
+      } else {
+        const std::string scope = Wrap(1, Wrap(3, KeyAnyValue("k", any)));
+        body = Wrap(1, Wrap(2, scope + Wrap(2, Wrap(5, Wrap(1, "x")))));
+      }
+      auto batch = DecodeOtlpRequest(signal, body, 100, 1 << 20, 5);
+      if (!batch.has_value()) {
+        EXPECT_NE(batch.error().message().find("nested deeper"), std::string::npos);
+        ++refused;
+        continue;
+      }
+      for (const Event& e : batch->events) {
+        EXPECT_TRUE(CheckJson(e.payload).ok()) << where << ", " << levels << " levels";
+        ++taken;
+      }
+      refused += static_cast<int>(batch->refused.size());
+    }
+    EXPECT_GT(taken, 0) << where;
+    EXPECT_GT(refused, 0) << where;
+  }
+}
+
 TEST(OtlpJsonTest, JsonReadsAsTheSameRecords) {
   const std::string json = R"({"resourceLogs":[{"resource":{"attributes":[
       {"key":"service.name","value":{"stringValue":"svc"}}]},
