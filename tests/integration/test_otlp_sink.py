@@ -10,6 +10,7 @@ import json
 import subprocess
 import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -41,6 +42,8 @@ class OtlpReceiver:
                 if self.headers.get("Content-Encoding") == "gzip":
                     body = gzip.decompress(body)
                 cls = (otlp_proto.ExportLogsServiceRequest if self.path.endswith("/logs")
+                       else otlp_proto.ExportTraceServiceRequest
+                       if self.path.endswith("/traces")
                        else otlp_proto.ExportMetricsServiceRequest)
                 with outer.lock:
                     answer = outer.answers.pop(0) if outer.answers else None
@@ -173,6 +176,87 @@ sinks:
     assert otlp_proto.attributes(point.attributes) == {"device": "d1"}
     assert abs(point.time_unix_nano - time.time_ns()) < 60e9
     assert metrics["climate.stats.max"].gauge.data_points[0].as_double == 30
+
+
+def test_spans_taken_by_the_otlp_source_go_out_as_the_same_spans(tmp_path):
+    """OTLP traces through Seedance: an export request of two services' spans into the otlp
+    source, out of the otlp sink with signal: traces; the receiver decodes the same spans
+    under the same resources and scopes: ids, parent, trace state, name, kind, times,
+    attributes, events, links, status."""
+    source_port = free_port()
+    otlp = OtlpReceiver()
+    sd = Seedance(f"""
+sources:
+  - type: otlp
+    listen: 127.0.0.1:{source_port}
+sinks:
+  - type: otlp
+    endpoint: "{otlp.url}"
+    signal: traces
+    batch_linger: 20ms
+queue:
+  data_dir: {tmp_path}/data
+""").start()
+    req = otlp_proto.ExportTraceServiceRequest()
+    trace = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
+    for k, (service, n) in enumerate((("checkout", 3), ("payments", 2))):
+        rs = req.resource_spans.add()
+        a = rs.resource.attributes.add()
+        a.key, a.value.string_value = "service.name", service
+        ss = rs.scope_spans.add()
+        ss.scope.name, ss.scope.version = f"{service}.tracer", "1.2"
+        for i in range(n):
+            span = ss.spans.add()
+            span.trace_id = trace
+            span.span_id = bytes([k + 1, i, 0, 0, 0, 0, 0, 1])
+            span.parent_span_id = bytes(8 * [9])
+            span.trace_state = "k=v"
+            span.flags = 1
+            span.name = f"{service} op {i}"
+            span.kind = 3
+            span.start_time_unix_nano = 1_700_000_000_000_000_000 + i
+            span.end_time_unix_nano = 1_700_000_000_900_000_000 + i
+            attr = span.attributes.add()
+            attr.key, attr.value.int_value = "i", i
+            ev = span.events.add()
+            ev.name, ev.time_unix_nano = "retry", 1_700_000_000_100_000_000
+            link = span.links.add()
+            link.trace_id, link.span_id = trace, bytes(8 * [7])
+            span.status.code, span.status.message = 2, "timeout"
+    try:
+        body = req.SerializeToString()
+        r = urllib.request.urlopen(urllib.request.Request(
+            f"http://127.0.0.1:{source_port}/v1/traces", data=body, method="POST",
+            headers={"Content-Type": "application/x-protobuf"}), timeout=10)
+        assert r.status == 200
+
+        def received():
+            with otlp.lock:
+                return [(rs, ss, span) for path, _, msg, _ in otlp.requests
+                        if path == "/v1/traces" for rs in msg.resource_spans
+                        for ss in rs.scope_spans for span in ss.spans]
+
+        assert wait_until(lambda: len(received()) == 5, 10), len(received())
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-2000:]
+        otlp.stop()
+    sent = {span.span_id: (rs, ss, span) for rs in req.resource_spans for ss in rs.scope_spans
+            for span in ss.spans}
+    for rs, ss, span in received():
+        want_rs, want_ss, want = sent[span.span_id]
+        assert otlp_proto.attributes(rs.resource.attributes) == \
+            otlp_proto.attributes(want_rs.resource.attributes)
+        assert (ss.scope.name, ss.scope.version) == (want_ss.scope.name, want_ss.scope.version)
+        for field in ("trace_id", "parent_span_id", "trace_state", "flags", "name", "kind",
+                      "start_time_unix_nano", "end_time_unix_nano"):
+            assert getattr(span, field) == getattr(want, field), field
+        assert otlp_proto.attributes(span.attributes) == {"i": otlp_proto.attributes(
+            want.attributes)["i"]}
+        assert [(e.name, e.time_unix_nano) for e in span.events] == \
+            [(e.name, e.time_unix_nano) for e in want.events]
+        assert [(link.trace_id, link.span_id) for link in span.links] == \
+            [(link.trace_id, link.span_id) for link in want.links]
+        assert (span.status.code, span.status.message) == (2, "timeout")
 
 
 def test_answers_partial_success_a_refusal_and_backpressure(broker, tmp_path):

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <algorithm>
 #include <cctype>
@@ -92,6 +94,29 @@ void AppendSeverity(ProtobufWriter& w, const rapidjson::Value& v) {
   }
 }
 
+// The extra attributes the sink adds to a record or span: attribute_fields, then attributes.
+void AppendMappedAttributes(ProtobufWriter& w, uint32_t field, const Event& e, PayloadView& payload,
+                            const LogMapping& m) {
+  for (const auto& path : m.attribute_fields) {
+    const rapidjson::Value* v = payload.Find(path);
+    if (v == nullptr) continue;
+    if (v->IsObject()) {
+      for (auto it = v->MemberBegin(); it != v->MemberEnd(); ++it) {
+        AppendKeyValue(w, field, std::string_view(it->name.GetString(), it->name.GetStringLength()),
+                       it->value, 1);
+      }
+    } else {
+      AppendKeyValue(w, field, path.back(), *v, 1);
+    }
+  }
+  std::string text, ignored;
+  for (const auto& [key, tmpl] : m.attributes) {
+    if (tmpl.Render(e, payload, &text, &ignored) && !text.empty()) {
+      AppendStringKeyValue(w, field, key, text);
+    }
+  }
+}
+
 void AppendLogRecord(ProtobufWriter& w, const Event& e, const LogMapping& m) {
   const size_t record = w.BeginMessage(2);  // ScopeLogs.log_records
   w.Fixed64(1, static_cast<uint64_t>(e.event_time_ns));
@@ -124,30 +149,139 @@ void AppendLogRecord(ProtobufWriter& w, const Event& e, const LogMapping& m) {
   }
   AppendStringKeyValue(w, 6, "messaging.destination.name", e.topic);
   AppendStringKeyValue(w, 6, "seedance.source", e.source);
-  for (const auto& path : m.attribute_fields) {
-    const rapidjson::Value* v = payload.Find(path);
-    if (v == nullptr) continue;
-    if (v->IsObject()) {
-      for (auto it = v->MemberBegin(); it != v->MemberEnd(); ++it) {
-        AppendKeyValue(w, 6, std::string_view(it->name.GetString(), it->name.GetStringLength()),
-                       it->value, 1);
-      }
-    } else {
-      AppendKeyValue(w, 6, path.back(), *v, 1);
-    }
-  }
-  std::string text, ignored;
-  for (const auto& [key, tmpl] : m.attributes) {
-    if (tmpl.Render(e, payload, &text, &ignored) && !text.empty()) {
-      AppendStringKeyValue(w, 6, key, text);
-    }
-  }
+  AppendMappedAttributes(w, 6, e, payload, m);
   if (auto trace = EventTraceContext(e)) {
     w.Fixed32(8, trace->flags);
     w.Bytes(9, std::string_view(reinterpret_cast<const char*>(trace->trace_id.data()), 16));
     w.Bytes(10, std::string_view(reinterpret_cast<const char*>(trace->span_id.data()), 8));
   }
   w.EndMessage(record);
+}
+
+// An object's members as KeyValue messages in field `field`.
+void AppendObjectAttributes(ProtobufWriter& w, uint32_t field, const rapidjson::Value* object) {
+  if (object == nullptr || !object->IsObject()) return;
+  for (auto it = object->MemberBegin(); it != object->MemberEnd(); ++it) {
+    AppendKeyValue(w, field, std::string_view(it->name.GetString(), it->name.GetStringLength()),
+                   it->value, 1);
+  }
+}
+
+const rapidjson::Value* Member(const rapidjson::Value& object, const char* name) {
+  auto it = object.FindMember(name);
+  return it == object.MemberEnd() || it->value.IsNull() ? nullptr : &it->value;
+}
+
+std::string_view StringOf(const rapidjson::Value* v) {
+  return v != nullptr && v->IsString() ? std::string_view(v->GetString(), v->GetStringLength())
+                                       : std::string_view();
+}
+
+// `bytes` hex digits (upper or lower case) into `out`; false for anything else.
+bool HexBytes(std::string_view hex, size_t bytes, std::string* out) {
+  if (hex.size() != 2 * bytes) return false;
+  out->clear();
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    int v = 0;
+    for (size_t j = i; j < i + 2; ++j) {
+      const char c = hex[j];
+      const int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
+      if (d < 0) return false;
+      v = v * 16 + d;
+    }
+    out->push_back(static_cast<char>(v));
+  }
+  return true;
+}
+
+// An enum given as its name in `names` (index = value) or as a number; -1 when neither.
+template <size_t N>
+int64_t EnumOf(const rapidjson::Value* v, const char* const (&names)[N]) {
+  if (v == nullptr) return -1;
+  if (v->IsInt64()) return v->GetInt64();
+  const std::string_view text = StringOf(v);
+  for (size_t i = 0; i < N; ++i) {
+    if (text == names[i]) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+uint64_t TimeOf(const rapidjson::Value* v, int64_t fallback) {
+  if (v != nullptr && v->IsUint64()) return v->GetUint64();
+  return static_cast<uint64_t>(fallback);
+}
+
+// One Span (ScopeSpans.spans, field 2) from a span payload; false with `why` when the payload
+// is not one.
+bool AppendSpan(ProtobufWriter& w, const Event& e, PayloadView& payload, const LogMapping& m,
+                std::string* why) {
+  static constexpr const char* kKinds[] = {"unspecified", "internal", "server",
+                                           "client",      "producer", "consumer"};
+  static constexpr const char* kCodes[] = {"unset", "ok", "error"};
+  const rapidjson::Value* span = payload.Object();
+  std::string trace_id, span_id, bytes;
+  if (span == nullptr || !HexBytes(StringOf(Member(*span, "trace_id")), 16, &trace_id) ||
+      !HexBytes(StringOf(Member(*span, "span_id")), 8, &span_id)) {
+    *why = "otlp: not a span (trace_id and span_id are needed, as 32 and 16 hex digits)";
+    return false;
+  }
+  const size_t s = w.BeginMessage(2);
+  w.Bytes(1, trace_id);
+  w.Bytes(2, span_id);
+  if (auto state = StringOf(Member(*span, "trace_state")); !state.empty()) w.Bytes(3, state);
+  if (HexBytes(StringOf(Member(*span, "parent_span_id")), 8, &bytes)) w.Bytes(4, bytes);
+  if (const rapidjson::Value* flags = Member(*span, "flags"); flags && flags->IsUint()) {
+    w.Fixed32(16, flags->GetUint());
+  }
+  const rapidjson::Value* name = Member(*span, "name");
+  w.Bytes(5, name != nullptr && name->IsString() ? StringOf(name) : std::string_view(e.topic));
+  if (const int64_t kind = EnumOf(Member(*span, "kind"), kKinds); kind > 0) {
+    w.Varint(6, static_cast<uint64_t>(kind));
+  }
+  w.Fixed64(7, TimeOf(Member(*span, "start_time_unix_nano"), e.event_time_ns));
+  w.Fixed64(8, TimeOf(Member(*span, "end_time_unix_nano"), e.event_time_ns));
+  AppendObjectAttributes(w, 9, Member(*span, "attributes"));
+  AppendMappedAttributes(w, 9, e, payload, m);
+  if (const rapidjson::Value* events = Member(*span, "events"); events && events->IsArray()) {
+    for (const auto& ev : events->GetArray()) {
+      if (!ev.IsObject()) continue;
+      const size_t event = w.BeginMessage(11);
+      w.Fixed64(1, TimeOf(Member(ev, "time_unix_nano"), e.event_time_ns));
+      w.Bytes(2, StringOf(Member(ev, "name")));
+      AppendObjectAttributes(w, 3, Member(ev, "attributes"));
+      w.EndMessage(event);
+    }
+  }
+  if (const rapidjson::Value* links = Member(*span, "links"); links && links->IsArray()) {
+    for (const auto& link : links->GetArray()) {
+      std::string link_trace, link_span;
+      if (!link.IsObject() || !HexBytes(StringOf(Member(link, "trace_id")), 16, &link_trace) ||
+          !HexBytes(StringOf(Member(link, "span_id")), 8, &link_span)) {
+        continue;  // a link without ids links nothing
+      }
+      const size_t l = w.BeginMessage(13);
+      w.Bytes(1, link_trace);
+      w.Bytes(2, link_span);
+      if (auto state = StringOf(Member(link, "trace_state")); !state.empty()) w.Bytes(3, state);
+      AppendObjectAttributes(w, 4, Member(link, "attributes"));
+      w.EndMessage(l);
+    }
+  }
+  if (const rapidjson::Value* status = Member(*span, "status"); status && status->IsObject()) {
+    const size_t st = w.BeginMessage(15);
+    if (auto message = StringOf(Member(*status, "message")); !message.empty()) {
+      w.Bytes(2, message);
+    }
+    if (const int64_t code = EnumOf(Member(*status, "code"), kCodes); code > 0) {
+      w.Varint(3, static_cast<uint64_t>(code));
+    }
+    w.EndMessage(st);
+  }
+  w.EndMessage(s);
+  return true;
 }
 
 bool ContentTypeIsJson(std::string_view content_type) {
@@ -177,6 +311,73 @@ void AppendLogsRequest(const Batch& batch, const LogMapping& m, const ResourceAt
   for (const Event& e : batch.events) AppendLogRecord(w, e, m);
   w.EndMessage(scope_logs);
   w.EndMessage(resource_logs);
+}
+
+void AppendTracesRequest(const Batch& batch, const LogMapping& m,
+                         const ResourceAttributes& resource, std::string& out,
+                         std::vector<RejectedEvent>& unwritable) {
+  // Spans grouped by the payload's resource and scope (as their JSON text), in the order each
+  // group first appears.
+  struct Group {
+    const rapidjson::Value* resource = nullptr;  // null: the sink's
+    const rapidjson::Value* scope = nullptr;     // null: seedance's
+    std::vector<size_t> events;
+  };
+  std::vector<PayloadView> payloads;
+  payloads.reserve(batch.events.size());
+  std::vector<Group> groups;
+  std::unordered_map<std::string, size_t> index;
+  std::string key;
+  for (size_t i = 0; i < batch.events.size(); ++i) {
+    PayloadView& payload = payloads.emplace_back(batch.events[i]);
+    const rapidjson::Value* object = payload.Object();
+    Group g;
+    if (object != nullptr) {
+      g.resource = Member(*object, "resource");
+      g.scope = Member(*object, "scope");
+    }
+    key.clear();
+    for (const rapidjson::Value* v : {g.resource, g.scope}) {
+      if (v != nullptr) {
+        rapidjson::StringBuffer text;
+        rapidjson::Writer<rapidjson::StringBuffer> writer(text);
+        v->Accept(writer);
+        key.append(text.GetString(), text.GetSize());
+      }
+      key.push_back('\0');
+    }
+    auto [it, added] = index.try_emplace(key, groups.size());
+    if (added) groups.push_back(g);
+    groups[it->second].events.push_back(i);
+  }
+  ProtobufWriter w(out);
+  std::string why;
+  for (const Group& g : groups) {
+    const size_t resource_spans = w.BeginMessage(1);
+    const size_t r = w.BeginMessage(1);
+    if (g.resource != nullptr && g.resource->IsObject()) {
+      AppendObjectAttributes(w, 1, g.resource);
+    } else {
+      for (const auto& [k, v] : resource) AppendStringKeyValue(w, 1, k, v);
+    }
+    w.EndMessage(r);
+    const size_t scope_spans = w.BeginMessage(2);
+    const size_t scope = w.BeginMessage(1);
+    if (g.scope != nullptr && g.scope->IsObject()) {
+      w.Bytes(1, StringOf(Member(*g.scope, "name")));
+      w.Bytes(2, StringOf(Member(*g.scope, "version")));
+      AppendObjectAttributes(w, 3, Member(*g.scope, "attributes"));
+    } else {
+      w.Bytes(1, "seedance");
+      w.Bytes(2, SEEDANCE_VERSION);
+    }
+    w.EndMessage(scope);
+    for (size_t i : g.events) {
+      if (!AppendSpan(w, batch.events[i], payloads[i], m, &why)) unwritable.push_back({i, why});
+    }
+    w.EndMessage(scope_spans);
+    w.EndMessage(resource_spans);
+  }
 }
 
 void AppendMetricsRequest(const std::vector<SeriesSample>& samples,

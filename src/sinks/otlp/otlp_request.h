@@ -17,6 +17,13 @@
 // Metrics: each sample (sinks/common/series_mapping.h, OpenTelemetry names) one gauge
 // NumberDataPoint (as_double, time_unix_nano = the event time, its labels as string
 // attributes), the points of one name in one Metric.
+// Traces: each event one Span, read from a payload shaped as the otlp source writes spans
+// (sources/otlp/otlp_records.h): trace_id and span_id (hex, required), parent_span_id,
+// trace_state, flags, name (default: the topic), kind and status.code (a name or a number),
+// start_time_unix_nano and end_time_unix_nano (default: the event time), attributes (then the
+// sink's attribute_fields and attributes), events, links. Spans are grouped by the payload's
+// `resource` (attributes; the sink's resource for a span without one) and `scope` ({name,
+// version}; seedance's otherwise), so spans passed through keep their service.
 #pragma once
 
 #include <string>
@@ -41,6 +48,12 @@ using ResourceAttributes = std::vector<std::pair<std::string, std::string>>;
 // Appends the request for `batch` to `out`.
 void AppendLogsRequest(const Batch& batch, const LogMapping& m, const ResourceAttributes& resource,
                        std::string& out);
+
+// Appends the request for `batch`'s spans to `out`; an event that is not a span goes to
+// `unwritable` with the reason.
+void AppendTracesRequest(const Batch& batch, const LogMapping& m,
+                         const ResourceAttributes& resource, std::string& out,
+                         std::vector<RejectedEvent>& unwritable);
 
 // Appends the request for `samples` to `out`.
 void AppendMetricsRequest(const std::vector<SeriesSample>& samples,

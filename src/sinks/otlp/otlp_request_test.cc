@@ -162,5 +162,65 @@ TEST(OtlpRequestTest, AnswersSayWhatWasRejected) {
   EXPECT_EQ(SeverityNumber("loud"), 0);
 }
 
+TEST(OtlpRequestTest, SpanPayloadsBecomeSpansGroupedByTheirResourceAndScope) {
+  Batch batch;
+  // As the otlp source writes spans.
+  batch.events.push_back(Make(R"({"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736",
+      "span_id":"00f067aa0ba902b7","parent_span_id":"1111111111111111","trace_state":"v=1",
+      "flags":1,"name":"GET /","kind":"server","start_time_unix_nano":1700000000000000000,
+      "end_time_unix_nano":1700000000500000000,"attributes":{"http.status":200},
+      "events":[{"time_unix_nano":1700000000100000000,"name":"retry","attributes":{}}],
+      "links":[{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"2222222222222222"}],
+      "status":{"code":"error","message":"boom"},
+      "resource":{"service.name":"checkout"},"scope":{"name":"lib","version":"2"}})"));
+  batch.events.push_back(Make(R"({"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736",
+      "span_id":"00f067aa0ba902b8","resource":{"service.name":"checkout"},
+      "scope":{"name":"lib","version":"2"}})"));
+  batch.events.push_back(Make(R"({"trace_id":"abc","span_id":"00f067aa0ba902b8"})"));
+  batch.events.push_back(Make(R"({"trace_id":"5bf92f3577b34da6a3ce929d0e0e4736",
+      "span_id":"00f067aa0ba902b9","kind":3})"));
+  std::string body;
+  std::vector<RejectedEvent> unwritable;
+  AppendTracesRequest(batch, LogMapping{}, {{"service.name", "gw"}}, body, unwritable);
+  ASSERT_EQ(unwritable.size(), 1u);
+  EXPECT_EQ(unwritable[0].index, 2u);
+  EXPECT_NE(unwritable[0].reason.find("not a span"), std::string::npos);
+  auto request = Fields(body);
+  ASSERT_EQ(request.count(1), 2u);  // two resources: checkout's, and the sink's for the last
+  auto it = request.find(1);
+  auto checkout = Fields(it->second.bytes);
+  EXPECT_EQ(StringAttributes(Fields(One(checkout, 1)), 1).at("service.name"), "checkout");
+  auto scope_spans = Fields(One(checkout, 2));
+  auto scope = Fields(One(scope_spans, 1));
+  EXPECT_EQ(One(scope, 1), "lib");
+  EXPECT_EQ(One(scope, 2), "2");
+  ASSERT_EQ(scope_spans.count(2), 2u);
+  auto span = Fields(scope_spans.find(2)->second.bytes);
+  EXPECT_EQ(One(span, 1).size(), 16u);
+  EXPECT_EQ(static_cast<uint8_t>(One(span, 2)[7]), 0xb7);
+  EXPECT_EQ(static_cast<uint8_t>(One(span, 4)[0]), 0x11);
+  EXPECT_EQ(One(span, 3), "v=1");
+  EXPECT_EQ(One(span, 5), "GET /");
+  EXPECT_EQ(span.find(6)->second.number_value, 2u);  // server
+  EXPECT_EQ(span.find(7)->second.number_value, 1700000000000000000u);
+  EXPECT_EQ(span.find(8)->second.number_value, 1700000000500000000u);
+  EXPECT_EQ(span.find(16)->second.number_value, 1u);
+  auto status = Fields(One(span, 15));
+  EXPECT_EQ(status.find(3)->second.number_value, 2u);  // error
+  EXPECT_EQ(One(status, 2), "boom");
+  EXPECT_EQ(One(Fields(One(span, 11)), 2), "retry");
+  EXPECT_EQ(static_cast<uint8_t>(One(Fields(One(span, 13)), 2)[7]), 0x22);
+  // The second span: the topic names it, the event time times it.
+  auto second = Fields(std::next(scope_spans.find(2))->second.bytes);
+  EXPECT_EQ(One(second, 5), "site/north/climate");
+  EXPECT_EQ(second.find(7)->second.number_value, 1700000000123456789u);
+  // The last: the sink's resource, seedance's scope, its kind as a number.
+  auto other = Fields(std::next(it)->second.bytes);
+  EXPECT_EQ(StringAttributes(Fields(One(other, 1)), 1).at("service.name"), "gw");
+  auto other_scope = Fields(One(other, 2));
+  EXPECT_EQ(One(Fields(One(other_scope, 1)), 1), "seedance");
+  EXPECT_EQ(Fields(One(other_scope, 2)).find(6)->second.number_value, 3u);
+}
+
 }  // namespace
 }  // namespace seedance::sinks

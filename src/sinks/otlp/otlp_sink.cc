@@ -15,7 +15,7 @@
 namespace seedance::sinks {
 namespace {
 
-enum class Signal { kLogs, kMetrics };
+enum class Signal { kLogs, kMetrics, kTraces };
 
 struct OtlpOptions : HttpBatchOptions {
   Signal signal = Signal::kLogs;
@@ -44,6 +44,8 @@ class OtlpCodec final : public HttpBatchCodec {
                           std::vector<RejectedEvent>& unwritable) const override {
     if (signal_ == Signal::kLogs) {
       AppendLogsRequest(batch, logs_, resource_, body);
+    } else if (signal_ == Signal::kTraces) {
+      AppendTracesRequest(batch, logs_, resource_, body, unwritable);
     } else {
       samples_.clear();
       std::string why;
@@ -62,7 +64,7 @@ class OtlpCodec final : public HttpBatchCodec {
     if (a.status >= 200 && a.status < 300) {
       const OtlpAnswer answer = ReadOtlpAnswer(a.body, a.content_type, /*error=*/false);
       if (answer.rejected <= 0) return AttemptOutcome::Delivered();
-      if (signal_ == Signal::kLogs &&
+      if (signal_ != Signal::kMetrics &&
           answer.rejected >= static_cast<int64_t>(batch.events.size())) {
         return AttemptOutcome::Rejected(
             fmt::format("otlp: the receiver rejected every record: {}", answer.message));
@@ -104,7 +106,9 @@ std::string SignalUrl(const std::string& endpoint, Signal signal) {
   if (!url || url->target != "/") return endpoint;
   std::string base = endpoint;
   while (base.ends_with('/')) base.pop_back();
-  return base + (signal == Signal::kLogs ? "/v1/logs" : "/v1/metrics");
+  return base + (signal == Signal::kLogs      ? "/v1/logs"
+                 : signal == Signal::kMetrics ? "/v1/metrics"
+                                              : "/v1/traces");
 }
 
 Result<std::vector<std::vector<std::string>>> Paths(const std::vector<std::string>& dotted,
@@ -165,13 +169,14 @@ const Options<OtlpOptions>& OtlpSchema() {
   static const Options<S> o = [] {
     Options<S> o;
     HttpBatchKeys(o,
-                  "the OTLP/HTTP receiver, e.g. http://127.0.0.1:4318 (/v1/logs or /v1/metrics "
-                  "is added when it has no path)");
+                  "the OTLP/HTTP receiver, e.g. http://127.0.0.1:4318 (/v1/logs, /v1/metrics or "
+                  "/v1/traces is added when it has no path)");
     o.Enum(&S::signal,
            {.name = "signal",
-            .doc = "what the events become: logs (a record each) or metrics (gauge points)",
+            .doc = "what the events become: logs (a record each), metrics (gauge points) or "
+                   "traces (a span each, from span payloads as the otlp source writes them)",
             .default_value = "logs"},
-           {{"logs", Signal::kLogs}, {"metrics", Signal::kMetrics}})
+           {{"logs", Signal::kLogs}, {"metrics", Signal::kMetrics}, {"traces", Signal::kTraces}})
         .Add(&S::resource,
              {.name = "resource",
               .doc = "resource attributes, e.g. service.name: gateway-7 (service.name is "
@@ -187,7 +192,8 @@ const Options<OtlpOptions>& OtlpSchema() {
         .Add(&S::attribute_fields,
              {.name = "attribute_fields",
               .doc = "payload fields (dotted paths) copied as attributes: an object's members "
-                     "each; default none for logs, [labels, instance, job] for metrics"})
+                     "each; default none for logs and traces, [labels, instance, job] for "
+                     "metrics"})
         .Add(&S::attributes,
              {.name = "attributes",
               .doc = "attribute name: value with placeholders, e.g. site: \"{topic.2}\"; left "
@@ -240,7 +246,8 @@ SinkFactory OtlpSinkFactory() {
   SinkFactory f;
   f.info.type = "otlp";
   f.info.kind = PluginKind::kSink;
-  f.info.summary = "Sends events as OpenTelemetry logs or metrics over OTLP/HTTP (protobuf).";
+  f.info.summary =
+      "Sends events as OpenTelemetry logs, metrics or spans over OTLP/HTTP (protobuf).";
   f.delivery = {.batch_size = "1000",
                 .batch_linger = "50ms",
                 .concurrent = true,
