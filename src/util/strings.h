@@ -28,6 +28,11 @@ void AppendJsonString(std::string& out, std::string_view s);
 
 // Appends `bytes` as standard base64 (RFC 4648, with padding).
 void AppendBase64(std::string& out, std::string_view bytes);
+// Appends `bytes` as lowercase hex digits, two per byte.
+void AppendHex(std::string& out, std::string_view bytes);
+// Hex digits (either case) back to bytes; false for an odd count or a character that is not
+// a hex digit.
+bool DecodeHex(std::string_view hex, std::string* out);
 // Standard base64 (with padding) back to bytes; false for text that is not base64.
 bool DecodeBase64(std::string_view text, std::string* out);
 

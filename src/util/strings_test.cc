@@ -23,6 +23,17 @@ TEST(Utf8Test, AcceptsWellFormedAndRefusesEveryMalformedKind) {
   EXPECT_FALSE(IsValidUtf8("\xe2\x82"));          // truncated
 }
 
+TEST(HexTest, DecodesWhatItEncodesAndRefusesTheRest) {
+  std::string hex;
+  AppendHex(hex, std::string("\x00\xab\x7f", 3));
+  EXPECT_EQ(hex, "00ab7f");
+  std::string bytes;
+  ASSERT_TRUE(DecodeHex("00AB7f", &bytes));
+  EXPECT_EQ(bytes, std::string("\x00\xab\x7f", 3));
+  EXPECT_FALSE(DecodeHex("abc", &bytes));
+  EXPECT_FALSE(DecodeHex("zz", &bytes));
+}
+
 TEST(Base64Test, EncodesAcrossSliceBoundaries) {
   std::string out;
   AppendBase64(out, "any carnal pleas");

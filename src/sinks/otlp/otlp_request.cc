@@ -177,24 +177,9 @@ std::string_view StringOf(const rapidjson::Value* v) {
                                        : std::string_view();
 }
 
-// `bytes` hex digits (upper or lower case) into `out`; false for anything else.
+// `bytes` bytes as hex digits (either case) into `out`; false for anything else.
 bool HexBytes(std::string_view hex, size_t bytes, std::string* out) {
-  if (hex.size() != 2 * bytes) return false;
-  out->clear();
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    int v = 0;
-    for (size_t j = i; j < i + 2; ++j) {
-      const char c = hex[j];
-      const int d = c >= '0' && c <= '9'   ? c - '0'
-                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                           : -1;
-      if (d < 0) return false;
-      v = v * 16 + d;
-    }
-    out->push_back(static_cast<char>(v));
-  }
-  return true;
+  return hex.size() == 2 * bytes && util::DecodeHex(hex, out);
 }
 
 // An enum given as its name in `names` (index = value) or as a number; -1 when neither.

@@ -286,7 +286,8 @@ class Transcoder {
       }
       case Kind::kHex: {
         std::string bytes;
-        if (!v.IsString() || !Hex(std::string_view(v.GetString(), v.GetStringLength()), &bytes)) {
+        if (!v.IsString() ||
+            !util::DecodeHex(std::string_view(v.GetString(), v.GetStringLength()), &bytes)) {
           return Wrong("a hex string");
         }
         w_.Bytes(f.number, bytes);
@@ -338,22 +339,6 @@ class Transcoder {
     }
     auto [p, ec] = std::from_chars(s.data(), end, *n);
     return ec == std::errc() && p == end && !s.empty();
-  }
-
-  static bool Hex(std::string_view text, std::string* out) {
-    if (text.size() % 2 != 0) return false;
-    const auto digit = [](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-      return -1;
-    };
-    for (size_t i = 0; i < text.size(); i += 2) {
-      const int hi = digit(text[i]), lo = digit(text[i + 1]);
-      if (hi < 0 || lo < 0) return false;
-      out->push_back(static_cast<char>(hi * 16 + lo));
-    }
-    return true;
   }
 
   util::ProtobufWriter w_;

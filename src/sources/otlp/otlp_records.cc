@@ -63,19 +63,10 @@ int64_t ZigZag32(uint64_t v) {
   return static_cast<int32_t>((u >> 1) ^ (~(u & 1) + 1));
 }
 
-void AppendHexDigits(std::string& out, std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  for (const char c : bytes) {
-    const auto b = static_cast<unsigned char>(c);
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 15]);
-  }
-}
-
 // As a JSON string (trace and span ids: OTLP's JSON encoding writes them so too).
-void AppendHex(std::string& out, std::string_view bytes) {
+void AppendHexString(std::string& out, std::string_view bytes) {
   out.push_back('"');
-  AppendHexDigits(out, bytes);
+  util::AppendHex(out, bytes);
   out.push_back('"');
 }
 
@@ -301,9 +292,9 @@ bool ReadScope(std::string_view scope, std::string& out, Failure& f) {
 
 std::string Traceparent(std::string_view trace_id, std::string_view span_id, uint32_t flags) {
   std::string out = "00-";
-  AppendHexDigits(out, trace_id);
+  util::AppendHex(out, trace_id);
   out += '-';
-  AppendHexDigits(out, span_id);
+  util::AppendHex(out, span_id);
   out += fmt::format("-{:02x}", flags & 0xff);
   return out;
 }
@@ -476,8 +467,8 @@ class Decoder {
     }
     o.Key("time_unix_nano") += std::to_string(time);
     o.Key("observed_time_unix_nano") += std::to_string(observed);
-    if (!trace_id.empty()) AppendHex(o.Key("trace_id"), trace_id);
-    if (!span_id.empty()) AppendHex(o.Key("span_id"), span_id);
+    if (!trace_id.empty()) AppendHexString(o.Key("trace_id"), trace_id);
+    if (!span_id.empty()) AppendHexString(o.Key("span_id"), span_id);
     Event& e = Emit(std::move(out), static_cast<int64_t>(time != 0 ? time : observed));
     if (trace_id.size() == 16 && span_id.size() == 8 && !AllZero(trace_id) && !AllZero(span_id)) {
       e.SetHeader("traceparent", Traceparent(trace_id, span_id, flags));
@@ -556,9 +547,9 @@ class Decoder {
         !SpanEvents(o.Key("events"), events, f) || !SpanLinks(o.Key("links"), links, f)) {
       return Refuse(record, "a span: " + f.reason);
     }
-    AppendHex(o.Key("trace_id"), trace_id);
-    AppendHex(o.Key("span_id"), span_id);
-    if (!parent.empty()) AppendHex(o.Key("parent_span_id"), parent);
+    AppendHexString(o.Key("trace_id"), trace_id);
+    AppendHexString(o.Key("span_id"), span_id);
+    if (!parent.empty()) AppendHexString(o.Key("parent_span_id"), parent);
     o.Key("start_time_unix_nano") += std::to_string(start);
     o.Key("end_time_unix_nano") += std::to_string(end);
     Event& e = Emit(std::move(out), static_cast<int64_t>(start));
@@ -621,10 +612,10 @@ class Decoder {
       if (!AttributesAnd(links[i], 4, 4, attributes, f, [&](const ProtobufField& fld) {
             switch (fld.number) {
               case 1:
-                AppendHex(o.Key("trace_id"), fld.bytes);
+                AppendHexString(o.Key("trace_id"), fld.bytes);
                 return true;
               case 2:
-                AppendHex(o.Key("span_id"), fld.bytes);
+                AppendHexString(o.Key("span_id"), fld.bytes);
                 return true;
               case 3:
                 return AppendString(o.Key("trace_state"), fld.bytes, f);
