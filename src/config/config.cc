@@ -470,8 +470,8 @@ Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
         fmt::format("{}: expected a YAML map with \"sources\" and \"sinks\"", checker.Loc(root)));
   }
   FindDuplicateKeys(root, checker, 0);
-  static const std::vector<std::string> kTop = {"sources", "processors", "sinks",   "pipeline",
-                                                "queue",   "limits",     "metrics", "log"};
+  static const std::vector<std::string> kTop = {
+      "sources", "processors", "sinks", "pipeline", "queue", "limits", "metrics", "tracing", "log"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     std::string key = it->first.Scalar();
     if (std::find(kTop.begin(), kTop.end(), key) == kTop.end()) {
@@ -479,7 +479,7 @@ Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
       checker.Error(it->first, "",
                     fmt::format("unknown top-level key \"{}\"{}", key,
                                 hint.empty() ? "; known: sources, processors, sinks, pipeline, "
-                                               "queue, limits, metrics, log"
+                                               "queue, limits, metrics, tracing, log"
                                              : fmt::format(" (did you mean \"{}\"?)", hint)));
     }
   }
@@ -524,6 +524,7 @@ Result<PipelineConfig> Check(const YAML::Node& root, const std::string& file,
     }
   }
   config.metrics = bind("metrics", observe::MetricsSchema(), observe::MetricsSettings{});
+  config.tracing = bind("tracing", observe::TracingSchema(), observe::TracingSettings{});
   config.log = bind("log", util::LogSchema(), util::LogSettings{});
   if (!checker.errors().empty()) {
     std::string all;

@@ -11,6 +11,7 @@
 #include "config/env_expand.h"
 #include "governor/limits_settings.h"
 #include "observe/metrics_settings.h"
+#include "observe/tracing_settings.h"
 #include "seedance/event.h"
 #include "seedance/param_spec.h"
 #include "seedance/plugin_registry.h"
@@ -44,6 +45,7 @@ struct PipelineConfig {
   storage::QueueSettings queue;
   governor::LimitsSettings limits;
   observe::MetricsSettings metrics;
+  observe::TracingSettings tracing;
   util::LogSettings log;
 };
 

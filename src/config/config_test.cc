@@ -224,5 +224,32 @@ TEST_F(ConfigTest, ASectionMayAlsoBeGivenAsAPlainValue) {
       << zero.error().message();
 }
 
+TEST_F(ConfigTest, TracingIsOffByDefaultAndCheckedWithItsLine) {
+  auto off = Load(kSeed);
+  ASSERT_TRUE(off.has_value()) << off.error().message();
+  EXPECT_FALSE(off->tracing.on());
+  EXPECT_EQ(off->tracing.sample_ratio, 0);
+  auto on = Load(std::string(kSeed) + R"(tracing:
+  url: "http://127.0.0.1:4318/v1/traces"
+  sample_ratio: 0.25
+  interval: 200ms
+)");
+  ASSERT_TRUE(on.has_value()) << on.error().message();
+  EXPECT_TRUE(on->tracing.on());
+  EXPECT_EQ(on->tracing.sample_ratio, 0.25);
+  EXPECT_EQ(on->tracing.interval, std::chrono::milliseconds(200));
+  EXPECT_EQ(on->tracing.service_name, "seedance");
+  auto bad = Load(std::string(kSeed) + R"(tracing:
+  url: "gopher://x"
+  sample_ratio: 2
+)");
+  ASSERT_FALSE(bad.has_value());
+  const std::string& m = bad.error().message();
+  EXPECT_NE(m.find("c.yaml:10:8: tracing.url"), std::string::npos) << m;
+  EXPECT_NE(m.find("c.yaml:11:17: tracing.sample_ratio: expected a share from 0 to 1, got 2"),
+            std::string::npos)
+      << m;
+}
+
 }  // namespace
 }  // namespace seedance::config

@@ -104,6 +104,7 @@ ConfigDiff DiffConfigs(const config::PipelineConfig& now, const config::Pipeline
   const size_t before_settings = d.changes.size();
   if (!SameQueueLimits(now.queue, next.queue)) d.changes.push_back("queue");
   if (!SameLimits(now.limits, next.limits)) d.changes.push_back("limits");
+  if (!(now.tracing == next.tracing)) d.changes.push_back("tracing");  // the pipeline's tracer
   if (now.queue_capacity != next.queue_capacity || now.shutdown_timeout != next.shutdown_timeout) {
     d.changes.push_back("pipeline");
   }

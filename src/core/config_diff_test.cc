@@ -83,6 +83,17 @@ TEST(ConfigDiffTest, ASourceIsRebuiltAloneAQueueLimitRebuildsEverything) {
   EXPECT_EQ(d.changes, std::vector<std::string>{"queue"});
 }
 
+TEST(ConfigDiffTest, TracingRebuildsThePipelineWithItsTracer) {
+  const std::string on = std::string(kBase) + "tracing:\n  url: http://127.0.0.1:4318/v1/traces\n";
+  ConfigDiff d = DiffConfigs(Load(kBase), Load(on));
+  EXPECT_TRUE(d.rebuild);
+  EXPECT_TRUE(d.whole);
+  EXPECT_EQ(d.changes, std::vector<std::string>{"tracing"});
+  d = DiffConfigs(Load(on), Load(on + "  sample_ratio: 0.5\n"));
+  EXPECT_TRUE(d.whole);
+  EXPECT_TRUE(DiffConfigs(Load(on), Load(on)).empty());
+}
+
 TEST(ConfigDiffTest, ReorderedSinksOrMemoryBuffersRebuildEverything) {
   const std::string two =
       With("  - {name: out, type: file, path: /tmp/out}",

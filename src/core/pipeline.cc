@@ -135,6 +135,7 @@ Pipeline::SinkSlot Pipeline::MakeRunner(const config::ComponentConfig& c, MadeSi
       },
       queue_ ? queue_->OpenCursor(c.name, RecordInputs(c), at) : nullptr, budget_.get());
   runner->SetTaps(taps_);
+  runner->SetTracer(tracer_.get());
   runner->SetRouting(
       SinkRunner::Routing{.topics = c.topics, .by_output = by_output, .outputs = OutputNames(c)});
   return SinkSlot{std::move(made.stats), std::move(runner), c.inputs, c.location};
@@ -148,6 +149,9 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
   std::unique_ptr<Pipeline> p(new Pipeline(config, metrics));
   p->taps_ = options.taps;
   p->registry_ = &registry;
+  if (config.tracing.on() && !validate_only) {
+    p->tracer_ = std::make_unique<observe::Tracer>(config.tracing, metrics);
+  }
   p->instance_ = InstanceName(config.queue.data_dir);
   // Every component is built before any error is returned, so `validate` (and a failed
   // start) reports every problem at once, not only the first.
@@ -392,6 +396,7 @@ ProcessingLoop::Parts Pipeline::ProcessingParts() {
                               .checkpoint = checkpoint_.get(),
                               .reloader = reloader_.get(),
                               .taps = taps_,
+                              .tracer = tracer_.get(),
                               .wakes = &wakes_};
   for (const auto& slot : processors_) {
     parts.stages.push_back({slot.name, slot.stats.get(), slot.processor.get()});
@@ -447,6 +452,7 @@ Status Pipeline::Start() {
     governor_timer_ = std::make_unique<boost::asio::steady_timer>(loop_.io());
     loop_.Post([this] { GovernorStep(); });
   }
+  if (tracer_) tracer_->Start();
   loop_.Start();
   for (auto& s : sinks_) s.runner->NotifyAppended();  // deliver what a previous run left queued
   processing_ = std::thread([this] {
@@ -574,6 +580,7 @@ bool Pipeline::Shutdown() {
     if (!s.ok()) SEEDANCE_LOG_ERROR("queue", "final sync failed: {}", s.message());
     queue_->SaveCursors();
   }
+  if (tracer_) tracer_->Stop();  // the last spans, once
   SEEDANCE_LOG_INFO("pipeline", "stopped{}",
                     drained ? "; everything delivered"
                             : (queue_ ? "; undelivered events stay in the durable queue" : ""));

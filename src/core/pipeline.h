@@ -45,6 +45,7 @@
 #include "observe/component_stats.h"
 #include "observe/metrics.h"
 #include "observe/tap_hub.h"
+#include "observe/tracer.h"
 #include "seedance/plugin_context.h"
 #include "seedance/plugin_registry.h"
 #include "storage/checkpoint_log.h"
@@ -170,6 +171,7 @@ class Pipeline : private SourceOutput {
   observe::MetricsRegistry& metrics_;
   // Outlives the loop and every component: they credit it until they are gone.
   std::unique_ptr<governor::MemoryBudget> budget_;  // null without limits.memory
+  std::unique_ptr<observe::Tracer> tracer_;         // null without tracing.url
   EventLoop loop_;
   // The processing thread's wake-ups of the loop (acknowledgements, sink kicks): one per batch.
   util::WakeBatcher wakes_{loop_.io()};

@@ -139,7 +139,10 @@ void ProcessingLoop::ProcessOne(IngestItem& item) {
       return;
     }
   }
+  std::optional<observe::SpanRecord> span;
+  if (parts_.tracer != nullptr) span = parts_.tracer->BeginProcess(event);
   RunFrom(0, std::move(event));
+  if (span) parts_.tracer->End(std::move(*span));
 }
 
 void ProcessingLoop::RunFrom(size_t stage, Event&& event) {

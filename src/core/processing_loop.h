@@ -26,6 +26,7 @@
 #include "core/router.h"
 #include "observe/component_stats.h"
 #include "observe/tap_hub.h"
+#include "observe/tracer.h"
 #include "seedance/processor.h"
 #include "storage/durable_queue.h"
 #include "util/log.h"
@@ -51,6 +52,7 @@ class ProcessingLoop {
     Checkpointer* checkpoint = nullptr;      // null without stateful processors
     Reloader* reloader = nullptr;            // null: no reloads
     observe::TapHub* taps = nullptr;         // null: no taps (source and processor outputs)
+    observe::Tracer* tracer = nullptr;       // null: tracing off (each traced event's span)
     // Collects the event-loop wake-ups of one batch (acknowledgements, sink kicks) into one.
     util::WakeBatcher* wakes = nullptr;  // null: each wakes the loop itself
     // A payload from source `source` was not valid JSON (the source counts it).

@@ -4,81 +4,21 @@ messages): logs with their times, body, severity, resource and attributes, and t
 an MQTT 5 message's `traceparent` (the same one an HTTP receiver gets); metrics as gauges; the
 answers: partial_success, 400 with a google.rpc.Status, 503 retried
 (sinks/otlp/otlp_sink.h)."""
-import gzip
-import http.server
 import json
 import subprocess
-import threading
 import time
 import urllib.request
 
 import pytest
 
 from testing import otlp_proto
+from testing.otlp_receiver import OtlpReceiver
 from testing.mqtt_publish import publish_all, publish_v5
 from testing.broker import free_port
 from testing.seedance_process import BIN, Seedance, metric, scrape
 from testing.waiting import wait_until
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-
-
-class OtlpReceiver:
-    """Records each request (path, headers, decoded message) and answers from `answers`
-    (status, content type, body) while any are left, then 200 with an empty response."""
-
-    def __init__(self):
-        self.requests = []
-        self.answers = []
-        self.lock = threading.Lock()
-        outer = self
-
-        class H(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):  # noqa: N802
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                if self.headers.get("Content-Encoding") == "gzip":
-                    body = gzip.decompress(body)
-                cls = (otlp_proto.ExportLogsServiceRequest if self.path.endswith("/logs")
-                       else otlp_proto.ExportTraceServiceRequest
-                       if self.path.endswith("/traces")
-                       else otlp_proto.ExportMetricsServiceRequest)
-                with outer.lock:
-                    answer = outer.answers.pop(0) if outer.answers else None
-                    outer.requests.append((self.path, dict(self.headers.items()),
-                                           cls.FromString(body), answer))
-                status, ctype, out = answer or (200, "application/x-protobuf", b"")
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(out)))
-                if status == 503:
-                    self.send_header("Retry-After", "0")
-                self.end_headers()
-                self.wfile.write(out)
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def records(self):
-        """(resource attributes, scope, record) of every log record of every 200 answer."""
-        out = []
-        with self.lock:
-            for _, _, msg, answer in self.requests:
-                if answer is not None and answer[0] != 200:
-                    continue
-                for rl in getattr(msg, "resource_logs", []):
-                    for sl in rl.scope_logs:
-                        for r in sl.log_records:
-                            out.append((otlp_proto.attributes(rl.resource.attributes), sl.scope,
-                                        r))
-        return out
-
-    def stop(self):
-        self.server.shutdown()
 
 
 def test_logs_carry_body_times_severity_attributes_and_the_mqtt_trace_id(broker, receiver):

@@ -62,6 +62,7 @@
 #include "governor/memory_budget.h"
 #include "observe/component_stats.h"
 #include "observe/tap_hub.h"
+#include "observe/tracer.h"
 #include "seedance/delivery_policy.h"
 #include "seedance/sink.h"
 #include "storage/durable_queue.h"
@@ -90,6 +91,9 @@ class SinkRunner final : public governor::BatchHolder {
   void SetRouting(Routing routing) { routing_ = std::move(routing); }
   // Before the loop starts: each batch taken is offered to `taps` (the sink's input).
   void SetTaps(observe::TapHub* taps) { taps_ = taps; }
+  // Before the loop starts: each event delivered or rejected gets its `deliver` span there
+  // when its trace is sampled (observe/tracer.h).
+  void SetTracer(observe::Tracer* tracer) { tracer_ = tracer; }
   // True when this sink takes `event` (see Routing).
   bool Wants(const Event& event) const { return routing_.Wants(event); }
 
@@ -182,6 +186,7 @@ class SinkRunner final : public governor::BatchHolder {
   RejectFn on_reject_;
   Routing routing_;
   observe::TapHub* taps_ = nullptr;
+  observe::Tracer* tracer_ = nullptr;
   const bool durable_;
   governor::MemoryBudget* const budget_;  // durable mode only
   const delivery::RetrySchedule retry_schedule_{policy_};

@@ -166,6 +166,18 @@ void SinkRunner::ReportOutcome(const Job& job) {
     if (!refusals.refused.empty() && refusals.refused[i]) continue;
     if (e.ingest_time_ns > 0) latency.Observe(static_cast<double>(now_ns - e.ingest_time_ns) / 1e9);
   }
+  if (tracer_ != nullptr) {
+    // The job's wall-clock start: its steady start, as far before now as it was.
+    const int64_t start_ns = now_ns - std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          steady_clock::now() - job.started)
+                                          .count();
+    std::vector<std::string_view> reasons(refusals.refused.empty() ? 0 : n);
+    for (const RejectedEvent* r : refusals.each) reasons[r->index] = r->reason;
+    for (size_t i = 0; i < n; ++i) {
+      tracer_->RecordDelivery(batch.events[i], name_, start_ns, now_ns,
+                              reasons.empty() ? std::string_view() : reasons[i]);
+    }
+  }
 }
 
 void SinkRunner::FinishJob(Job* job, bool evicted) {

@@ -10,10 +10,10 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "sinks/common/trace_context.h"
 #include "util/protobuf_reader.h"
 #include "util/protobuf_writer.h"
 #include "util/strings.h"
+#include "util/trace_context.h"
 
 namespace seedance::sinks {
 namespace {
@@ -150,7 +150,7 @@ void AppendLogRecord(ProtobufWriter& w, const Event& e, const LogMapping& m) {
   AppendStringKeyValue(w, 6, "messaging.destination.name", e.topic);
   AppendStringKeyValue(w, 6, "seedance.source", e.source);
   AppendMappedAttributes(w, 6, e, payload, m);
-  if (auto trace = EventTraceContext(e)) {
+  if (auto trace = util::EventTraceContext(e)) {
     w.Fixed32(8, trace->flags);
     w.Bytes(9, std::string_view(reinterpret_cast<const char*>(trace->trace_id.data()), 16));
     w.Bytes(10, std::string_view(reinterpret_cast<const char*>(trace->span_id.data()), 8));

@@ -1,8 +1,10 @@
-#include "sinks/common/trace_context.h"
+#include "util/trace_context.h"
 
 #include <algorithm>
 
-namespace seedance::sinks {
+#include "util/strings.h"
+
+namespace seedance::util {
 namespace {
 
 int HexDigit(char c) {
@@ -51,6 +53,17 @@ std::optional<TraceContext> ParseTraceparent(std::string_view text) {
   return c;
 }
 
+std::string FormatTraceparent(const TraceContext& c) {
+  std::string out = "00-";
+  out.reserve(55);
+  AppendHex(out, std::string_view(reinterpret_cast<const char*>(c.trace_id.data()), 16));
+  out += '-';
+  AppendHex(out, std::string_view(reinterpret_cast<const char*>(c.span_id.data()), 8));
+  out += '-';
+  AppendHex(out, std::string_view(reinterpret_cast<const char*>(&c.flags), 1));
+  return out;
+}
+
 std::optional<TraceContext> EventTraceContext(const Event& e) {
   for (const Header& h : e.headers) {
     if (h.name == "traceparent") return ParseTraceparent(h.value);
@@ -58,4 +71,4 @@ std::optional<TraceContext> EventTraceContext(const Event& e) {
   return std::nullopt;
 }
 
-}  // namespace seedance::sinks
+}  // namespace seedance::util

@@ -1,8 +1,8 @@
-#include "sinks/common/trace_context.h"
+#include "util/trace_context.h"
 
 #include <gtest/gtest.h>
 
-namespace seedance::sinks {
+namespace seedance::util {
 namespace {
 
 TEST(TraceContextTest, ReadsTheSpecsExample) {
@@ -38,5 +38,16 @@ TEST(TraceContextTest, WhatTheSpecSaysToIgnoreIsIgnored) {
   EXPECT_TRUE(EventTraceContext(e).has_value());
 }
 
+TEST(TraceContextTest, FormatWritesWhatParseReads) {
+  const char* text = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  auto c = ParseTraceparent(text);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_TRUE(c->sampled());
+  EXPECT_EQ(FormatTraceparent(*c), text);
+  c->flags = 0;
+  EXPECT_FALSE(c->sampled());
+  EXPECT_EQ(FormatTraceparent(*c), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
+}
+
 }  // namespace
-}  // namespace seedance::sinks
+}  // namespace seedance::util
