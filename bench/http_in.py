@@ -17,7 +17,9 @@ CLIENTS = 2
 ROUNDS = 3
 
 
-def run_once(bodies):
+def run_once(bodies, extra_config="", headers=None):
+    """One run; `extra_config` is appended to the config and `headers` sent on every request
+    (bench/tracing.py)."""
     work = tempfile.mkdtemp(prefix="seedance-bench-http-in-")
     port = free_port()
     out = os.path.join(work, "out.ndjson")
@@ -32,7 +34,7 @@ sinks:
     path: {out}
 queue:
   data_dir: {os.path.join(work, "data")}
-""")
+{extra_config}""")
     p = subprocess.Popen([RELEASE_BIN, "--config", config, "--log-level", "warn"],
                          stderr=subprocess.DEVNULL)
     latencies = []
@@ -51,7 +53,8 @@ queue:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             for body in part:
                 s = time.perf_counter()
-                conn.request("POST", "/bench", body, {"Content-Type": "application/x-ndjson"})
+                conn.request("POST", "/bench", body,
+                             {"Content-Type": "application/x-ndjson", **(headers or {})})
                 r = conn.getresponse()
                 r.read()
                 assert r.status == 200, r.status
@@ -76,11 +79,13 @@ queue:
     return N / elapsed, N / answered, cpu / N * 100_000, statistics.median(latencies) * 1000
 
 
+def make_bodies():
+    return ["".join(json.dumps({"req": r, "k": k, "temperature": 21.5}) + "\n"
+                    for k in range(PER_REQUEST)).encode() for r in range(N // PER_REQUEST)]
+
+
 def main():
-    bodies = []
-    for r in range(N // PER_REQUEST):
-        bodies.append("".join(json.dumps({"req": r, "k": k, "temperature": 21.5}) + "\n"
-                              for k in range(PER_REQUEST)).encode())
+    bodies = make_bodies()
     runs = [run_once(bodies) for _ in range(ROUNDS)]
     med = statistics.median
     print(json.dumps({

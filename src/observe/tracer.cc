@@ -64,6 +64,7 @@ std::string EncodeSpans(const std::vector<SpanRecord>& spans, std::string_view s
   w.Bytes(1, "seedance");
   w.Bytes(2, SEEDANCE_VERSION);
   w.EndMessage(scope);
+  std::string name;
   for (const SpanRecord& s : spans) {
     const size_t span = w.BeginMessage(2);
     w.Bytes(1, Bytes(s.context.trace_id));
@@ -71,11 +72,16 @@ std::string EncodeSpans(const std::vector<SpanRecord>& spans, std::string_view s
     if (std::any_of(s.parent.begin(), s.parent.end(), [](uint8_t b) { return b != 0; })) {
       w.Bytes(4, Bytes(s.parent));
     }
-    w.Bytes(5, s.name);
-    w.Varint(6, static_cast<uint64_t>(s.kind));
+    const bool process = s.what == SpanRecord::What::kProcess;
+    name.assign(process ? "process " : "deliver ");
+    name += s.component;
+    w.Bytes(5, name);
+    w.Varint(6, process ? 5 : 4);  // SPAN_KIND_CONSUMER : SPAN_KIND_PRODUCER
     w.Fixed64(7, static_cast<uint64_t>(s.start_ns));
     w.Fixed64(8, static_cast<uint64_t>(s.end_ns));
-    for (const auto& [k, v] : s.attributes) AppendStringAttribute(w, 9, k, v);
+    AppendStringAttribute(w, 9, "messaging.destination.name", s.topic);
+    AppendStringAttribute(w, 9, "messaging.operation.type", process ? "process" : "send");
+    AppendStringAttribute(w, 9, process ? "seedance.source" : "seedance.sink", s.component);
     const size_t status = w.BeginMessage(15);
     if (s.error) w.Bytes(2, s.status_message);
     w.Varint(3, s.error ? 2 : 0);  // STATUS_CODE_ERROR : STATUS_CODE_UNSET
@@ -116,12 +122,10 @@ std::optional<SpanRecord> Tracer::BeginProcess(Event& e) {
   }
   RandomId(&span.context.span_id);
   e.SetHeader("traceparent", util::FormatTraceparent(span.context));
-  span.kind = SpanRecord::Kind::kConsumer;
-  span.name = "process " + e.source;
+  span.what = SpanRecord::What::kProcess;
   span.start_ns = e.ingest_time_ns > 0 ? e.ingest_time_ns : util::WallNowNs();
-  span.attributes = {{"messaging.destination.name", e.topic},
-                     {"messaging.operation.type", "process"},
-                     {"seedance.source", e.source}};
+  span.topic = e.topic;
+  span.component = e.source;
   return span;
 }
 
@@ -138,16 +142,13 @@ void Tracer::RecordDelivery(const Event& e, std::string_view sink, int64_t start
   span.context = *parent;
   span.parent = parent->span_id;
   RandomId(&span.context.span_id);
-  span.kind = SpanRecord::Kind::kProducer;
-  span.name = "deliver ";
-  span.name += sink;
+  span.what = SpanRecord::What::kDeliver;
   span.start_ns = start_ns;
   span.end_ns = std::max(start_ns, end_ns);
   span.error = !refused.empty();
   span.status_message = refused;
-  span.attributes = {{"messaging.destination.name", e.topic},
-                     {"messaging.operation.type", "send"},
-                     {"seedance.sink", std::string(sink)}};
+  span.topic = e.topic;
+  span.component = sink;
   Queue(std::move(span));
 }
 

@@ -41,25 +41,23 @@
 
 namespace seedance::observe {
 
-// One span of Seedance's.
+// One span of Seedance's. Its name and attributes follow from what it is (EncodeSpans):
+//   kProcess  "process <component>", kind consumer, seedance.source = component
+//   kDeliver  "deliver <component>", kind producer, seedance.sink = component
+// and both have messaging.destination.name = topic and messaging.operation.type (process,
+// send). Fields, not a list of attributes: a traced event costs few allocations.
 struct SpanRecord {
-  enum class Kind : uint8_t {
-    kInternal = 1,
-    kServer = 2,
-    kClient = 3,
-    kProducer = 4,
-    kConsumer = 5
-  };
+  enum class What : uint8_t { kProcess, kDeliver };
 
   util::TraceContext context;       // its trace, its own id, the flags
   std::array<uint8_t, 8> parent{};  // all zero: a root span
-  Kind kind = Kind::kInternal;
-  std::string name;
+  What what = What::kProcess;
   int64_t start_ns = 0;  // Unix ns
   int64_t end_ns = 0;
   bool error = false;
   std::string status_message;  // with error
-  std::vector<std::pair<std::string, std::string>> attributes;
+  std::string topic;
+  std::string component;  // the source or the sink
 };
 
 // An OTLP ExportTraceServiceRequest (protobuf) of `spans`, under one resource (service.name

@@ -44,7 +44,9 @@ TEST(TracerTest, ASampledEventGetsAChildSpanAndCarriesIt) {
   EXPECT_EQ(span->parent, incoming.span_id);
   EXPECT_NE(span->context.span_id, incoming.span_id);
   EXPECT_EQ(span->start_ns, e.ingest_time_ns);
-  EXPECT_EQ(span->name, "process mqtt");
+  EXPECT_EQ(span->what, SpanRecord::What::kProcess);
+  EXPECT_EQ(span->component, "mqtt");
+  EXPECT_EQ(span->topic, "site/line");
   // The event now names Seedance's span as its parent.
   EXPECT_EQ(*e.FindHeader("traceparent"), util::FormatTraceparent(span->context));
 }
@@ -94,13 +96,13 @@ TEST(TracerTest, SpansAreEncodedAsAnExportTraceServiceRequest) {
   s.context = *util::ParseTraceparent(kSampled);
   s.context.span_id = {1, 2, 3, 4, 5, 6, 7, 8};
   s.parent = {9, 9, 9, 9, 9, 9, 9, 9};
-  s.kind = SpanRecord::Kind::kProducer;
-  s.name = "deliver http";
+  s.what = SpanRecord::What::kDeliver;
+  s.component = "http";
+  s.topic = "site/line";
   s.start_ns = 10;
   s.end_ns = 20;
   s.error = true;
   s.status_message = "HTTP 400";
-  s.attributes = {{"seedance.sink", "http"}};
   const std::string body = EncodeSpans({s}, "gw-7");
   auto request = Fields(body);
   ASSERT_EQ(request.count(1), 1u);  // one ResourceSpans
@@ -121,7 +123,15 @@ TEST(TracerTest, SpansAreEncodedAsAnExportTraceServiceRequest) {
   EXPECT_EQ(span.find(6)->second.number_value, 4u);  // SPAN_KIND_PRODUCER
   EXPECT_EQ(span.find(7)->second.number_value, 10u);
   EXPECT_EQ(span.find(8)->second.number_value, 20u);
-  EXPECT_EQ(span.count(9), 1u);
+  ASSERT_EQ(span.count(9), 3u);
+  std::map<std::string_view, std::string_view> attributes;
+  for (auto [it, end] = span.equal_range(9); it != end; ++it) {
+    auto kv = Fields(it->second.bytes);
+    attributes[kv.find(1)->second.bytes] = Fields(kv.find(2)->second.bytes).find(1)->second.bytes;
+  }
+  EXPECT_EQ(attributes["messaging.destination.name"], "site/line");
+  EXPECT_EQ(attributes["messaging.operation.type"], "send");
+  EXPECT_EQ(attributes["seedance.sink"], "http");
   auto status = Fields(span.find(15)->second.bytes);
   EXPECT_EQ(status.find(2)->second.bytes, "HTTP 400");
   EXPECT_EQ(status.find(3)->second.number_value, 2u);  // STATUS_CODE_ERROR
