@@ -9,6 +9,7 @@
 #include "util/clock.h"
 #include "util/protobuf_writer.h"
 #include "util/random_seed.h"
+#include "util/strings.h"
 #include "util/thread_name.h"
 
 namespace seedance::observe {
@@ -124,7 +125,7 @@ std::optional<SpanRecord> Tracer::BeginProcess(Event& e) {
   e.SetHeader("traceparent", util::FormatTraceparent(span.context));
   span.what = SpanRecord::What::kProcess;
   span.start_ns = e.ingest_time_ns > 0 ? e.ingest_time_ns : util::WallNowNs();
-  span.topic = e.topic;
+  span.topic = util::SanitizeText(e.topic, kMaxTopic);
   span.component = e.source;
   return span;
 }
@@ -146,8 +147,8 @@ void Tracer::RecordDelivery(const Event& e, std::string_view sink, int64_t start
   span.start_ns = start_ns;
   span.end_ns = std::max(start_ns, end_ns);
   span.error = !refused.empty();
-  span.status_message = refused;
-  span.topic = e.topic;
+  span.status_message = util::SanitizeText(refused, kMaxStatusMessage);
+  span.topic = util::SanitizeText(e.topic, kMaxTopic);
   span.component = sink;
   Queue(std::move(span));
 }

@@ -67,6 +67,11 @@ std::string EncodeSpans(const std::vector<SpanRecord>& spans, std::string_view s
 class Tracer {
  public:
   static constexpr size_t kExportBatch = 512;
+  // What a span keeps of the text it is given (an MQTT topic may be 64 KiB, a refusal reason
+  // a server's message): cut, valid UTF-8 (util::SanitizeText), so max_queued_spans bounds
+  // the queue's memory (about 1 KiB a span) and a receiver never sees a malformed string.
+  static constexpr size_t kMaxTopic = 256;
+  static constexpr size_t kMaxStatusMessage = 512;
 
   Tracer(TracingSettings settings, MetricsRegistry& metrics);
   ~Tracer();  // Stop()

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "util/protobuf_reader.h"
+#include "util/strings.h"
 
 namespace seedance::observe {
 namespace {
@@ -145,6 +146,18 @@ TEST(TracerTest, SpansAreEncodedAsAnExportTraceServiceRequest) {
               ->second.bytes)
           .count(4),
       0u);
+}
+
+TEST(TracerTest, ASpanKeepsABoundedValidPieceOfLongOrMalformedText) {
+  MetricsRegistry metrics;
+  Tracer tracer(Settings(), metrics);
+  Event e = Incoming(kSampled);
+  e.topic = std::string(65535, 't');
+  auto span = tracer.BeginProcess(e);
+  ASSERT_TRUE(span.has_value());
+  EXPECT_LE(span->topic.size(), Tracer::kMaxTopic + 32);  // with "... (N more bytes)"
+  e.topic = "bad\xff\xfe";
+  EXPECT_TRUE(util::IsValidUtf8(tracer.BeginProcess(e)->topic));
 }
 
 TEST(TracerTest, TheQueueIsBoundedAndAFailedExportDropsItsSpans) {
