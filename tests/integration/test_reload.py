@@ -300,6 +300,52 @@ queue:
         sd.stop()
 
 
+def test_a_damaged_or_huge_subscriptions_file_does_not_wedge_the_session(broker, tmp_path):
+    """What the subscriptions file names goes into the UNSUBSCRIBE sent on every resumed
+    session, and a broker ends the connection on a malformed filter: damaged lines are dropped,
+    and at most 64 KiB of filters are sent, so the source connects, stays connected and gets
+    its messages; once the broker confirmed, the file names the current filter only."""
+    out = tmp_path / "out.ndjson"
+    config = f"""
+sources:
+  - type: mqtt
+    name: in
+    uri: "{broker.uri}"
+    topic: "new/#"
+sinks:
+  - type: file
+    path: {out}
+    encoding: payload
+queue:
+  data_dir: {tmp_path}/data
+"""
+    sd = Seedance(config).start()
+    try:
+        assert sd.wait_log(r"\[in\] connected to .*session new"), sd.stderr()
+    finally:
+        sd.stop()
+    state = tmp_path / "data/mqtt/in.subscriptions"
+    state.write_bytes(b"new/#\nbad/+x/#\n\xff\xfe/#\na/#/b\n" +
+                      b"".join(b"old/%d/#\n" % i for i in range(40_000)))  # 440 KB
+    sd = Seedance(config).start()
+    try:
+        assert sd.wait_log(r"\[in\] connected to .*session resumed"), sd.stderr()
+        assert "3 line(s) that are not valid topic filters" in sd.stderr()
+        time.sleep(1.0)  # the UNSUBACK follows the SUBACK
+        c = connect(broker.port)
+        c.publish("new/1", json.dumps({"via": "new"}), qos=1).wait_for_publish(timeout=10)
+        c.publish("old/7/x", json.dumps({"via": "old"}), qos=1).wait_for_publish(timeout=10)
+        c.loop_stop()
+        c.disconnect()
+        assert wait_until(lambda: out.exists() and "new" in out.read_text(), timeout=10)
+        time.sleep(0.5)
+        assert "old" not in out.read_text()  # old/7/# was within the 64 KiB: unsubscribed
+        assert sd.stderr().count("connected to") == 1, sd.stderr()[-2000:]
+        assert state.read_text() == "new/#\n"
+    finally:
+        sd.stop()
+
+
 def test_a_rebuild_that_cannot_stop_ends_the_process_for_its_supervisor(tmp_path):
     """A whole rebuild stops the running pipeline as shutdown does, bounded: a script with its
     limits off that never returns makes the process exit 1 shutdown_timeout + 3 s later

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <sstream>
+#include <unordered_set>
 #include <variant>
 
 #include "mqtt/client.h"
@@ -169,18 +170,43 @@ class MqttSource final : public Source, public Acknowledger {
   // filters it was given are kept in a state file, and those the configuration no longer names
   // (the topic changed by a reload, or before a restart) are unsubscribed when the broker
   // resumes the session. The file names them until the broker confirmed.
+  //
+  // What the file holds goes into one UNSUBSCRIBE, and a broker ends the connection on a
+  // malformed filter or a packet over its limit, on every connect, for as long as the file says
+  // so: a line that is not a valid filter in UTF-8 is dropped, repeats are sent once, and at
+  // most kMaxUnsubscribeBytes of filters are sent; the rest are forgotten (the broker keeps
+  // those subscriptions until a clean_start session), with a warning either way.
+  static constexpr size_t kMaxUnsubscribeBytes = 64 * 1024;
   Status LoadSubscriptions() {
     if (options_.clean_start || ctx_.state_files == nullptr) return Status::Ok();
     subscriptions_file_ = "mqtt/" + ctx_.name + ".subscriptions";
     Result<std::string> saved = ctx_.state_files->Read(subscriptions_file_);
     if (!saved && saved.error().code() != StatusCode::kNotFound) return saved.error();
-    const std::vector<std::string> now = Filters();
-    std::vector<std::string> known = now;
+    std::vector<std::string> known = Filters();
+    std::unordered_set<std::string> seen(known.begin(), known.end());
+    size_t bytes = 0, damaged = 0, over = 0;
     std::istringstream lines(saved ? *saved : std::string());
     for (std::string filter; std::getline(lines, filter);) {
-      if (filter.empty() || std::find(now.begin(), now.end(), filter) != now.end()) continue;
+      if (filter.empty() || seen.count(filter) != 0) continue;  // subscribed now, or a repeat
+      if (!util::IsValidUtf8(filter) || !util::ValidateTopicFilter(filter).ok()) {
+        ++damaged;
+        continue;
+      }
+      if (bytes + filter.size() + 2 > kMaxUnsubscribeBytes) {  // 2: the filter's length field
+        ++over;
+        continue;
+      }
+      bytes += filter.size() + 2;
+      seen.insert(filter);
       options_.unsubscribe.push_back(filter);
       known.push_back(filter);
+    }
+    if (damaged + over > 0) {
+      SEEDANCE_LOG_WARN(ctx_.name,
+                        "{}: {} line(s) that are not valid topic filters and {} filter(s) past "
+                        "{} KiB are not unsubscribed; a session started with clean_start: true "
+                        "drops every old subscription",
+                        subscriptions_file_, damaged, over, kMaxUnsubscribeBytes / 1024);
     }
     SaveSubscriptions(known);
     return Status::Ok();
