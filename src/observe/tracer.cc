@@ -7,6 +7,7 @@
 
 #include "http/fetch.h"
 #include "util/clock.h"
+#include "util/otlp_common.h"
 #include "util/protobuf_writer.h"
 #include "util/random_seed.h"
 #include "util/strings.h"
@@ -40,15 +41,7 @@ std::string_view Bytes(const std::array<uint8_t, N>& a) {
   return {reinterpret_cast<const char*>(a.data()), N};
 }
 
-void AppendStringAttribute(util::ProtobufWriter& w, uint32_t field, std::string_view key,
-                           std::string_view value) {
-  const size_t kv = w.BeginMessage(field);
-  w.Bytes(1, key);
-  const size_t any = w.BeginMessage(2);
-  w.Bytes(1, value);  // AnyValue.string_value
-  w.EndMessage(any);
-  w.EndMessage(kv);
-}
+using util::AppendOtlpStringKeyValue;
 
 }  // namespace
 
@@ -57,8 +50,8 @@ std::string EncodeSpans(const std::vector<SpanRecord>& spans, std::string_view s
   util::ProtobufWriter w(out);
   const size_t resource_spans = w.BeginMessage(1);
   const size_t resource = w.BeginMessage(1);
-  AppendStringAttribute(w, 1, "service.name", service_name);
-  AppendStringAttribute(w, 1, "service.version", SEEDANCE_VERSION);
+  AppendOtlpStringKeyValue(w, 1, "service.name", service_name);
+  AppendOtlpStringKeyValue(w, 1, "service.version", SEEDANCE_VERSION);
   w.EndMessage(resource);
   const size_t scope_spans = w.BeginMessage(2);
   const size_t scope = w.BeginMessage(1);
@@ -80,9 +73,9 @@ std::string EncodeSpans(const std::vector<SpanRecord>& spans, std::string_view s
     w.Varint(6, process ? 5 : 4);  // SPAN_KIND_CONSUMER : SPAN_KIND_PRODUCER
     w.Fixed64(7, static_cast<uint64_t>(s.start_ns));
     w.Fixed64(8, static_cast<uint64_t>(s.end_ns));
-    AppendStringAttribute(w, 9, "messaging.destination.name", s.topic);
-    AppendStringAttribute(w, 9, "messaging.operation.type", process ? "process" : "send");
-    AppendStringAttribute(w, 9, process ? "seedance.source" : "seedance.sink", s.component);
+    AppendOtlpStringKeyValue(w, 9, "messaging.destination.name", s.topic);
+    AppendOtlpStringKeyValue(w, 9, "messaging.operation.type", process ? "process" : "send");
+    AppendOtlpStringKeyValue(w, 9, process ? "seedance.source" : "seedance.sink", s.component);
     const size_t status = w.BeginMessage(15);
     if (s.error) w.Bytes(2, s.status_message);
     w.Varint(3, s.error ? 2 : 0);  // STATUS_CODE_ERROR : STATUS_CODE_UNSET

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "util/otlp_common.h"
 #include "util/protobuf_reader.h"
 #include "util/protobuf_writer.h"
 #include "util/strings.h"
@@ -34,15 +35,7 @@ void AppendKeyValue(ProtobufWriter& w, uint32_t field, std::string_view key,
   w.EndMessage(kv);
 }
 
-void AppendStringKeyValue(ProtobufWriter& w, uint32_t field, std::string_view key,
-                          std::string_view value) {
-  const size_t kv = w.BeginMessage(field);
-  w.Bytes(1, key);
-  const size_t any = w.BeginMessage(2);
-  w.Bytes(1, value);  // AnyValue.string_value
-  w.EndMessage(any);
-  w.EndMessage(kv);
-}
+using util::AppendOtlpStringKeyValue;
 
 void AppendAnyValue(ProtobufWriter& w, uint32_t field, const rapidjson::Value& v, int depth) {
   const size_t any = w.BeginMessage(field);
@@ -75,7 +68,7 @@ void AppendResourceAndScopeStart(ProtobufWriter& w, const ResourceAttributes& re
                                  size_t* resource_message, size_t* scope_message) {
   *resource_message = w.BeginMessage(1);  // resource_logs / resource_metrics
   const size_t r = w.BeginMessage(1);     // Resource
-  for (const auto& [k, v] : resource) AppendStringKeyValue(w, 1, k, v);
+  for (const auto& [k, v] : resource) AppendOtlpStringKeyValue(w, 1, k, v);
   w.EndMessage(r);
   *scope_message = w.BeginMessage(2);  // scope_logs / scope_metrics
   const size_t scope = w.BeginMessage(1);
@@ -112,7 +105,7 @@ void AppendMappedAttributes(ProtobufWriter& w, uint32_t field, const Event& e, P
   std::string text, ignored;
   for (const auto& [key, tmpl] : m.attributes) {
     if (tmpl.Render(e, payload, &text, &ignored) && !text.empty()) {
-      AppendStringKeyValue(w, field, key, text);
+      AppendOtlpStringKeyValue(w, field, key, text);
     }
   }
 }
@@ -147,8 +140,8 @@ void AppendLogRecord(ProtobufWriter& w, const Event& e, const LogMapping& m) {
     }
     w.EndMessage(any);
   }
-  AppendStringKeyValue(w, 6, "messaging.destination.name", e.topic);
-  AppendStringKeyValue(w, 6, "seedance.source", e.source);
+  AppendOtlpStringKeyValue(w, 6, "messaging.destination.name", e.topic);
+  AppendOtlpStringKeyValue(w, 6, "seedance.source", e.source);
   AppendMappedAttributes(w, 6, e, payload, m);
   if (auto trace = util::EventTraceContext(e)) {
     w.Fixed32(8, trace->flags);
@@ -343,7 +336,7 @@ void AppendTracesRequest(const Batch& batch, const LogMapping& m,
     if (g.resource != nullptr && g.resource->IsObject()) {
       AppendObjectAttributes(w, 1, g.resource);
     } else {
-      for (const auto& [k, v] : resource) AppendStringKeyValue(w, 1, k, v);
+      for (const auto& [k, v] : resource) AppendOtlpStringKeyValue(w, 1, k, v);
     }
     w.EndMessage(r);
     const size_t scope_spans = w.BeginMessage(2);
@@ -389,7 +382,7 @@ void AppendMetricsRequest(const std::vector<SeriesSample>& samples,
     for (size_t i : members) {
       const size_t point = w.BeginMessage(1);
       for (const auto& [k, v] : samples[i].labels) {
-        if (k != "__name__") AppendStringKeyValue(w, 7, k, v);
+        if (k != "__name__") AppendOtlpStringKeyValue(w, 7, k, v);
       }
       w.Fixed64(3, static_cast<uint64_t>(samples[i].timestamp_ns));
       w.Double(4, samples[i].value);
