@@ -903,10 +903,19 @@ TEST_P(SinkConformanceTest, ShutdownWithWorkInFlightLosesNothing) {
   EXPECT_EQ(RejectedCount(), 0u);
   // After a restart the same events come again from the durable queue.
   fixture_->Recover();
+  const uint64_t retried = Retries();  // the counters outlive the runner
   StartRunner();
   ASSERT_TRUE(
       WaitFor([&] { return runner_->Pending() == 0 && fixture_->Delivered().size() >= 20; }));
-  ExpectEachOnce(fixture_->Delivered(), 0, 20);
+  if (Retries() == retried) {
+    ExpectEachOnce(fixture_->Delivered(), 0, 20);
+  } else {
+    // An attempt of the restarted runner failed and may have been taken all the same, so its
+    // retry repeats what was written: the documented at-least-once. (Seen in CI for kafka: on
+    // a loaded machine the 1 s message_timeout passed before the new producer had its answers,
+    // with 2 of the 10 records written.)
+    ExpectEachAtLeastOnce(fixture_->Delivered(), 0, 20);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Sinks, SinkConformanceTest,
