@@ -121,10 +121,15 @@ def test_hung_sink_100mb_stays_in_budget_and_loses_nothing(tmp_path):
 def test_refusing_sink_100mb_stays_in_budget_batches_go_to_disk_and_come_back(tmp_path):
     during, after = run_and_check_bound(tmp_path, "refusing")
     # The batches the sink only held between retries were moved down to the disk tier and the
-    # runner went on with a single probe instead of 32 requests in flight.
+    # runner went on with a single probe instead of 32 requests in flight. What it held before
+    # is the queued share of the budget (about 9 MB), in however many batches the timing made
+    # (14 to 32 were seen: a slow machine takes fewer, bigger ones), so the check is on bytes:
+    # what is left in memory is the probe (one batch, charged at most about 1.2 MB), a quarter
+    # of the queued share at most.
+    queued_capacity = 0.6 * 16 * MiB
     assert metric(during, "seedance_memory_trims_total", reason="idle_share") >= 1
-    assert metric(during, "seedance_memory_evictions_total") >= 16
     assert metric(during, "seedance_memory_moved_bytes_total", to="disk") > 0
+    assert metric(during, "seedance_memory_bytes", tier="memory") <= queued_capacity / 4
     assert metric(during, "seedance_sink_in_flight") <= 2
     # They were read back from disk once the sink returned.
     assert metric(after, "seedance_memory_moved_bytes_total", to="memory") > 0
