@@ -335,6 +335,20 @@ awaitable<Status> Client::ConnectOnce() {
     co_return UnavailableError(fmt::format("{} refused the connection: {}", where,
                                            ConnackReasonText(opts_.version, connack->reason)));
   }
+  if (const Property* p = FindProperty(connack->props, prop::kMaximumPacketSize);
+      p != nullptr && !opts_.subscriptions.empty()) {
+    // A broker ends the connection on a bigger packet: say why instead, on every try.
+    std::string encoded;
+    Subscribe sub;
+    sub.packet_id = 1;
+    sub.subscriptions = opts_.subscriptions;
+    if (Encode(sub, opts_.version, encoded).ok() && encoded.size() > p->number) {
+      co_return InvalidArgumentError(fmt::format(
+          "{} accepts packets of at most {} bytes, and the SUBSCRIBE for the configured topic "
+          "filters is {} bytes: configure fewer or shorter filters, or raise the broker's limit",
+          where, p->number, encoded.size()));
+    }
+  }
   keep_alive_s_ = opts_.keep_alive_s;
   if (const Property* p = FindProperty(connack->props, prop::kServerKeepAlive)) {
     keep_alive_s_ = static_cast<uint16_t>(p->number);
@@ -369,15 +383,11 @@ awaitable<Status> Client::ConnectOnce() {
     sub.subscriptions = opts_.subscriptions;
     Send(sub);
   }
-  if (connack->session_present && !opts_.unsubscribe.empty()) {
-    if (unsubscribe_id_ != 0) outbound_.ReleaseId(unsubscribe_id_);
-    Unsubscribe unsub;
-    unsub.packet_id = unsubscribe_id_ = outbound_.ReserveId();
-    unsub.filters = opts_.unsubscribe;
-    Send(unsub);
-  } else if (on_settled_) {
-    on_settled_();
-  }
+  if (unsubscribe_id_ != 0) outbound_.ReleaseId(unsubscribe_id_);
+  unsubscribe_id_ = 0;
+  unsubscribe_first_ = unsubscribe_next_ = connack->session_present ? 0 : opts_.unsubscribe.size();
+  unsubscribe_refused_ = false;
+  SendNextUnsubscribe();
   last_error_.clear();
   const std::string detail =
       fmt::format("{} (MQTT {}, session {})", where, opts_.version == Version::kV5 ? "5" : "3.1.1",

@@ -115,7 +115,8 @@ struct ClientOptions {
   uint16_t receive_maximum = 1024;  // MQTT 5: unacknowledged QoS 1/2 messages in flight
   std::vector<Subscription> subscriptions;
   // Filters a resumed session may still hold from an earlier configuration: unsubscribed
-  // (after the SUBSCRIBE) whenever the broker resumes the session.
+  // (after the SUBSCRIBE) whenever the broker resumes the session, in UNSUBSCRIBEs of at most
+  // kMaxUnsubscribePacket bytes and the broker's Maximum Packet Size, one after the other.
   std::vector<std::string> unsubscribe;
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds reconnect_min{200};
@@ -168,6 +169,9 @@ class Client : public std::enable_shared_from_this<Client> {
   static constexpr size_t kLingerMaxUnacked = 20;
   // A TLS read after a linger that completes within this took data that was already there.
   static constexpr std::chrono::microseconds kReadAtOnce{500};
+  // The largest UNSUBSCRIBE sent: a broker's limit need not be announced (MQTT 3.1.1), and a
+  // few round trips more at a resumed connection cost little.
+  static constexpr size_t kMaxUnsubscribePacket = 4096;
 
   Client(boost::asio::io_context& io, ClientOptions options, MessageHandler on_message,
          StateHandler on_state = nullptr);
@@ -237,6 +241,9 @@ class Client : public std::enable_shared_from_this<Client> {
   void EndConnection(std::string why);
   Status HandlePacket(Packet& packet, bool* refused);
   void Send(const Packet& packet);
+  // Sends the next UNSUBSCRIBE of a resumed session (see ClientOptions::unsubscribe), or, when
+  // every filter was answered, reports the subscriptions settled.
+  void SendNextUnsubscribe();
   // Encodes `packet` behind what is waiting to be written; FlushWrites() sends it. False (and
   // the state says why) when it cannot be encoded.
   bool Queue(const Packet& packet);
@@ -303,9 +310,12 @@ class Client : public std::enable_shared_from_this<Client> {
   bool warned_receive_maximum_ = false;
   PublishedHandler on_published_;
   OutboundSession outbound_;
-  uint32_t broker_max_packet_ = 0;  // MQTT 5 CONNACK Maximum Packet Size; 0: no limit given
-  uint16_t subscribe_id_ = 0;       // the SUBSCRIBE in flight, 0 when none
-  uint16_t unsubscribe_id_ = 0;     // the UNSUBSCRIBE in flight, 0 when none
+  uint32_t broker_max_packet_ = 0;    // MQTT 5 CONNACK Maximum Packet Size; 0: no limit given
+  uint16_t subscribe_id_ = 0;         // the SUBSCRIBE in flight, 0 when none
+  uint16_t unsubscribe_id_ = 0;       // the UNSUBSCRIBE in flight, 0 when none
+  size_t unsubscribe_first_ = 0;      // index in opts_.unsubscribe of its first filter
+  size_t unsubscribe_next_ = 0;       // the first filter not sent yet
+  bool unsubscribe_refused_ = false;  // the broker kept one of them, this connection
   std::function<void()> on_settled_;
   std::string connected_detail_;            // the connection's description until its SUBACK
   boost::asio::steady_timer suback_timer_;  // connect_timeout for the SUBACK

@@ -299,17 +299,19 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
     unsubscribe_id_ = 0;
     // 0x11 (no subscription existed) is what a session without them answers: fine. Another
     // refusal leaves the filter in the session; it is tried again at the next connection.
-    bool settled = true;
     for (size_t i = 0; i < u->reasons.size(); ++i) {
       if (u->reasons[i] >= 0x80) {
-        settled = false;
+        unsubscribe_refused_ = true;
+        const size_t f = unsubscribe_first_ + i;
         SEEDANCE_LOG_WARN(opts_.log_name,
                           "broker refused to remove the subscription to \"{}\" (0x{:02x}), "
                           "which the configuration no longer names; its messages still arrive",
-                          i < opts_.unsubscribe.size() ? opts_.unsubscribe[i] : "?", u->reasons[i]);
+                          f < unsubscribe_next_ ? util::SanitizeText(opts_.unsubscribe[f], 200)
+                                                : std::string("?"),
+                          u->reasons[i]);
       }
     }
-    if (settled && on_settled_) on_settled_();
+    SendNextUnsubscribe();
     return Status::Ok();
   }
   if (std::holds_alternative<PingResp>(packet)) {
@@ -345,6 +347,46 @@ void Client::AckOnLoop(uint64_t token) {
       Queue(PubResponse{.type = PacketType::kPuback, .packet_id = in.packet_id});
     }
   }
+}
+
+void Client::SendNextUnsubscribe() {
+  const std::vector<std::string>& filters = opts_.unsubscribe;
+  // Fixed header (at most 5 bytes for these sizes), packet id, MQTT 5's empty properties.
+  constexpr size_t kOverhead = 5 + 2 + 1;
+  const size_t limit = broker_max_packet_ == 0
+                           ? kMaxUnsubscribePacket
+                           : std::min<size_t>(kMaxUnsubscribePacket, broker_max_packet_);
+  Unsubscribe unsub;
+  size_t bytes = kOverhead, too_large = 0;
+  const std::string* first_too_large = nullptr;
+  while (unsubscribe_next_ < filters.size()) {
+    const std::string& f = filters[unsubscribe_next_];
+    if (bytes + 2 + f.size() > limit) {
+      if (!unsub.filters.empty()) break;
+      // Alone over the limit: it cannot be sent, and sending it would end every connection.
+      if (too_large++ == 0) first_too_large = &f;
+      ++unsubscribe_next_;
+      continue;
+    }
+    if (unsub.filters.empty()) unsubscribe_first_ = unsubscribe_next_;
+    unsub.filters.push_back(f);
+    bytes += 2 + f.size();
+    ++unsubscribe_next_;
+  }
+  if (too_large > 0) {
+    SEEDANCE_LOG_WARN(opts_.log_name,
+                      "cannot remove {} subscription(s) the configuration no longer names, "
+                      "\"{}\" first: an UNSUBSCRIBE for one is larger than the broker's maximum "
+                      "packet size ({} bytes); their messages still arrive (a session started with "
+                      "clean_start: true has none of them)",
+                      too_large, util::SanitizeText(*first_too_large, 200), limit);
+  }
+  if (unsub.filters.empty()) {
+    if (!unsubscribe_refused_ && on_settled_) on_settled_();
+    return;
+  }
+  unsub.packet_id = unsubscribe_id_ = outbound_.ReserveId();
+  Send(unsub);
 }
 
 void Client::Send(const Packet& packet) {

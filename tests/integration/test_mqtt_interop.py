@@ -211,3 +211,21 @@ def test_backpressure_pauses_reading_and_loses_nothing(broker, receiver):
         assert sd.wait_log("pausing reads from the broker")
     finally:
         assert sd.stop() == 0
+
+
+def test_subscriptions_over_the_brokers_maximum_packet_size_are_refused_with_the_reason(receiver):
+    """An MQTT 5 broker that announces a Maximum Packet Size ends the connection on a bigger
+    SUBSCRIBE, every time: the source says why, with both sizes, instead of reconnecting
+    without a word."""
+    broker = Broker(extra="max_packet_size 1024\n").start()
+    try:
+        topics = json.dumps([f"site/{i:04d}/line/+/temperature" for i in range(60)])  # ~1.8 KB
+        sd = Seedance(config(broker.uri, receiver, "5", topic=topics)).start(wait_ready=False)
+        try:
+            assert sd.wait_log(r"accepts packets of at most 1024 bytes, and the SUBSCRIBE for "
+                               r"the configured topic filters is \d+ bytes"), sd.stderr()
+            assert "connected to" not in sd.stderr()
+        finally:
+            sd.stop()
+    finally:
+        broker.stop()

@@ -12,7 +12,7 @@ import threading
 import time
 import urllib.request
 
-from testing.broker import free_port
+from testing.broker import Broker, free_port
 from testing.http_receiver import Receiver
 from testing.mqtt_publish import connect
 from testing.mqtt_subscribe import Subscriber
@@ -344,6 +344,56 @@ queue:
         assert state.read_text() == "new/#\n"
     finally:
         sd.stop()
+
+
+def test_unsubscribes_fit_the_brokers_maximum_packet_size(tmp_path):
+    """A broker that announces a Maximum Packet Size (mosquitto's max_packet_size) ends the
+    connection on a bigger packet, on every connect: the filters a resumed session drops are
+    sent in as many UNSUBSCRIBEs as fit, each confirmed before the next, and all are removed."""
+    broker = Broker(extra="max_packet_size 2048\n").start()
+    out = tmp_path / "out.ndjson"
+    config = lambda topics: f"""
+sources:
+  - type: mqtt
+    name: in
+    uri: "{broker.uri}"
+    topic: {json.dumps(topics)}
+sinks:
+  - type: file
+    path: {out}
+    encoding: payload
+queue:
+  data_dir: {tmp_path}/data
+"""
+    try:
+        # The session subscribes the first and the last of the filters that will be dropped.
+        sd = Seedance(config(["new/#", "old/0/#", "old/2999/#"])).start()
+        try:
+            assert sd.wait_log(r"\[in\] connected to .*session new"), sd.stderr()
+        finally:
+            sd.stop()
+        state = tmp_path / "data/mqtt/in.subscriptions"
+        old = [f"old/{i}/#" for i in range(3000)]  # 34 KB of filters: 17 packets or more
+        state.write_text("new/#\n" + "".join(f + "\n" for f in old))
+        sd = Seedance(config(["new/#"])).start()
+        try:
+            assert sd.wait_log(r"\[in\] connected to .*session resumed"), sd.stderr()
+            assert wait_until(lambda: state.read_text() == "new/#\n", timeout=10), \
+                state.read_text()[:200]
+            c = connect(broker.port)
+            for topic in ("old/0/x", "old/2999/x", "new/1"):
+                c.publish(topic, json.dumps({"via": topic}), qos=1).wait_for_publish(timeout=10)
+            c.loop_stop()
+            c.disconnect()
+            assert wait_until(lambda: out.exists() and "new/1" in out.read_text(), timeout=10)
+            time.sleep(0.5)
+            assert "old" not in out.read_text()
+            assert sd.stderr().count("connected to") == 1, sd.stderr()[-2000:]
+            assert "too large" not in broker.log_text().lower(), broker.log_text()[-2000:]
+        finally:
+            sd.stop()
+    finally:
+        broker.stop()
 
 
 def test_a_rebuild_that_cannot_stop_ends_the_process_for_its_supervisor(tmp_path):

@@ -171,11 +171,12 @@ class MqttSource final : public Source, public Acknowledger {
   // (the topic changed by a reload, or before a restart) are unsubscribed when the broker
   // resumes the session. The file names them until the broker confirmed.
   //
-  // What the file holds goes into one UNSUBSCRIBE, and a broker ends the connection on a
-  // malformed filter or a packet over its limit, on every connect, for as long as the file says
-  // so: a line that is not a valid filter in UTF-8 is dropped, repeats are sent once, and at
-  // most kMaxUnsubscribeBytes of filters are sent; the rest are forgotten (the broker keeps
-  // those subscriptions until a clean_start session), with a warning either way.
+  // What the file holds is unsubscribed on every resumed connection until the broker
+  // confirmed, and a broker ends the connection on a malformed filter, on every connect, for as
+  // long as the file says so: a line that is not a valid filter in UTF-8 is dropped, repeats
+  // are sent once, and at most kMaxUnsubscribeBytes of filters are sent (the client splits them
+  // into packets the broker accepts); the rest are forgotten (the broker keeps those
+  // subscriptions until a clean_start session), with a warning either way.
   static constexpr size_t kMaxUnsubscribeBytes = 64 * 1024;
   Status LoadSubscriptions() {
     if (options_.clean_start || ctx_.state_files == nullptr) return Status::Ok();
