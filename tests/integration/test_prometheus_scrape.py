@@ -4,11 +4,12 @@ scrape, and the hostile targets — down, silent, oversized, malformed, too many
 failing its scrape with the reason, never the source (sources/prometheus/scrape_source.h)."""
 import http.server
 import json
+import subprocess
 import threading
 import time
 
 from testing.broker import free_port
-from testing.seedance_process import Seedance, metric, scrape
+from testing.seedance_process import BIN, Seedance, metric, scrape
 from testing.waiting import wait_until
 
 TEXT = (b'# HELP x_total things\n# TYPE x_total counter\n'
@@ -48,6 +49,9 @@ class Targets:
                 elif self.path == "/counting":  # 100 samples, valued by the request's number
                     outer.counting += 1
                     body = b"".join(b'c{i="%d"} %d\n' % (i, outer.counting) for i in range(100))
+                elif self.path == "/wide":  # 20,000 samples, 1.1 MB
+                    body = b"".join(b'w{i="%d",site="plant-north-line-7"} %d\n' % (i, i)
+                                    for i in range(20_000))
                 elif self.path == "/many":
                     body = b"".join(b"s%d 1\n" % i for i in range(50))
                 else:
@@ -216,6 +220,60 @@ metrics:
         assert len(labels) == 100, f"page {n} arrived with {len(labels)} of its 100 samples"
 
 
+def test_a_waiting_page_is_charged_to_limits_memory(receiver, tmp_path):
+    """docs/governor.md: a page that waits in the source for a full pipeline is counted by
+    limits.memory like the queue it waits for (so the governor sees it), and given back once
+    it left."""
+    targets = Targets()
+    port = free_port()
+    receiver.fail_next(1_000_000, 503)
+    sd = Seedance(f"""
+sources:
+  - type: prometheus_scrape
+    name: node
+    targets: ["{targets.url('/wide')}"]
+    interval: 500ms
+    timeout: 400ms
+sinks:
+  - type: http
+    endpoint: "{receiver.url}/in"
+    retry_initial: 20ms
+    retry_max: 100ms
+pipeline:
+  queue_capacity: 20
+queue:
+  data_dir: {tmp_path}/data
+  max_disk: 64KiB
+  segment_size: 16KiB
+  when_full: block
+limits:
+  memory: 64MiB
+metrics:
+  listen: 127.0.0.1:{port}
+""").start()
+    url = f"http://127.0.0.1:{port}/metrics"
+
+    def in_memory():
+        return metric(scrape(url), "seedance_memory_bytes", tier="memory")
+    try:
+        assert wait_until(lambda: metric(scrape(url), "seedance_events_dropped_total",
+                                         reason="scrape_skipped") >= 2, timeout=20)
+        # 20,000 events of ~200 bytes wait in the source; the rest of the pipeline holds 20
+        # events and what 64 KiB of queue gives the sink.
+        held = in_memory()
+        assert held >= 2_000_000, held
+        with receiver.lock:
+            receiver.fail_queue.clear()
+        assert wait_until(lambda: len([e for e in receiver.accepted_events()
+                                       if e["name"] == "w"]) >= 20_000, timeout=60)
+        targets.stop()
+        # Everything scraped since has left too: nothing is charged any more.
+        assert wait_until(lambda: in_memory() < 100_000, timeout=30), in_memory()
+    finally:
+        sd.stop()
+        targets.stop()
+
+
 def test_a_missed_scrape_is_skipped_not_run_late(tmp_path):
     """sources/prometheus/scrape_source.h: scrapes are timed from the start, and a slot missed
     (here: the process stopped with SIGSTOP for 1.5 s, 7 slots of 200 ms) is skipped, not run
@@ -252,3 +310,13 @@ queue:
     # Running the 7 missed slots late would make 12 or more.
     print("scrapes after the resume (s):", [round(t - resumed, 3) for t in after])
     assert 4 <= len(after) <= 7, [round(t - resumed, 3) for t in after]
+
+
+def test_a_timeout_over_the_interval_names_both_even_when_defaulted(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("sources:\n  - type: prometheus_scrape\n    targets: [\"http://127.0.0.1:1/m\"]\n"
+                   "    interval: 500ms\nsinks:\n  - type: stdout\n")
+    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    assert r.returncode != 0
+    assert ("c.yaml:2:5: timeout: must be above 0 and at most interval (timeout 10000 ms, the "
+            "default, interval 500 ms)") in r.stderr, r.stderr

@@ -82,11 +82,18 @@ const Options<ScrapeSettings>& ScrapeSchema() {
                                 .default_value = "true"})
           .Check([](const S& s, const Params& p) -> Status {
             if (s.interval < std::chrono::milliseconds(100)) {
-              return InvalidArgumentError(p.Location("interval") + ": must be at least 100ms");
+              return InvalidArgumentError(p.Location("interval") +
+                                          ": interval: must be at least 100ms");
             }
             if (s.timeout <= std::chrono::nanoseconds(0) || s.timeout > s.interval) {
-              return InvalidArgumentError(p.Location("timeout") +
-                                          ": must be above 0 and at most interval");
+              // Name both: the timeout may be the default (10s) under a short interval.
+              return InvalidArgumentError(fmt::format(
+                  "{}: timeout: must be above 0 and at most interval (timeout {} ms{}, "
+                  "interval {} ms)",
+                  p.Location("timeout"),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(s.timeout).count(),
+                  p.IsDefaulted("timeout") ? ", the default" : "",
+                  std::chrono::duration_cast<std::chrono::milliseconds>(s.interval).count()));
             }
             return Status::Ok();
           });
@@ -148,6 +155,9 @@ class ScrapeSource final : public Source {
         skipped_(&ctx_.metrics->GetCounter(
             "seedance_events_dropped_total", "Events that left the main stream, by reason.",
             {{"component", ctx_.name}, {"kind", "source"}, {"reason", "scrape_skipped"}})) {}
+  ~ScrapeSource() override {
+    if (ctx_.memory != nullptr && pending_bytes_ > 0) ctx_.memory->Credit(pending_bytes_);
+  }
 
   Status Init() {
     for (const std::string& u : settings_.targets) {
@@ -209,7 +219,7 @@ class ScrapeSource final : public Source {
         common(e.payload);
         e.payload += '}';
         e.event_time_ns = s.timestamp_ms ? *s.timestamp_ms * 1000000 : t.started_ns;
-        pending_.push_back({std::move(e), &t});
+        Hold(std::move(e), t, /*last=*/false);
       }
       if (t.failing) {
         t.failing = false;
@@ -235,7 +245,7 @@ class ScrapeSource final : public Source {
     }
     up.payload += '}';
     up.event_time_ns = t.started_ns;
-    pending_.push_back({std::move(up), &t, /*last=*/true});
+    Hold(std::move(up), t, /*last=*/true);
     Emit();
   }
 
@@ -243,8 +253,20 @@ class ScrapeSource final : public Source {
   struct Pending {
     Event event;
     Target* target;
-    bool last = false;  // the scrape's up event: its target is free again once emitted
+    bool last = false;   // the scrape's up event: its target is free again once emitted
+    uint64_t bytes = 0;  // charged to limits.memory while it waits here
   };
+
+  // A page waits here while the pipeline is full (one per target: a target is not scraped
+  // again before its page left), charged to limits.memory like the ingest queue it waits for.
+  void Hold(Event event, Target& t, bool last) {
+    const uint64_t bytes = ctx_.memory != nullptr ? event.MemoryBytes() : 0;
+    if (bytes > 0) {
+      ctx_.memory->Charge(bytes);
+      pending_bytes_ += bytes;
+    }
+    pending_.push_back({std::move(event), &t, last, bytes});
+  }
 
   void Tick() {
     if (stopped_) return;
@@ -288,6 +310,10 @@ class ScrapeSource final : public Source {
       ctx_.stats->events_in.Add();
       ctx_.stats->events_out.Add();
       if (p.last) p.target->busy = false;
+      if (p.bytes > 0) {
+        ctx_.memory->Credit(p.bytes);
+        pending_bytes_ -= p.bytes;
+      }
       pending_.pop_front();
     }
   }
@@ -298,6 +324,7 @@ class ScrapeSource final : public Source {
   observe::Counter* skipped_;
   std::vector<std::unique_ptr<Target>> targets_;
   std::deque<Pending> pending_;
+  uint64_t pending_bytes_ = 0;  // of pending_, charged to ctx_.memory
   SourceOutput* output_ = nullptr;
   Clock::time_point start_;
   uint64_t next_id_ = 0;
