@@ -1,11 +1,10 @@
 """HTTP sink against a real receiver: retries through 503s, rejects 400s to a side output."""
 import json
-import subprocess
 import time
 
 from testing.mqtt_publish import publish_all, publish_v5
 from testing.http_receiver import decode_events
-from testing.seedance_process import BIN, Seedance
+from testing.seedance_process import Seedance, validate
 
 
 def config(broker, receiver, tmp_path, extra=""):
@@ -142,7 +141,7 @@ def test_event_headers_need_one_event_per_request(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("sources:\n  - {type: generate, payload: '{}'}\nsinks:\n  - type: http\n"
                    "    endpoint: http://127.0.0.1:9/x\n    event_headers: [a]\n")
-    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    r = validate(cfg)
     assert r.returncode == 2, r.stderr
     assert "c.yaml:6:20: event_headers needs format: single" in r.stderr, r.stderr
 
@@ -196,6 +195,6 @@ def test_a_compression_level_out_of_range_names_the_key(tmp_path):
     cfg.write_text("sources:\n  - {type: generate, payload: '{}'}\nsinks:\n  - type: http\n"
                    "    endpoint: http://127.0.0.1:9/x\n    compression: gzip\n"
                    "    compression_level: 12\n")
-    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    r = validate(cfg)
     assert r.returncode == 2, r.stderr
     assert "c.yaml:7:24: compression_level: gzip takes 1 to 9" in r.stderr, r.stderr

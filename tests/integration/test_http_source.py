@@ -3,7 +3,6 @@ and NDJSON in; 200 only once every event is stored (a kill -9 loses none of them
 Retry-After and nothing taken when the pipeline is full; auth, size and path refusals; a bad
 body answered 400 and kept in the error output."""
 import json
-import os
 import socket
 import threading
 import time
@@ -12,7 +11,7 @@ import urllib.request
 
 from testing.broker import free_port
 from testing.ndjson import complete_lines
-from testing.seedance_process import Seedance
+from testing.seedance_process import Seedance, validate
 from testing.waiting import wait_until
 
 TOKEN = "s3cret-token"
@@ -300,11 +299,9 @@ def test_pipelined_requests_are_answered_in_order(receiver, tmp_path):
 
 
 def test_validate_names_a_bad_listen_address_with_its_line(tmp_path):
-    import subprocess
-    from testing.seedance_process import BIN
     path = tmp_path / "bad.yaml"
     path.write_text("sources:\n  - type: http\n    listen: \"abc\"\nsinks:\n  - type: stdout\n")
-    r = subprocess.run([BIN, "validate", "--config", str(path)], capture_output=True, text=True)
+    r = validate(path)
     assert r.returncode == 2
     assert f"{path}:3:13: sources[0].listen: expected host:port" in r.stderr, r.stderr
 
@@ -414,13 +411,11 @@ def test_tls_and_client_certificates(receiver, tmp_path):
 
 
 def test_validate_names_a_missing_certificate_file(tmp_path):
-    import subprocess
-    from testing.seedance_process import BIN
     path = tmp_path / "tls.yaml"
     path.write_text("sources:\n  - type: http\n    listen: 127.0.0.1:8443\n    tls:\n"
                     "      cert_file: /nonexistent/server.crt\n      key_file: /nonexistent/k\n"
                     "sinks:\n  - type: stdout\n")
-    r = subprocess.run([BIN, "validate", "--config", str(path)], capture_output=True, text=True)
+    r = validate(path)
     assert r.returncode == 2
     assert "/nonexistent/server.crt: No such file or directory" in r.stderr, r.stderr
     assert f"{path}:5:" in r.stderr, r.stderr

@@ -3,14 +3,13 @@ written through MQTT → watermark → influxdb and read back with InfluxQL, val
 field type conflict found among the batch's points and routed to `rejected`; the v2 API's
 request against a real HTTP receiver (influxd 1.6 has no v2 endpoint)."""
 import json
-import subprocess
 import time
 
 import pytest
 
 from testing.influxd import Influxd
 from testing.mqtt_publish import publish_all
-from testing.seedance_process import BIN, Seedance
+from testing.seedance_process import Seedance, validate
 from testing.waiting import wait_until
 
 # An hour ago, in whole seconds: inside the watermark's allowed lateness.
@@ -195,7 +194,7 @@ def test_bad_sections_name_the_file_and_line(tmp_path, section, message):
     measurement = "" if "measurement" in section else "\n    measurement: m"
     cfg.write_text("sources:\n  - {type: generate, payload: '{}'}\nsinks:\n  - type: influxdb\n"
                    f"    endpoint: http://127.0.0.1:9\n    {section}{measurement}\n")
-    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    r = validate(cfg)
     assert r.returncode == 2, r.stderr
     assert "c.yaml:" in r.stderr and message in r.stderr, r.stderr
 

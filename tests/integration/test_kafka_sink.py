@@ -4,7 +4,6 @@ through a broker going down, a leader change and Produce requests that time out;
 too large for the producer, and a Produce request the broker refuses as too large, go to
 `rejected`; the configuration's mistakes are refused by `validate`."""
 import json
-import subprocess
 import threading
 import time
 
@@ -12,7 +11,7 @@ import pytest
 
 from testing.kafka_mock import MSG_SIZE_TOO_LARGE, NOT_LEADER_FOR_PARTITION, REQUEST_TIMED_OUT, KafkaMock
 from testing.mqtt_publish import publish_all
-from testing.seedance_process import BIN, Seedance
+from testing.seedance_process import Seedance, validate
 from testing.waiting import wait_until
 
 
@@ -134,6 +133,6 @@ def test_bad_sections_are_refused_by_validate(tmp_path, section, message):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("sources:\n  - {type: generate, payload: '{}'}\nsinks:\n  - type: kafka\n"
                    f"    brokers: [127.0.0.1:9092]\n    {section}\n")
-    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    r = validate(cfg)
     assert r.returncode == 2, r.stderr
     assert "c.yaml:" in r.stderr and message in r.stderr, r.stderr

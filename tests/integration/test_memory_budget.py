@@ -10,7 +10,7 @@ import time
 from testing.broker import Broker, free_port
 from testing.http_receiver import Receiver
 from testing.process_stats import status_kb
-from testing.seedance_process import BIN, Seedance, metric, scrape
+from testing.seedance_process import BIN, Seedance, metric, scrape, validate
 from testing.waiting import wait_until
 
 MQTT_LOAD = os.path.join(os.path.dirname(BIN), "mqtt_load")
@@ -139,6 +139,6 @@ def test_limits_memory_needs_the_disk_tier(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("sources:\n  - type: generate\n    payload: '{}'\nsinks:\n  - type: stdout\n"
                    "queue:\n  buffer: memory\nlimits:\n  memory: 16MiB\n")
-    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    r = validate(cfg)
     assert r.returncode != 0
     assert "c.yaml:9:11: limits.memory: needs the disk tier" in r.stderr, r.stderr

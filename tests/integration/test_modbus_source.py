@@ -17,7 +17,7 @@ import pytest
 
 from testing.broker import free_port
 from testing.http_receiver import Receiver
-from testing.seedance_process import BIN, Seedance, metric, scrape
+from testing.seedance_process import Seedance, metric, scrape, validate
 from testing import modbus_sim as sim
 from testing.waiting import wait_until
 
@@ -568,7 +568,7 @@ def test_validate_names_the_impossible_tag_with_its_line(tmp_path, tags, extra, 
 {tags}sinks:
   - type: stdout
 """)
-    r = subprocess.run([BIN, "validate", "--config", str(path)], capture_output=True, text=True)
+    r = validate(path)
     assert r.returncode != 0
     # The culprit is the last tag: line 8, one more for each line above it.
     line = 8 + (1 if extra else 0) + (1 if "b, address: 1" in tags else 0)

@@ -4,7 +4,6 @@ a kill -9 in the middle of a relay that loses nothing."""
 import collections
 import json
 import re
-import subprocess
 import threading
 import time
 
@@ -14,7 +13,7 @@ from testing.broker import Broker
 from testing.mqtt_publish import publish_all, publish_v5
 from testing.ndjson import complete_lines as rejected_events
 from testing.mqtt_subscribe import Subscriber
-from testing.seedance_process import BIN, Seedance
+from testing.seedance_process import Seedance, validate
 from testing.waiting import wait_until
 
 
@@ -205,7 +204,7 @@ def test_validate_points_at_a_bad_topic_template(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("sources:\n  - type: generate\n    payload: '{}'\nsinks:\n  - type: mqtt\n"
                    "    uri: tcp://127.0.0.1:1883\n    topic: \"out/{payload.}/+\"\n")
-    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    r = validate(cfg)
     assert r.returncode == 2, r.stderr
     assert "c.yaml:7:12: sinks[0].topic: unknown placeholder {payload.}" in r.stderr, r.stderr
 

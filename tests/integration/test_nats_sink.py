@@ -3,7 +3,6 @@
 and while Seedance itself is killed with SIGKILL and restarted: the stream holds every event,
 and the re-sends carry the same Nats-Msg-Id, which the stream's duplicate window drops."""
 import json
-import subprocess
 import threading
 import time
 
@@ -11,7 +10,7 @@ import pytest
 
 from testing.mqtt_publish import publish_all
 from testing.nats_cluster import NatsCluster
-from testing.seedance_process import BIN, Seedance
+from testing.seedance_process import Seedance, validate
 from testing.waiting import wait_until
 
 
@@ -128,7 +127,7 @@ def test_bad_subjects_are_refused_with_file_and_line(tmp_path):
     cfg.write_text("sources:\n  - {type: generate, payload: '{}'}\nsinks:\n  - type: nats\n"
                    "    servers: [nats://127.0.0.1:4222]\n    stream: S\n"
                    "    subject: \"telemetry.*\"\n")
-    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    r = validate(cfg)
     assert r.returncode == 2, r.stderr
     assert "c.yaml:7:14" in r.stderr and "wildcard" in r.stderr, r.stderr
 

@@ -5,7 +5,6 @@ an MQTT 5 message's `traceparent` (the same one an HTTP receiver gets); metrics 
 answers: partial_success, 400 with a google.rpc.Status, 503 retried
 (sinks/otlp/otlp_sink.h)."""
 import json
-import subprocess
 import time
 import urllib.request
 
@@ -15,7 +14,7 @@ from testing import otlp_proto
 from testing.otlp_receiver import OtlpReceiver
 from testing.mqtt_publish import publish_all, publish_v5
 from testing.broker import free_port
-from testing.seedance_process import BIN, Seedance, metric, scrape
+from testing.seedance_process import Seedance, metric, scrape, validate
 from testing.waiting import wait_until
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -272,7 +271,7 @@ def test_bad_sections_name_the_file_line_and_key(tmp_path, section, key, message
     cfg = tmp_path / "c.yaml"
     cfg.write_text("sources:\n  - {type: generate, payload: '{}'}\nsinks:\n  - type: otlp\n"
                    f"    endpoint: http://127.0.0.1:9\n    {section}\n")
-    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    r = validate(cfg)
     assert r.returncode == 2, r.stderr
     lines = {"compression": 6, "attributes": 6, "body_field": 6, "metric": 7}
     assert f"c.yaml:{lines[key]}:" in r.stderr and message in r.stderr, r.stderr

@@ -12,7 +12,7 @@ import pytest
 
 from testing.mqtt_publish import publish_all
 from testing.prometheus_server import NodeExporter, Prometheus
-from testing.seedance_process import Seedance
+from testing.seedance_process import Seedance, validate
 from testing.waiting import wait_until
 
 # Ten minutes ago, in whole ms: inside the watermark's lateness and Prometheus's head block.
@@ -209,12 +209,10 @@ def last_up_ms(prometheus, at):
     ("value: \"a..b\"", "value", "value:"),
 ])
 def test_bad_sections_name_the_file_line_and_key(tmp_path, section, key, message):
-    from testing.seedance_process import BIN
-    import subprocess
     cfg = tmp_path / "c.yaml"
     cfg.write_text("sources:\n  - {type: generate, payload: '{}'}\nsinks:\n"
                    "  - type: prometheus_remote_write\n"
                    f"    endpoint: http://127.0.0.1:9/api/v1/write\n    {section}\n")
-    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    r = validate(cfg)
     assert r.returncode == 2, r.stderr
     assert "c.yaml:6:" in r.stderr and message in r.stderr, r.stderr

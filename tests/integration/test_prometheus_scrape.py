@@ -4,12 +4,11 @@ scrape, and the hostile targets — down, silent, oversized, malformed, too many
 failing its scrape with the reason, never the source (sources/prometheus/scrape_source.h)."""
 import http.server
 import json
-import subprocess
 import threading
 import time
 
 from testing.broker import free_port
-from testing.seedance_process import BIN, Seedance, metric, scrape
+from testing.seedance_process import Seedance, metric, scrape, validate
 from testing.waiting import wait_until
 
 TEXT = (b'# HELP x_total things\n# TYPE x_total counter\n'
@@ -316,7 +315,7 @@ def test_a_timeout_over_the_interval_names_both_even_when_defaulted(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("sources:\n  - type: prometheus_scrape\n    targets: [\"http://127.0.0.1:1/m\"]\n"
                    "    interval: 500ms\nsinks:\n  - type: stdout\n")
-    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    r = validate(cfg)
     assert r.returncode != 0
     assert ("c.yaml:2:5: timeout: must be above 0 and at most interval (timeout 10000 ms, the "
             "default, interval 500 ms)") in r.stderr, r.stderr

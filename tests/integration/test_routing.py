@@ -2,7 +2,6 @@
 events to named outputs that sinks list in `inputs:`, in the durable and in the memory buffer.
 Real mosquitto, real files."""
 import json
-import subprocess
 import time
 
 import pytest
@@ -10,7 +9,7 @@ import pytest
 from testing.broker import Broker
 from testing.mqtt_publish import publish_all
 from testing.ndjson import complete_lines as lines
-from testing.seedance_process import BIN, Seedance
+from testing.seedance_process import Seedance, validate
 from testing.waiting import wait_until
 
 
@@ -111,10 +110,10 @@ def test_validate_refuses_an_input_nobody_produces_and_warns_of_an_unconsumed_ou
     head = ("sources:\n  - {type: generate, payload: '{}'}\nprocessors:\n  - type: lua\n"
             "    outputs: [alerts, audit]\n    code: 'function process(e) return e end'\nsinks:\n")
     cfg.write_text(head + "  - {type: stdout, inputs: [alerts]}\n")
-    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    r = validate(cfg)
     assert r.returncode == 0, r.stderr
     assert 'no sink consumes the output "audit"' in r.stderr, r.stderr
     cfg.write_text(head + "  - {type: stdout, inputs: [alarms]}\n")
-    r = subprocess.run([BIN, "validate", "--config", str(cfg)], capture_output=True, text=True)
+    r = validate(cfg)
     assert r.returncode == 2
     assert 'c.yaml:8:28: sinks[0].inputs: "alarms" is not an output' in r.stderr, r.stderr

@@ -80,6 +80,12 @@ class Seedance:
             self.proc.wait()
 
 
+def validate(config_path, env=None):
+    """`seedance validate --config config_path`: the finished process (at most 30 s)."""
+    return subprocess.run([BIN, "validate", "--config", str(config_path)], capture_output=True,
+                          text=True, timeout=30, env=env)
+
+
 def scrape(url):
     with urllib.request.urlopen(url, timeout=5) as r:
         return r.read().decode()
