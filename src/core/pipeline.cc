@@ -239,15 +239,6 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
   return p;
 }
 
-void Pipeline::OnLoop(const std::function<void()>& f) {
-  std::promise<void> done;
-  loop_.Post([&] {
-    f();
-    done.set_value();
-  });
-  done.get_future().wait();
-}
-
 Status Pipeline::Replace(const config::PipelineConfig& next, const ConfigDiff& diff) {
   SEEDANCE_RETURN_IF_ERROR(ReplaceSinks(next, diff));
   SEEDANCE_RETURN_IF_ERROR(ReplaceSources(next, diff));
@@ -289,7 +280,7 @@ Status Pipeline::ReplaceSinks(const config::PipelineConfig& next, const ConfigDi
           std::chrono::duration_cast<std::chrono::milliseconds>(config_.shutdown_timeout).count());
     }
   }
-  OnLoop([&] {
+  loop_.Call([&] {
     for (SinkSlot& slot : going) {
       if (budget_) budget_->RemoveHolder(slot.runner.get());
       slot.runner->Retire();
@@ -307,7 +298,7 @@ Status Pipeline::ReplaceSinks(const config::PipelineConfig& next, const ConfigDi
                           : storage::DurableQueue::NewCursorAt::kOldest;
       SinkSlot slot = MakeRunner(c, std::move(fresh->second), at, by_output);
       Status s;
-      OnLoop([&] {
+      loop_.Call([&] {
         s = slot.runner->sink().Start().WithContext(
             fmt::format("{}: sink \"{}\"", slot.location, slot.runner->name()));
         if (s.ok() && budget_) budget_->AddHolder(slot.runner.get());
@@ -348,7 +339,7 @@ Status Pipeline::ReplaceSources(const config::PipelineConfig& next, const Config
   // Those that go stop reading; what they emitted is processed and acknowledged (bounded),
   // so their acknowledgements reach upstream before they close.
   uint64_t emitted = 0;
-  OnLoop([&] {
+  loop_.Call([&] {
     for (SourceSlot& s : sources_) {
       if (going(s)) s.source->Stop();
     }
@@ -359,7 +350,7 @@ Status Pipeline::ReplaceSources(const config::PipelineConfig& next, const Config
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   Status failed;
-  OnLoop([&] {
+  loop_.Call([&] {
     std::lock_guard<std::mutex> lock(sources_mu_);
     std::vector<SourceSlot> now;
     for (SourceSlot& s : sources_) {

@@ -144,8 +144,6 @@ class Pipeline : private SourceOutput {
   // Replace(), each part.
   Status ReplaceSinks(const config::PipelineConfig& next, const ConfigDiff& diff);
   Status ReplaceSources(const config::PipelineConfig& next, const ConfigDiff& diff);
-  // Runs `f` on the event loop and waits for it.
-  void OnLoop(const std::function<void()>& f);
 
   // SourceOutput
   bool TryEmit(Event& event, AckHandle ack) override;

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
-#include <future>
 #include <thread>
 
 #include "storage/durable_queue.h"
@@ -47,8 +46,7 @@ PipelineHost::~PipelineHost() {
 
 Result<std::unique_ptr<observe::HttpListener>> PipelineHost::StartListener(
     const observe::MetricsSettings& m) {
-  std::promise<Result<std::unique_ptr<observe::HttpListener>>> made;
-  listener_loop_.Post([&] {
+  return listener_loop_.Call([&]() -> Result<std::unique_ptr<observe::HttpListener>> {
     auto listener = std::make_unique<observe::HttpListener>(
         listener_loop_, metrics_,
         observe::ListenerOptions{.healthy = {},
@@ -57,25 +55,18 @@ Result<std::unique_ptr<observe::HttpListener>> PipelineHost::StartListener(
                                  .request_reload = request_reload_,
                                  .reload_state = [this] { return ReloadState(); }});
     auto port = listener->Start(m.listen);
-    if (!port) {
-      made.set_value(port.error());
-      return;
-    }
-    made.set_value(std::move(listener));
+    if (!port) return port.error();
+    return listener;
   });
-  return made.get_future().get();
 }
 
 void PipelineHost::StopListener(std::unique_ptr<observe::HttpListener> listener) {
   if (!listener) return;
-  std::promise<void> stopped;
   // Destroyed on its loop: its connections end there.
-  listener_loop_.Post([&] {
+  listener_loop_.Call([&] {
     listener->Stop();
     listener.reset();
-    stopped.set_value();
   });
-  stopped.get_future().wait();
 }
 
 Status PipelineHost::Start(const config::PipelineConfig& config) {
@@ -165,12 +156,7 @@ Status PipelineHost::Reload(const Result<config::PipelineConfig>& next) {
     }
     if (listener_ && !new_address) {
       // Same address, another token: the listener stays (taps stay open).
-      std::promise<void> set;
-      listener_loop_.Post([&] {
-        listener_->SetToken(next->metrics.token);
-        set.set_value();
-      });
-      set.get_future().wait();
+      listener_loop_.Call([&] { listener_->SetToken(next->metrics.token); });
     }
   }
   if (diff.log_level) {

@@ -51,12 +51,7 @@ class ServerTest : public ::testing::Test {
     loop_.Start();
   }
   void TearDown() override {
-    std::promise<void> stopped;
-    loop_.Post([&] {
-      server_->Stop();
-      stopped.set_value();
-    });
-    stopped.get_future().wait();
+    loop_.Call([&] { server_->Stop(); });
     loop_.Join();
   }
 
@@ -157,12 +152,7 @@ TEST(ServerListenTest, SaysWhyItCannotListen) {
 
 // The streaming tests: a server on its own loop.
 void StopOnItsLoop(EventLoop& loop, Server& server) {
-  std::promise<void> stopped;
-  loop.Post([&] {
-    server.Stop();
-    stopped.set_value();
-  });
-  stopped.get_future().wait();
+  loop.Call([&] { server.Stop(); });
   loop.Join();
 }
 

@@ -7,7 +7,9 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <future>
 #include <thread>
+#include <type_traits>
 
 #include "util/thread_name.h"
 
@@ -34,6 +36,23 @@ class EventLoop {
   template <typename Fn>
   void Post(Fn&& fn) {
     boost::asio::post(io_, std::forward<Fn>(fn));
+  }
+  // Runs `fn` on the loop thread, waits for it and returns what it returned (on the loop
+  // thread itself, runs it at once). REQUIRES: the loop runs.
+  template <typename Fn>
+  std::invoke_result_t<Fn&> Call(Fn&& fn) {
+    using R = std::invoke_result_t<Fn&>;
+    if (InLoopThread()) return fn();
+    std::promise<R> done;
+    Post([&] {
+      if constexpr (std::is_void_v<R>) {
+        fn();
+        done.set_value();
+      } else {
+        done.set_value(fn());
+      }
+    });
+    return done.get_future().get();
   }
   bool InLoopThread() const { return std::this_thread::get_id() == thread_.get_id(); }
   // Lets run() return once no work is left, then stops and joins.

@@ -550,14 +550,7 @@ class MqttFixture : public SinkFixture {
     std::this_thread::sleep_for(milliseconds(100));
   }
   ~MqttFixture() override {
-    if (subscriber_) {
-      std::promise<void> closed;
-      loop_.Post([&] {
-        subscriber_->Close();
-        closed.set_value();
-      });
-      closed.get_future().wait();
-    }
+    if (subscriber_) loop_.Call([&] { subscriber_->Close(); });
     loop_.Join();
   }
   std::optional<std::string> Unavailable() const override {
@@ -657,10 +650,7 @@ class SinkConformanceTest : public ::testing::TestWithParam<std::string> {
 
   template <typename Fn>
   auto OnLoop(Fn fn) {
-    std::packaged_task<decltype(fn())()> task(std::move(fn));
-    auto result = task.get_future();
-    loop_->Post([&task] { task(); });
-    return result.get();
+    return loop_->Call(fn);
   }
 
   // Opens the queue and starts a runner over a new sink, with a memory budget if asked.

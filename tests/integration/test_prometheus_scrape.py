@@ -162,21 +162,17 @@ queue:
     assert not [e for e in events(out) if e["name"] != "up"]
 
 
-def test_a_full_pipeline_holds_one_page_per_target_and_skips_its_scrapes(receiver, tmp_path):
-    """docs/prometheus-scrape.md, Backpressure: while the pipeline is full (the sink down, a
-    small queue that blocks) the page being emitted waits in the source, the target is not
-    scraped again (what waits is that one page) and each scrape due meanwhile is counted as
-    `scrape_skipped`. Once the sink is back, every page scraped arrives whole: no page cut."""
-    targets = Targets()
-    port = free_port()
-    receiver.fail_next(1_000_000, 503)
-    sd = Seedance(f"""
+def blocked_pipeline(target, interval, receiver, port, tmp_path, extra=""):
+    """A scrape of `target` into a pipeline that fills up while the receiver refuses: the sink
+    retries, a small queue that blocks, 20 events in the ingest queue."""
+    timeout = f"{int(interval.rstrip('ms')) * 3 // 4}ms"
+    return f"""
 sources:
   - type: prometheus_scrape
     name: node
-    targets: ["{targets.url('/counting')}"]
-    interval: 200ms
-    timeout: 150ms
+    targets: ["{target}"]
+    interval: {interval}
+    timeout: {timeout}
 sinks:
   - type: http
     endpoint: "{receiver.url}/in"
@@ -191,7 +187,19 @@ queue:
   when_full: block
 metrics:
   listen: 127.0.0.1:{port}
-""").start()
+{extra}"""
+
+
+def test_a_full_pipeline_holds_one_page_per_target_and_skips_its_scrapes(receiver, tmp_path):
+    """docs/prometheus-scrape.md, Backpressure: while the pipeline is full (the sink down, a
+    small queue that blocks) the page being emitted waits in the source, the target is not
+    scraped again (what waits is that one page) and each scrape due meanwhile is counted as
+    `scrape_skipped`. Once the sink is back, every page scraped arrives whole: no page cut."""
+    targets = Targets()
+    port = free_port()
+    receiver.fail_next(1_000_000, 503)
+    sd = Seedance(blocked_pipeline(targets.url('/counting'), "200ms", receiver, port,
+                                   tmp_path)).start()
     url = f"http://127.0.0.1:{port}/metrics"
 
     def skipped():
@@ -226,30 +234,8 @@ def test_a_waiting_page_is_charged_to_limits_memory(receiver, tmp_path):
     targets = Targets()
     port = free_port()
     receiver.fail_next(1_000_000, 503)
-    sd = Seedance(f"""
-sources:
-  - type: prometheus_scrape
-    name: node
-    targets: ["{targets.url('/wide')}"]
-    interval: 500ms
-    timeout: 400ms
-sinks:
-  - type: http
-    endpoint: "{receiver.url}/in"
-    retry_initial: 20ms
-    retry_max: 100ms
-pipeline:
-  queue_capacity: 20
-queue:
-  data_dir: {tmp_path}/data
-  max_disk: 64KiB
-  segment_size: 16KiB
-  when_full: block
-limits:
-  memory: 64MiB
-metrics:
-  listen: 127.0.0.1:{port}
-""").start()
+    sd = Seedance(blocked_pipeline(targets.url('/wide'), "500ms", receiver, port, tmp_path,
+                                   extra="limits:\n  memory: 64MiB\n")).start()
     url = f"http://127.0.0.1:{port}/metrics"
 
     def in_memory():

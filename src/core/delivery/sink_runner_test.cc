@@ -68,14 +68,7 @@ class SinkRunnerTest : public ::testing::Test {
     queue_ = std::move(queue).value();
   }
   ~SinkRunnerTest() override {
-    if (runner_) {
-      std::promise<void> stopped;
-      loop_.Post([&] {
-        runner_->Stop();
-        stopped.set_value();
-      });
-      stopped.get_future().wait();
-    }
+    if (runner_) loop_.Call([&] { runner_->Stop(); });
     loop_.Join();
     runner_.reset();
     queue_.reset();
@@ -105,10 +98,7 @@ class SinkRunnerTest : public ::testing::Test {
 
   template <typename Fn>
   auto OnLoop(Fn fn) {
-    std::packaged_task<decltype(fn())()> task(std::move(fn));
-    auto result = task.get_future();
-    loop_.Post([&task] { task(); });
-    return result.get();
+    return loop_.Call(fn);
   }
   // Waits up to 5 s for `done` (evaluated on the loop).
   template <typename Fn>
