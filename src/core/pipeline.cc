@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "config/component_error.h"
 #include "governor/heap.h"
 #include "seedance/plugin_context.h"
 #include "util/crc32c.h"
@@ -108,7 +109,7 @@ Result<Pipeline::SourceSlot> Pipeline::MakeSource(const config::ComponentConfig&
   auto stats = std::make_unique<ComponentStats>(metrics_, "source", c.name);
   PluginContext ctx = ContextFor(c, stats.get(), validate_only);
   auto made = registry_->FindSource(c.type)->create(c.params, ctx);
-  if (!made) return made.error().WithContext(fmt::format("{}: source \"{}\"", c.location, c.name));
+  if (!made) return config::ComponentError(made.error(), c.location, "source", c.name);
   return SourceSlot{c.name, std::move(stats), std::move(made).value(), c.location};
 }
 
@@ -120,7 +121,7 @@ Result<Pipeline::MadeSink> Pipeline::MakeSink(const config::ComponentConfig& c,
   auto policy = ReadDeliveryPolicy(c.params, factory->delivery);
   if (policy) ctx.attempt_timeout = policy->timeout;
   auto made = policy ? factory->create(c.params, ctx) : policy.error();
-  if (!made) return made.error().WithContext(fmt::format("{}: sink \"{}\"", c.location, c.name));
+  if (!made) return config::ComponentError(made.error(), c.location, "sink", c.name);
   return MadeSink{std::move(stats), std::move(made).value(), std::move(policy).value()};
 }
 
@@ -174,7 +175,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     PluginContext ctx = p->ContextFor(c, stats.get(), validate_only);
     auto made = registry.FindProcessor(c.type)->create(c.params, ctx);
     if (!made) {
-      problem(made.error().WithContext(fmt::format("{}: processor \"{}\"", c.location, c.name)));
+      problem(config::ComponentError(made.error(), c.location, "processor", c.name));
       continue;
     }
     p->processors_.push_back(ProcessorSlot{c.name, std::move(stats), std::move(made).value()});
@@ -297,11 +298,11 @@ Status Pipeline::ReplaceSinks(const config::PipelineConfig& next, const ConfigDi
                           ? storage::DurableQueue::NewCursorAt::kEnd
                           : storage::DurableQueue::NewCursorAt::kOldest;
       SinkSlot slot = MakeRunner(c, std::move(fresh->second), at, by_output);
-      Status s;
-      loop_.Call([&] {
-        s = slot.runner->sink().Start().WithContext(
-            fmt::format("{}: sink \"{}\"", slot.location, slot.runner->name()));
-        if (s.ok() && budget_) budget_->AddHolder(slot.runner.get());
+      Status s = loop_.Call([&] {
+        Status started = config::ComponentError(slot.runner->sink().Start(), slot.location, "sink",
+                                                slot.runner->name());
+        if (started.ok() && budget_) budget_->AddHolder(slot.runner.get());
+        return started;
       });
       if (!s.ok()) {
         if (failed.ok()) failed = s;
@@ -363,8 +364,7 @@ Status Pipeline::ReplaceSources(const config::PipelineConfig& next, const Config
     }
     // The new ones start in the configuration's order, after those that run on.
     for (SourceSlot& s : fresh) {
-      Status started =
-          s.source->Start(*this).WithContext(fmt::format("{}: source \"{}\"", s.location, s.name));
+      Status started = config::ComponentError(s.source->Start(*this), s.location, "source", s.name);
       if (!started.ok()) {
         if (failed.ok()) failed = started;
         s.source->Stop();
@@ -436,8 +436,8 @@ Status Pipeline::Reconfigure(const config::PipelineConfig& next,
 
 Status Pipeline::Start() {
   for (auto& s : sinks_) {
-    SEEDANCE_RETURN_IF_ERROR(s.runner->sink().Start().WithContext(
-        fmt::format("{}: sink \"{}\"", s.location, s.runner->name())));
+    SEEDANCE_RETURN_IF_ERROR(
+        config::ComponentError(s.runner->sink().Start(), s.location, "sink", s.runner->name()));
   }
   if (budget_) {
     governor_timer_ = std::make_unique<boost::asio::steady_timer>(loop_.io());
@@ -452,25 +452,13 @@ Status Pipeline::Start() {
     processing_loop_->Run();
   });
   started_ = true;
-  Status result;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  loop_.Post([&] {
-    Status s;
+  return loop_.Call([&] {
     for (auto& src : sources_) {
-      s = src.source->Start(*this).WithContext(
-          fmt::format("{}: source \"{}\"", src.location, src.name));
-      if (!s.ok()) break;
+      SEEDANCE_RETURN_IF_ERROR(
+          config::ComponentError(src.source->Start(*this), src.location, "source", src.name));
     }
-    std::lock_guard<std::mutex> lock(mu);
-    result = s;
-    done = true;
-    cv.notify_all();
+    return Status::Ok();
   });
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return done; });
-  return result;
 }
 
 void Pipeline::GovernorStep() {

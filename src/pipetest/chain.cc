@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "config/component_error.h"
 #include "util/json_check.h"
 
 namespace seedance::pipetest {
@@ -68,7 +69,7 @@ Result<std::unique_ptr<Chain>> Chain::Build(const config::PipelineConfig& config
     ctx.validate_only = true;  // nothing to start or watch: a script is read once
     auto made = registry.FindProcessor(c->type)->create(c->params, ctx);
     if (!made) {
-      return made.error().WithContext(fmt::format("{}: processor \"{}\"", c->location, c->name));
+      return config::ComponentError(made.error(), c->location, "processor", c->name);
     }
     stage.processor = std::move(made).value();
     chain->stages_.push_back(std::move(stage));

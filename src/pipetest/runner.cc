@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "config/component_error.h"
 #include "pipetest/chain.h"
 #include "pipetest/expect.h"
 
@@ -22,7 +23,7 @@ Result<Report> RunTests(const config::PipelineConfig& config, const std::vector<
     const auto started = std::chrono::steady_clock::now();
     auto chain = Chain::Build(config, test.processors, registry, test.clock_ns);
     if (!chain) {
-      return chain.error().WithContext(fmt::format("{}: test \"{}\"", test.location, test.name));
+      return config::ComponentError(chain.error(), test.location, "test", test.name);
     }
     Chain& c = **chain;
     for (const Step& step : test.steps) {

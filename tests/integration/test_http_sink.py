@@ -143,7 +143,7 @@ def test_event_headers_need_one_event_per_request(tmp_path):
                    "    endpoint: http://127.0.0.1:9/x\n    event_headers: [a]\n")
     r = validate(cfg)
     assert r.returncode == 2, r.stderr
-    assert "c.yaml:6:20: event_headers needs format: single" in r.stderr, r.stderr
+    assert "c.yaml:6:20: sink \"http\": event_headers needs format: single" in r.stderr, r.stderr
 
 
 def test_compressed_bodies_arrive_whole_with_their_content_encoding(broker, receiver, tmp_path):
@@ -197,4 +197,4 @@ def test_a_compression_level_out_of_range_names_the_key(tmp_path):
                    "    compression_level: 12\n")
     r = validate(cfg)
     assert r.returncode == 2, r.stderr
-    assert "c.yaml:7:24: compression_level: gzip takes 1 to 9" in r.stderr, r.stderr
+    assert "c.yaml:7:24: sink \"http\": compression_level: gzip takes 1 to 9" in r.stderr, r.stderr

@@ -303,5 +303,5 @@ def test_a_timeout_over_the_interval_names_both_even_when_defaulted(tmp_path):
                    "    interval: 500ms\nsinks:\n  - type: stdout\n")
     r = validate(cfg)
     assert r.returncode != 0
-    assert ("c.yaml:2:5: timeout: must be above 0 and at most interval (timeout 10000 ms, the "
-            "default, interval 500 ms)") in r.stderr, r.stderr
+    assert ("c.yaml:2:5: source \"prometheus_scrape\": timeout: must be above 0 and at most "
+            "interval (timeout 10000 ms, the default, interval 500 ms)") in r.stderr, r.stderr
