@@ -259,18 +259,14 @@ def test_only_the_changed_components_are_built_again(broker, tmp_path):
     assert len(api) >= len(got) - 50
 
 
-def test_a_topic_dropped_across_a_restart_is_unsubscribed_from_the_session(broker, tmp_path):
-    """The broker keeps a persistent session's subscriptions: the filter an earlier
-    configuration gave it is removed when the session resumes, so its messages stop."""
-    out = tmp_path / "out.ndjson"
-
-    def cfg(topic):
-        return f"""
+def mqtt_to_file(broker, topics, out, tmp_path):
+    """A persistent MQTT source `in` on `topics` (a filter or a list) into a file of payloads."""
+    return f"""
 sources:
   - type: mqtt
     name: in
     uri: "{broker.uri}"
-    topic: "{topic}"
+    topic: {json.dumps(topics)}
 sinks:
   - type: file
     path: {out}
@@ -278,6 +274,15 @@ sinks:
 queue:
   data_dir: {tmp_path}/data
 """
+
+
+def test_a_topic_dropped_across_a_restart_is_unsubscribed_from_the_session(broker, tmp_path):
+    """The broker keeps a persistent session's subscriptions: the filter an earlier
+    configuration gave it is removed when the session resumes, so its messages stop."""
+    out = tmp_path / "out.ndjson"
+
+    def cfg(topic):
+        return mqtt_to_file(broker, topic, out, tmp_path)
     sd = Seedance(cfg("old/#")).start()
     try:
         assert sd.wait_log(r"\[in\] connected to .*session new"), sd.stderr()
@@ -306,19 +311,7 @@ def test_a_damaged_or_huge_subscriptions_file_does_not_wedge_the_session(broker,
     and at most 64 KiB of filters are sent, so the source connects, stays connected and gets
     its messages; once the broker confirmed, the file names the current filter only."""
     out = tmp_path / "out.ndjson"
-    config = f"""
-sources:
-  - type: mqtt
-    name: in
-    uri: "{broker.uri}"
-    topic: "new/#"
-sinks:
-  - type: file
-    path: {out}
-    encoding: payload
-queue:
-  data_dir: {tmp_path}/data
-"""
+    config = mqtt_to_file(broker, "new/#", out, tmp_path)
     sd = Seedance(config).start()
     try:
         assert sd.wait_log(r"\[in\] connected to .*session new"), sd.stderr()
@@ -361,22 +354,12 @@ def test_unsubscribes_fit_the_brokers_maximum_packet_size(tmp_path):
     sent in as many UNSUBSCRIBEs as fit, each confirmed before the next, and all are removed."""
     broker = Broker(extra="max_packet_size 2048\n").start()
     out = tmp_path / "out.ndjson"
-    config = lambda topics: f"""
-sources:
-  - type: mqtt
-    name: in
-    uri: "{broker.uri}"
-    topic: {json.dumps(topics)}
-sinks:
-  - type: file
-    path: {out}
-    encoding: payload
-queue:
-  data_dir: {tmp_path}/data
-"""
+
+    def cfg(topics):
+        return mqtt_to_file(broker, topics, out, tmp_path)
     try:
         # The session subscribes the first and the last of the filters that will be dropped.
-        sd = Seedance(config(["new/#", "old/0/#", "old/2999/#"])).start()
+        sd = Seedance(cfg(["new/#", "old/0/#", "old/2999/#"])).start()
         try:
             assert sd.wait_log(r"\[in\] connected to .*session new"), sd.stderr()
         finally:
@@ -384,7 +367,7 @@ queue:
         state = tmp_path / "data/mqtt/in.subscriptions"
         old = [f"old/{i}/#" for i in range(3000)]  # 34 KB of filters: 17 packets or more
         state.write_text("new/#\n" + "".join(f + "\n" for f in old))
-        sd = Seedance(config(["new/#"])).start()
+        sd = Seedance(cfg(["new/#"])).start()
         try:
             assert sd.wait_log(r"\[in\] connected to .*session resumed"), sd.stderr()
             assert wait_until(lambda: state.read_text() == "new/#\n", timeout=10), \
