@@ -335,13 +335,12 @@ awaitable<Status> Client::ConnectOnce() {
     co_return UnavailableError(fmt::format("{} refused the connection: {}", where,
                                            ConnackReasonText(opts_.version, connack->reason)));
   }
+  Subscribe sub;
+  sub.subscriptions = opts_.subscriptions;
   if (const Property* p = FindProperty(connack->props, prop::kMaximumPacketSize);
-      p != nullptr && !opts_.subscriptions.empty()) {
+      p != nullptr && !sub.subscriptions.empty()) {
     // A broker ends the connection on a bigger packet: say why instead, on every try.
     std::string encoded;
-    Subscribe sub;
-    sub.packet_id = 1;
-    sub.subscriptions = opts_.subscriptions;
     if (Encode(sub, opts_.version, encoded).ok() && encoded.size() > p->number) {
       co_return InvalidArgumentError(fmt::format(
           "{} accepts packets of at most {} bytes, and the SUBSCRIBE for the configured topic "
@@ -376,11 +375,9 @@ awaitable<Status> Client::ConnectOnce() {
   if (const Property* p = FindProperty(connack->props, prop::kMaximumPacketSize)) {
     broker_max_packet_ = p->number;
   }
-  if (!opts_.subscriptions.empty()) {
+  if (!sub.subscriptions.empty()) {
     if (subscribe_id_ != 0) outbound_.ReleaseId(subscribe_id_);
-    Subscribe sub;
-    sub.packet_id = subscribe_id_ = outbound_.ReserveId();
-    sub.subscriptions = opts_.subscriptions;
+    sub.packet_id = subscribe_id_ = outbound_.ReserveId();  // the size does not depend on it
     Send(sub);
   }
   if (unsubscribe_id_ != 0) outbound_.ReleaseId(unsubscribe_id_);
