@@ -299,17 +299,21 @@ Status Client::HandlePacket(Packet& packet, bool* refused) {
     unsubscribe_id_ = 0;
     // 0x11 (no subscription existed) is what a session without them answers: fine. Another
     // refusal leaves the filter in the session; it is tried again at the next connection.
-    for (size_t i = 0; i < u->reasons.size(); ++i) {
-      if (u->reasons[i] >= 0x80) {
-        unsubscribe_refused_ = true;
-        const size_t f = unsubscribe_first_ + i;
-        SEEDANCE_LOG_WARN(opts_.log_name,
-                          "broker refused to remove the subscription to \"{}\" (0x{:02x}), "
-                          "which the configuration no longer names; its messages still arrive",
-                          f < unsubscribe_next_ ? util::SanitizeText(opts_.unsubscribe[f], 200)
-                                                : std::string("?"),
-                          u->reasons[i]);
-      }
+    // One line per UNSUBACK, whatever number of reasons the broker sent; those past the
+    // packet's filters are not ours.
+    const size_t sent = unsubscribe_next_ - unsubscribe_first_;
+    size_t refusals = 0, first = 0;
+    for (size_t i = 0; i < std::min(u->reasons.size(), sent); ++i) {
+      if (u->reasons[i] >= 0x80 && refusals++ == 0) first = i;
+    }
+    if (refusals > 0) {
+      unsubscribe_refused_ = true;
+      SEEDANCE_LOG_WARN(opts_.log_name,
+                        "broker refused to remove the subscription to \"{}\" (0x{:02x}){}, "
+                        "which the configuration no longer names; its messages still arrive",
+                        util::SanitizeText(opts_.unsubscribe[unsubscribe_first_ + first], 200),
+                        u->reasons[first],
+                        refusals > 1 ? fmt::format(" and to {} more", refusals - 1) : "");
     }
     SendNextUnsubscribe();
     return Status::Ok();

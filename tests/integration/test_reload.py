@@ -12,6 +12,8 @@ import threading
 import time
 import urllib.request
 
+import pytest
+
 from testing.broker import Broker, free_port
 from testing.http_receiver import Receiver
 from testing.mqtt_publish import connect
@@ -348,15 +350,18 @@ def test_a_damaged_or_huge_subscriptions_file_does_not_wedge_the_session(broker,
         sd.stop()
 
 
-def test_unsubscribes_fit_the_brokers_maximum_packet_size(tmp_path):
-    """A broker that announces a Maximum Packet Size (mosquitto's max_packet_size) ends the
-    connection on a bigger packet, on every connect: the filters a resumed session drops are
-    sent in as many UNSUBSCRIBEs as fit, each confirmed before the next, and all are removed."""
-    broker = Broker(extra="max_packet_size 2048\n").start()
+@pytest.mark.parametrize("protocol,limit", [("5", 2048), ("3.1.1", 5000)])
+def test_unsubscribes_fit_the_brokers_maximum_packet_size(tmp_path, protocol, limit):
+    """A broker ends the connection on a packet over its max_packet_size, on every connect: the
+    filters a resumed session drops are sent in UNSUBSCRIBEs of at most 4 KiB and the size an
+    MQTT 5 broker announces (MQTT 3.1.1 cannot announce one), each confirmed before the next,
+    and all are removed; a filter too long for a packet alone is forgotten with one warning."""
+    broker = Broker(extra=f"max_packet_size {limit}\n").start()
     out = tmp_path / "out.ndjson"
 
     def cfg(topics):
-        return mqtt_to_file(broker, topics, out, tmp_path)
+        return mqtt_to_file(broker, topics, out, tmp_path).replace(
+            "    name: in\n", f"    name: in\n    protocol: \"{protocol}\"\n")
     try:
         # The session subscribes the first and the last of the filters that will be dropped.
         sd = Seedance(cfg(["new/#", "old/0/#", "old/2999/#"])).start()
@@ -366,7 +371,8 @@ def test_unsubscribes_fit_the_brokers_maximum_packet_size(tmp_path):
             sd.stop()
         state = tmp_path / "data/mqtt/in.subscriptions"
         old = [f"old/{i}/#" for i in range(3000)]  # 34 KB of filters: 17 packets or more
-        state.write_text("new/#\n" + "".join(f + "\n" for f in old))
+        too_long = "long/" + "x" * 4500 + "/#"
+        state.write_text("new/#\n" + "".join(f + "\n" for f in old) + too_long + "\n")
         sd = Seedance(cfg(["new/#"])).start()
         try:
             assert sd.wait_log(r"\[in\] connected to .*session resumed"), sd.stderr()
@@ -381,7 +387,9 @@ def test_unsubscribes_fit_the_brokers_maximum_packet_size(tmp_path):
             time.sleep(0.5)
             assert "old" not in out.read_text()
             assert sd.stderr().count("connected to") == 1, sd.stderr()[-2000:]
-            assert "too large" not in broker.log_text().lower(), broker.log_text()[-2000:]
+            assert "oversize packet" not in broker.log_text(), broker.log_text()[-2000:]
+            assert sd.stderr().count('cannot remove 1 subscription(s) the configuration no '
+                                     'longer names, "long/xxx') == 1, sd.stderr()[-2000:]
         finally:
             sd.stop()
     finally:
