@@ -241,9 +241,10 @@ def test_a_refused_unsubscribe_is_tried_again_at_the_next_connection(tmp_path):
             packet_id = struct.unpack(">H", body[:2])[0] if len(body) >= 2 else 0
             if first >> 4 == 8:  # SUBSCRIBE
                 client.send(suback(packet_id, 1, True))
-            elif first >> 4 == 10:  # UNSUBSCRIBE: refused on the first resumed connection
-                code = 0x87 if index == 1 else 0x00
-                client.send(packet(0xB0, struct.pack(">H", packet_id) + b"\x00" + bytes([code])))
+            elif first >> 4 == 10:  # UNSUBSCRIBE: refused on the first resumed connection,
+                code = 0x87 if index == 1 else 0x00  # with 10,000 reason codes for one filter
+                client.send(packet(0xB0, struct.pack(">H", packet_id) + b"\x00" +
+                                   bytes([code]) * (10_000 if code else 1)))
                 if code:
                     refused.append(index)
                     time.sleep(0.3)
@@ -283,6 +284,7 @@ queue:
             assert b"old/#" in unsubscribes(1)[0] and b"old/#" in unsubscribes(2)[0]
             assert sd.stderr().count('broker refused to remove the subscription to "old/#" '
                                      '(0x87)') == 1, sd.stderr()[-3000:]
+            assert sd.stderr().count("broker refused to remove") == 1, sd.stderr()[-3000:]
             time.sleep(0.5)
         finally:
             assert sd.stop() == 0
