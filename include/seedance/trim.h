@@ -95,6 +95,35 @@ class Tier {
   virtual Status Restore(void* /*p*/) {
     return Status(StatusCode::kFailedPrecondition, name() + ": blocks do not keep their address");
   }
+
+  // The zero-block codec on moves (BufferCodec; trim/zero_block_codec.h), run by the faster
+  // tier of a pair: it encodes on the way down and decodes on the way back, so only the
+  // non-zero 256-byte blocks cross the link and take room on the slower tier.
+  // Default (tier_codec.cc): the CPU codec, when this tier and `slower` are both host memory.
+  virtual bool RunsZeroBlockCodec(const Tier& slower) const;
+  // The length of the encoding of this tier's `size` bytes at `p`: one pass over them.
+  virtual Result<uint64_t> ZeroBlockEncodedSize(const void* p, uint64_t size);
+  // Encodes this tier's `size` bytes at `src` into `dst`, a block of exactly `encoded` bytes
+  // (ZeroBlockEncodedSize) on `slower`. An error leaves the buffer as it was.
+  virtual Status EncodeTo(void* dst, uint64_t encoded, const Tier& slower, const void* src,
+                          uint64_t size);
+  // Decodes the `encoded` bytes at `src` on `slower` into this tier's `size` bytes at `dst`.
+  virtual Status DecodeFrom(void* dst, uint64_t size, const Tier& slower, const void* src,
+                            uint64_t encoded);
+};
+
+// How a buffer's bytes cross to a slower tier (TierManager::SetCodec).
+enum class BufferCodec {
+  kNone,  // as they are (the default)
+  // Through the zero-block codec when it pays: when the link time its left-out zero blocks
+  // save is more than its two passes cost (CodecPays, from the link and codec rates this
+  // manager measured; a dense buffer is found dense at the first word of each block and goes
+  // as it is). Until a plain copy has measured the link, moves go as they are.
+  kZeroBlocks,
+  // Through the zero-block codec whenever the pair of tiers runs it and the encoding is
+  // smaller: for room on the slower tier (it holds only the non-zero blocks), whatever the
+  // link's speed.
+  kZeroBlocksAlways,
 };
 
 struct TierStats {
@@ -122,6 +151,14 @@ struct TrimStats {
   double copy_seconds =
       0;  // time spent copying between tiers (both directions); the bytes
           // copied are bytes_moved_down - bytes_down_without_copy + bytes_moved_up
+  // The zero-block codec (BufferCodec): of the bytes moved (down and up), those that crossed
+  // encoded; the bytes it left out (zero blocks) of those; the time its passes took (sizing,
+  // encoding, decoding; not in copy_seconds); moves of codec buffers sent as they are because
+  // the codec would not have paid (or the encoding was no smaller).
+  uint64_t bytes_moved_encoded = 0;
+  uint64_t bytes_codec_saved = 0;
+  double codec_seconds = 0;
+  uint64_t codec_declined = 0;
   uint64_t trim_decisions = 0;     // times victims were chosen (each trim, each room-making)
   double trim_latency_p50_us = 0;  // trim decision time (choosing victims), last 4,096
   double trim_latency_p99_us = 0;
@@ -157,6 +194,9 @@ class TierManager {
   virtual Status Release(BufferId id) = 0;
   // Advances the step clock, samples the triggers and trims when one fires.
   virtual void Step() = 0;
+  // How the buffer crosses to a slower tier from its next move on (default kNone).
+  // kNotFound for an unknown id.
+  virtual Status SetCodec(BufferId id, BufferCodec codec) = 0;
   // Brings a moved buffer back ahead of use (not counted as a stall).
   virtual Status Prefetch(BufferId id) = 0;
   // Trims now to the low watermark; returns how many buffers moved.

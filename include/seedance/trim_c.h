@@ -65,6 +65,11 @@ typedef struct {
   uint64_t fast_peak_used;          /* the most fast_used seen after a placement */
   uint64_t prefetches;              /* buffers brought back ahead of a learned periodic use */
   double copy_seconds;              /* time spent copying between tiers */
+  /* The zero-block codec (SD_TRIM_ZERO_BLOCKS; TrimStats in seedance/trim.h). */
+  uint64_t bytes_moved_encoded; /* of the bytes moved (down and up): those that crossed encoded */
+  uint64_t bytes_codec_saved;   /* zero blocks the codec left out of them */
+  double codec_seconds;         /* time in codec passes (not in copy_seconds) */
+  uint64_t codec_declined;      /* codec buffers moved as they are: it would not have paid */
 } sd_trim_stats;
 
 /* The CUDA tiers (seedance/trim.h, CudaTierOptions): GPU memory under `device_budget`, then
@@ -82,7 +87,12 @@ typedef struct {
 
 /* sd_trim_register_ex flags. */
 enum {
-  SD_TRIM_STABLE_ADDRESS = 1 /* the pointer never changes (TierManager::Register) */
+  SD_TRIM_STABLE_ADDRESS = 1, /* the pointer never changes (TierManager::Register) */
+  /* Cross to the slower tier through the zero-block codec (BufferCodec in seedance/trim.h):
+   * when it pays, from the measured link and codec rates, or always (for room on the slower
+   * tier). The host tiers run it; the CUDA tiers do not yet (moves go as they are). */
+  SD_TRIM_ZERO_BLOCKS = 2,
+  SD_TRIM_ZERO_BLOCKS_ALWAYS = 4
 };
 
 /* The article's defaults. */

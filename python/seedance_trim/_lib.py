@@ -49,7 +49,9 @@ class Stats(ctypes.Structure):
                 ("trim_latency_p99_us", ctypes.c_double),
                 ("bytes_down_without_copy", ctypes.c_uint64),
                 ("retained_bytes", ctypes.c_uint64), ("fast_peak_used", ctypes.c_uint64),
-                ("prefetches", ctypes.c_uint64), ("copy_seconds", ctypes.c_double)]
+                ("prefetches", ctypes.c_uint64), ("copy_seconds", ctypes.c_double),
+                ("bytes_moved_encoded", ctypes.c_uint64), ("bytes_codec_saved", ctypes.c_uint64),
+                ("codec_seconds", ctypes.c_double), ("codec_declined", ctypes.c_uint64)]
 
     def as_dict(self):
         return {name: getattr(self, name) for name, _ in self._fields_}

@@ -79,11 +79,20 @@ class TrimManager:
     def __del__(self):
         self.close()
 
-    def register(self, size, name="", group="", stable_address=False):
-        """A new buffer; with stable_address its pointer never changes (see trim.h)."""
+    _CODEC_FLAGS = {None: 0, "zero_blocks": 2, "zero_blocks_always": 4}
+
+    def register(self, size, name="", group="", stable_address=False, codec=None):
+        """A new buffer; with stable_address its pointer never changes (see trim.h).
+
+        codec: how it crosses to the slower tier: None (as it is), "zero_blocks" (through the
+        zero-block codec when it pays, from measured rates) or "zero_blocks_always"."""
+        if codec not in self._CODEC_FLAGS:
+            raise ValueError(f"codec {codec!r}: expected one of None, 'zero_blocks', "
+                             "'zero_blocks_always'")
+        flags = (1 if stable_address else 0) | self._CODEC_FLAGS[codec]
         out = ctypes.c_uint64()
         _check(_lib.lib.sd_trim_register_ex(self._h, size, name.encode(), group.encode(),
-                                             1 if stable_address else 0, ctypes.byref(out)),
+                                             flags, ctypes.byref(out)),
                self._h)
         return out.value
 

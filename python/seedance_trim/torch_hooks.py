@@ -59,10 +59,15 @@ def _wrap(ptr, nbytes, dtype, shape, device):
 
 
 class TrimmedModel(nn.Module):
-    def __init__(self, model, manager: TrimManager, units=FUSED_UNITS):
+    def __init__(self, model, manager: TrimManager, units=FUSED_UNITS, codec=None):
+        """codec: how the tensors cross to the slower tier (TrimManager.register): None,
+        "zero_blocks" (when it pays) or "zero_blocks_always". For weights with whole zero
+        rows or channels (a pruning mask applied without slicing): only their non-zero
+        256-byte blocks move and take room on the slower tier."""
         super().__init__()
         self.model = model
         self.manager = manager
+        self._codec = codec
         self._counts = {}   # buffer id -> active acquisitions
         self._ids = {}      # id(tensor) -> buffer id (a shared tensor is registered once)
         self._tensor_of = {}  # id(tensor) -> its view over the library's memory
@@ -89,7 +94,7 @@ class TrimmedModel(nn.Module):
         if t.numel() == 0:
             return t
         nbytes = t.numel() * t.element_size()
-        bid = self.manager.register(nbytes, name, group, stable_address=True)
+        bid = self.manager.register(nbytes, name, group, stable_address=True, codec=self._codec)
         ptr = self.manager.acquire(bid)
         view = _wrap(ptr, nbytes, t.dtype, t.shape, device)
         view.copy_(t.detach().contiguous())

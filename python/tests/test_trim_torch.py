@@ -97,3 +97,29 @@ def test_a_moved_layer_comes_back_and_maps_to_its_buffer():
     with pytest.raises(TrimError) as e:
         manager.acquire(10 ** 9)
     assert "unknown buffer" in str(e.value)
+
+
+def test_zero_rows_cross_through_the_zero_block_codec():
+    """A model whose layers lost half their output rows to a pruning mask (zeroed, not sliced):
+    with the zero-block codec only the kept rows move, the outputs stay exact."""
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(512, 512), nn.ReLU()) for _ in range(6)])
+    with torch.no_grad():
+        for block in model:
+            block[0].weight[1::2] = 0  # every other output row: 2 KiB of zeros each
+    plain = copy.deepcopy(model).eval()
+    size = model_bytes(model)
+    manager = TrimManager.host(int(size * 0.4), 2 * size, min_victim_bytes=0)
+    trimmed = TrimmedModel(model.eval(), manager, codec="zero_blocks_always")
+    inputs = torch.randn(4, 512)
+    with torch.no_grad():
+        for _ in range(3):
+            assert torch.equal(plain(inputs), trimmed(inputs))
+    stats = trimmed.stats()
+    assert stats["bytes_moved_encoded"] > 0, stats
+    # The weights are nearly all of the bytes; half of each is zero rows.
+    saved = stats["bytes_codec_saved"] / stats["bytes_moved_encoded"]
+    assert 0.4 < saved < 0.5, stats
+    assert stats["fast_peak_used"] <= int(size * 0.4)
+    with pytest.raises(ValueError, match="codec"):
+        manager.register(1024, codec="lz4")
+

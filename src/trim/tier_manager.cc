@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "seedance/trim.h"
+#include "trim/codec_rates.h"
 #include "trim/trim_policy.h"
 
 namespace seedance::trim {
@@ -28,6 +29,10 @@ class CopyWorker {
     Tier* to = nullptr;
     const Tier* from = nullptr;
     bool down = true;  // fast → slow (a trim) or back (a prefetch)
+    // The zero-block codec: the faster tier, which encodes (down) or decodes (back) the
+    // `encoded` bytes on the slower one; nullptr for a plain copy.
+    Tier* codec = nullptr;
+    uint64_t encoded = 0;
     Status result;
     double seconds = 0;
     std::atomic<bool> done{false};
@@ -55,6 +60,14 @@ class CopyWorker {
   }
 
  private:
+  static Status Run(Job& job) {
+    if (job.codec == nullptr) {
+      return job.to->CopyFrom(job.dst, job.src, job.size, *job.from, CopyUrgency::kBackground);
+    }
+    if (job.down) return job.codec->EncodeTo(job.dst, job.encoded, *job.to, job.src, job.size);
+    return job.codec->DecodeFrom(job.dst, job.size, *job.from, job.src, job.encoded);
+  }
+
   void Loop() {
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
@@ -64,8 +77,7 @@ class CopyWorker {
       queue_.pop_front();
       lock.unlock();
       auto t0 = std::chrono::steady_clock::now();
-      job->result =
-          job->to->CopyFrom(job->dst, job->src, job->size, *job->from, CopyUrgency::kBackground);
+      job->result = Run(*job);
       job->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       lock.lock();
       job->done = true;
@@ -95,6 +107,10 @@ struct Buffer {
   // the buffer back, while it is only read (AcquireRead). Moving it down again needs no copy.
   void* copy = nullptr;
   int copy_tier = 0;
+  uint64_t copy_encoded = 0;  // the copy is the zero-block encoding of this many bytes (0: plain)
+  BufferCodec codec = BufferCodec::kNone;
+  // Off the fast tier as its zero-block encoding of this many bytes (0: as it is).
+  uint64_t encoded = 0;
   std::shared_ptr<CopyWorker::Job> job;  // a move in flight (async_copies)
   std::string name;
   std::string group;
@@ -194,6 +210,13 @@ class TierManagerImpl final : public TierManager {
     if (reason != TrimReason::kNone) TrimFor(reason, 0, /*async=*/worker_ != nullptr);
   }
 
+  Status SetCodec(BufferId id, BufferCodec codec) override {
+    auto it = buffers_.find(id);
+    if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
+    it->second.codec = codec;
+    return Status::Ok();
+  }
+
   Status Prefetch(BufferId id) override {
     auto it = buffers_.find(id);
     if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
@@ -216,7 +239,7 @@ class TierManagerImpl final : public TierManager {
     if (it != by_address_.begin()) {
       --it;
       const Buffer& b = buffers_.at(it->second);
-      if (a < it->first + b.size) return it->second;
+      if (a < it->first + Extent(b)) return it->second;
     }
     return NotFoundError("no buffer holds that address");
   }
@@ -253,6 +276,10 @@ class TierManagerImpl final : public TierManager {
     s.stalls = stalls_;
     s.prefetches = prefetches_;
     s.copy_seconds = copy_seconds_;
+    s.bytes_moved_encoded = moved_encoded_;
+    s.bytes_codec_saved = codec_saved_;
+    s.codec_seconds = codec_seconds_;
+    s.codec_declined = codec_declined_;
     s.trim_decisions = decisions_;
     if (!decision_us_.empty()) {
       std::vector<double> v(decision_us_.begin(), decision_us_.end());
@@ -305,6 +332,10 @@ class TierManagerImpl final : public TierManager {
   // ---- address index (Lookup) ----
   // A buffer is found by its kept fast-tier address while moved, else by where it is now.
   static const void* Address(const Buffer& b) { return b.home != nullptr ? b.home : b.ptr; }
+  // The bytes at Address(b): the encoding's on the slower tier, else the buffer's size.
+  static uint64_t Extent(const Buffer& b) {
+    return b.home == nullptr && b.tier != 0 && b.encoded != 0 ? b.encoded : b.size;
+  }
   void Unindex(const Buffer& b) { by_address_.erase(reinterpret_cast<uintptr_t>(Address(b))); }
   void Index(BufferId id, const Buffer& b) {
     by_address_[reinterpret_cast<uintptr_t>(Address(b))] = id;
@@ -359,8 +390,9 @@ class TierManagerImpl final : public TierManager {
   }
 
   // ---- moves in flight (async_copies) ----
+  // `encoded`: the length of the zero-block encoding on the slower tier (0: a plain copy).
   void Start(BufferId id, Buffer& b, void* dst, const void* src, Tier* to, const Tier* from,
-             bool down) {
+             bool down, uint64_t encoded) {
     auto job = std::make_shared<CopyWorker::Job>();
     job->dst = dst;
     job->src = src;
@@ -368,6 +400,8 @@ class TierManagerImpl final : public TierManager {
     job->to = to;
     job->from = from;
     job->down = down;
+    job->codec = encoded != 0 ? tiers_[0].get() : nullptr;
+    job->encoded = encoded;
     b.job = job;
     in_flight_.push_back(id);
     worker_->Submit(std::move(job));
@@ -377,14 +411,14 @@ class TierManagerImpl final : public TierManager {
   Status StartMoveUp(BufferId id, Buffer& b) {
     auto p = RoomOnFastTier(id, b);
     if (!p) return p.error();
-    Start(id, b, *p, b.ptr, tiers_[0].get(), tiers_[b.tier].get(), /*down=*/false);
+    Start(id, b, *p, b.ptr, tiers_[0].get(), tiers_[b.tier].get(), /*down=*/false, b.encoded);
     return Status::Ok();
   }
 
   // Completes a finished move: frees (or evicts) the source and switches the pointer.
   void Finish(BufferId id, Buffer& b) {
     std::shared_ptr<CopyWorker::Job> job = std::move(b.job);
-    copy_seconds_ += job->seconds;
+    AccountMove(b.size, job->encoded, job->seconds);
     if (!job->result.ok()) {
       Discard(b, *job);
       return;
@@ -397,14 +431,17 @@ class TierManagerImpl final : public TierManager {
         return;
       }
       b.tier = 1;
+      b.encoded = job->encoded;
       moved_down_ += b.size;
     } else {
-      KeepCopy(id, b, b.ptr, b.tier);
+      KeepCopy(id, b, b.ptr, b.tier, b.encoded);
       b.home = nullptr;
       b.tier = 0;
+      b.encoded = 0;
       moved_up_ += b.size;
       ++prefetches_;
     }
+    CountEncoded(b.size, job->encoded);
     b.ptr = job->dst;
     Index(id, b);
     UpdateEligible(id, b);
@@ -426,7 +463,7 @@ class TierManagerImpl final : public TierManager {
     if (!b.job) return;
     worker_->Wait(*b.job);
     std::shared_ptr<CopyWorker::Job> job = std::move(b.job);
-    copy_seconds_ += job->seconds;
+    AccountMove(b.size, job->encoded, job->seconds);
     Discard(b, *job);
   }
 
@@ -450,9 +487,8 @@ class TierManagerImpl final : public TierManager {
   // Steps a copy of `size` bytes takes, from the measured copy bandwidth and step time (one
   // step until both are known).
   uint64_t LeadSteps(uint64_t size) const {
-    const uint64_t moved = moved_down_ - down_without_copy_ + moved_up_;  // bytes copied
-    if (moved == 0 || copy_seconds_ <= 0 || step_seconds_ <= 0) return 1;
-    const double copy_s = static_cast<double>(size) * copy_seconds_ / static_cast<double>(moved);
+    if (rates_.link_rate() <= 0 || step_seconds_ <= 0) return 1;
+    const double copy_s = static_cast<double>(size) / rates_.link_rate();
     return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(copy_s / step_seconds_)) + 1);
   }
 
@@ -596,10 +632,13 @@ class TierManagerImpl final : public TierManager {
     void* home = b.home;
     auto p = RoomOnFastTier(id, b);
     if (!p) return p.error();
+    const uint64_t encoded = b.encoded;
     auto copy_start = std::chrono::steady_clock::now();
-    Status copied = tiers_[0]->CopyFrom(*p, b.ptr, b.size, *tiers_[b.tier], CopyUrgency::kWaited);
-    copy_seconds_ +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
+    Status copied =
+        encoded != 0
+            ? tiers_[0]->DecodeFrom(*p, b.size, *tiers_[b.tier], b.ptr, encoded)
+            : tiers_[0]->CopyFrom(*p, b.ptr, b.size, *tiers_[b.tier], CopyUrgency::kWaited);
+    AccountMove(b.size, encoded, SecondsSince(copy_start));
     if (!copied.ok()) {
       if (home != nullptr) {
         (void)tiers_[0]->Evict(home);
@@ -608,30 +647,33 @@ class TierManagerImpl final : public TierManager {
       }
       return copied;
     }
-    KeepCopy(id, b, b.ptr, b.tier);
+    KeepCopy(id, b, b.ptr, b.tier, encoded);
     Unindex(b);
     b.ptr = *p;
     b.home = nullptr;
     b.tier = 0;
+    b.encoded = 0;
     Index(id, b);
     UpdateEligible(id, b);
     moved_up_ += b.size;
+    CountEncoded(b.size, encoded);
     return Status::Ok();
   }
 
   // ---- copies kept on a slower tier (see Buffer::copy) ----
-  void KeepCopy(BufferId id, Buffer& b, void* p, int tier) {
+  void KeepCopy(BufferId id, Buffer& b, void* p, int tier, uint64_t encoded) {
     b.copy = p;
     b.copy_tier = tier;
+    b.copy_encoded = encoded;
     retained_.insert(id);
-    retained_bytes_ += b.size;
+    retained_bytes_ += encoded != 0 ? encoded : b.size;
   }
   // Detaches the kept copy (nullptr when none) from the buffer and the index.
   void* TakeCopy(BufferId id, Buffer& b) {
     void* p = std::exchange(b.copy, nullptr);
     if (p != nullptr) {
       retained_.erase(id);
-      retained_bytes_ -= b.size;
+      retained_bytes_ -= b.copy_encoded != 0 ? b.copy_encoded : b.size;
     }
     return p;
   }
@@ -654,6 +696,7 @@ class TierManagerImpl final : public TierManager {
     const bool left = LeaveFastTier(b);
     if (left) {
       b.tier = b.copy_tier;
+      b.encoded = b.copy_encoded;
       b.ptr = TakeCopy(id, b);
     }
     Index(id, b);
@@ -705,42 +748,87 @@ class TierManagerImpl final : public TierManager {
     RecordDecision(
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     size_t moved = 0;
-    for (uint64_t id : victims) {
-      Buffer& b = buffers_[id];
-      if (b.copy != nullptr) {
-        if (MoveDownToCopy(id, b)) ++moved;
-        continue;
-      }
-      auto p = AllocateOn(1, b.size, 0);
-      if (!p) continue;  // the slower tier is full too
-      if (async) {
-        Start(id, b, *p, b.ptr, tiers_[1].get(), tiers_[0].get(), /*down=*/true);
-        ++moved;
-        continue;
-      }
-      auto copy_start = std::chrono::steady_clock::now();
-      Status copied = tiers_[1]->CopyFrom(*p, b.ptr, b.size, *tiers_[0], CopyUrgency::kWaited);
-      copy_seconds_ +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
-      if (!copied.ok()) {
-        tiers_[1]->Free(*p);
-        continue;
-      }
-      Unindex(b);
-      if (!LeaveFastTier(b)) {  // cannot release it: leave it where it is
-        Index(id, b);
-        tiers_[1]->Free(*p);
-        continue;
-      }
-      b.ptr = *p;
-      b.tier = 1;
-      Index(id, b);
-      UpdateEligible(id, b);
-      moved_down_ += b.size;
-      ++moved;
-    }
+    for (uint64_t id : victims) moved += MoveDown(id, buffers_.at(id), async);
     if (moved > 0) ++trims_;
     return moved;
+  }
+
+  // Moves a victim down one tier: to its kept copy, else copied (encoded where its codec says
+  // so; see EncodingFor) now or, with `async`, by the copy worker. False when it stays.
+  bool MoveDown(BufferId id, Buffer& b, bool async) {
+    if (b.copy != nullptr) return MoveDownToCopy(id, b);
+    const uint64_t encoded = EncodingFor(b);
+    auto p = AllocateOn(1, encoded != 0 ? encoded : b.size, 0);
+    if (!p) return false;  // the slower tier is full too
+    if (async) {
+      Start(id, b, *p, b.ptr, tiers_[1].get(), tiers_[0].get(), /*down=*/true, encoded);
+      return true;
+    }
+    auto copy_start = std::chrono::steady_clock::now();
+    Status copied = encoded != 0
+                        ? tiers_[0]->EncodeTo(*p, encoded, *tiers_[1], b.ptr, b.size)
+                        : tiers_[1]->CopyFrom(*p, b.ptr, b.size, *tiers_[0], CopyUrgency::kWaited);
+    AccountMove(b.size, encoded, SecondsSince(copy_start));
+    if (!copied.ok()) {
+      tiers_[1]->Free(*p);
+      return false;
+    }
+    Unindex(b);
+    if (!LeaveFastTier(b)) {  // cannot release it: leave it where it is
+      Index(id, b);
+      tiers_[1]->Free(*p);
+      return false;
+    }
+    b.ptr = *p;
+    b.tier = 1;
+    b.encoded = encoded;
+    Index(id, b);
+    UpdateEligible(id, b);
+    moved_down_ += b.size;
+    CountEncoded(b.size, encoded);
+    return true;
+  }
+
+  // ---- the zero-block codec (BufferCodec) ----
+  // The length of the encoding a buffer on tier 0 crosses down as, or 0 when it goes as it is:
+  // its codec is kNone, the tiers do not run the codec, or the encoding would not pay (or be
+  // no smaller). Sizing the encoding costs a pass, skipped when even all zeros would not pay.
+  uint64_t EncodingFor(const Buffer& b) {
+    if (b.codec == BufferCodec::kNone || !tiers_[0]->RunsZeroBlockCodec(*tiers_[1])) return 0;
+    const bool always = b.codec == BufferCodec::kZeroBlocksAlways;
+    if (!always && !rates_.MightPay(b.size)) {
+      ++codec_declined_;
+      return 0;
+    }
+    auto start = std::chrono::steady_clock::now();
+    auto encoded = tiers_[0]->ZeroBlockEncodedSize(b.ptr, b.size);
+    const double seconds = SecondsSince(start);
+    codec_seconds_ += seconds;
+    rates_.AddPass(b.size, seconds);
+    if (!encoded || *encoded >= b.size || (!always && !rates_.Pays(b.size, *encoded))) {
+      ++codec_declined_;
+      return 0;
+    }
+    return *encoded;
+  }
+
+  // Time a move took: a plain copy measures the link, an encoded one the codec.
+  void AccountMove(uint64_t size, uint64_t encoded, double seconds) {
+    if (encoded == 0) {
+      copy_seconds_ += seconds;
+      rates_.AddCopy(size, seconds);
+    } else {
+      codec_seconds_ += seconds;
+      rates_.AddPass(size, seconds);
+    }
+  }
+  void CountEncoded(uint64_t size, uint64_t encoded) {
+    if (encoded == 0) return;
+    moved_encoded_ += size;
+    codec_saved_ += size - encoded;
+  }
+  static double SecondsSince(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
   void RecordDecision(double us) {
@@ -771,6 +859,11 @@ class TierManagerImpl final : public TierManager {
   std::map<uintptr_t, BufferId> by_address_;                         // see Address()
   std::unordered_map<uint64_t, std::vector<BufferId>> prefetch_at_;  // step → buffers due next
   double copy_seconds_ = 0;
+  CodecRates rates_;  // the link and codec rates measured (BufferCodec::kZeroBlocks)
+  uint64_t moved_encoded_ = 0;
+  uint64_t codec_saved_ = 0;
+  double codec_seconds_ = 0;
+  uint64_t codec_declined_ = 0;
   double step_seconds_ = 0;
   std::chrono::steady_clock::time_point last_step_at_{};
   std::deque<double> decision_us_;

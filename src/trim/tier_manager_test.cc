@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <random>
@@ -31,11 +32,25 @@ uint64_t Checksum(const void* p, uint64_t n) {
   return h;
 }
 
+// Fills `n` bytes with random bytes; with `sparse`, most 256-byte blocks stay zero (for the
+// zero-block codec).
+void Fill(unsigned char* p, uint64_t n, std::mt19937& rng, bool sparse) {
+  for (uint64_t i = 0; i < n; ++i) p[i] = static_cast<unsigned char>(rng());
+  if (!sparse) return;
+  for (uint64_t block = 0; block < n; block += 256) {
+    if (rng() % 4 != 0) std::memset(p + block, 0, std::min<uint64_t>(256, n - block));
+  }
+}
+
 TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
-  for (uint32_t seed : {1u, 2u, 3u, 101u, 102u, 103u}) {
+  for (uint32_t seed : {1u, 2u, 3u, 101u, 102u, 103u, 201u, 202u, 203u, 301u, 302u, 303u}) {
     PolicyOptions o = SmallBuffers();
-    o.async_copies = seed > 100;  // the same sequences with moves copied in the background
-    o.idle_steps = 5;             // idle trims often, whatever the sequence
+    // Seeds 1xx and 3xx: the same sequences with moves copied in the background.
+    o.async_copies = seed % 200 > 100;
+    // Seeds 2xx and 3xx: two thirds of the buffers, mostly zero, cross through the zero-block
+    // codec (always: the decision from measured rates is CodecRatesTest's).
+    const bool codec = seed > 200;
+    o.idle_steps = 5;  // idle trims often, whatever the sequence
     // Seeds 2 and 102: a slow tier that fills up with kept copies (room made by dropping them).
     auto m = Make(256 * kKiB, seed % 100 == 2 ? 2304 * kKiB : 4096 * kKiB, o);
     std::mt19937 rng(seed);
@@ -50,10 +65,13 @@ TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
           const uint32_t group = rng() % 6;
           auto id = m->Register(size, {}, group < 3 ? "g" + std::to_string(group) : "");
           if (!id) break;
+          const bool encoded = codec && rng() % 3 != 0;
+          if (encoded) {
+            ASSERT_TRUE(m->SetCodec(*id, BufferCodec::kZeroBlocksAlways).ok());
+          }
           auto p = m->Acquire(*id);
           ASSERT_TRUE(p.has_value()) << p.error().ToString();
-          auto* bytes = static_cast<unsigned char*>(*p);
-          for (uint64_t i = 0; i < size; ++i) bytes[i] = static_cast<unsigned char>(rng());
+          Fill(static_cast<unsigned char*>(*p), size, rng, encoded);
           live[*id] = {size, Checksum(*p, size)};
           ASSERT_TRUE(m->Release(*id).ok());
           break;
@@ -108,6 +126,12 @@ TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
     EXPECT_GT(st.bytes_moved_down, 0u) << "the test must exercise moves";
     EXPECT_GT(st.bytes_moved_up, 0u);
     EXPECT_GT(st.bytes_down_without_copy, 0u) << "and moves to a kept copy, seed " << seed;
+    if (codec) {
+      EXPECT_GT(st.bytes_moved_encoded, 0u) << "and encoded moves, seed " << seed;
+      EXPECT_GT(st.bytes_codec_saved, 0u);
+    } else {
+      EXPECT_EQ(st.bytes_moved_encoded, 0u);
+    }
   }
 }
 

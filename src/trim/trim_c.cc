@@ -155,11 +155,21 @@ int sd_trim_register(sd_trim_manager* m, uint64_t size, const char* name, const 
 int sd_trim_register_ex(sd_trim_manager* m, uint64_t size, const char* name, const char* group,
                         unsigned flags, sd_trim_buffer* id) {
   if (m == nullptr || id == nullptr) return Invalid("manager or id is NULL");
-  if ((flags & ~unsigned{SD_TRIM_STABLE_ADDRESS}) != 0) return Invalid("unknown flags");
+  constexpr unsigned kKnown =
+      SD_TRIM_STABLE_ADDRESS | SD_TRIM_ZERO_BLOCKS | SD_TRIM_ZERO_BLOCKS_ALWAYS;
+  if ((flags & ~kKnown) != 0) return Invalid("unknown flags");
+  if ((flags & SD_TRIM_ZERO_BLOCKS) != 0 && (flags & SD_TRIM_ZERO_BLOCKS_ALWAYS) != 0) {
+    return Invalid("SD_TRIM_ZERO_BLOCKS and SD_TRIM_ZERO_BLOCKS_ALWAYS: choose one");
+  }
+  const trim::BufferCodec codec =
+      (flags & SD_TRIM_ZERO_BLOCKS_ALWAYS) != 0 ? trim::BufferCodec::kZeroBlocksAlways
+      : (flags & SD_TRIM_ZERO_BLOCKS) != 0      ? trim::BufferCodec::kZeroBlocks
+                                                : trim::BufferCodec::kNone;
   return Locked(m, [&]() -> int {
     auto r = m->manager->Register(size, name ? name : "", group ? group : "",
                                   (flags & SD_TRIM_STABLE_ADDRESS) != 0);
     if (!r) return Code(r.error());
+    if (Status s = m->manager->SetCodec(*r, codec); !s.ok()) return Code(s);
     *id = *r;
     return SD_TRIM_OK;
   });
@@ -263,6 +273,10 @@ void sd_trim_get_stats(const sd_trim_manager* m, sd_trim_stats* out) {
     out->trim_latency_p99_us = s.trim_latency_p99_us;
     out->prefetches = s.prefetches;
     out->copy_seconds = s.copy_seconds;
+    out->bytes_moved_encoded = s.bytes_moved_encoded;
+    out->bytes_codec_saved = s.bytes_codec_saved;
+    out->codec_seconds = s.codec_seconds;
+    out->codec_declined = s.codec_declined;
     return SD_TRIM_OK;
   });
 }

@@ -21,7 +21,20 @@ struct Header {
 static_assert(sizeof(Header) == kZeroBlockHeaderSize);
 
 bool BlockIsZero(const std::byte* p, size_t n) {
-  // Word by word; the compiler vectorises the OR reduction.
+  if (n == kZeroBlockSize) {
+    // A whole block: a fixed trip count and four independent OR chains, which the compiler
+    // unrolls (and vectorises) at -O2; the general loop below ran at 7 GB/s on zeros, this
+    // one at memory bandwidth.
+    uint64_t acc[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < kZeroBlockSize; i += 32) {
+      for (size_t k = 0; k < 4; ++k) {
+        uint64_t w;
+        std::memcpy(&w, p + i + 8 * k, 8);
+        acc[k] |= w;
+      }
+    }
+    return (acc[0] | acc[1] | acc[2] | acc[3]) == 0;
+  }
   uint64_t acc = 0;
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -31,6 +44,13 @@ bool BlockIsZero(const std::byte* p, size_t n) {
   }
   for (; i < n; ++i) acc |= static_cast<uint8_t>(p[i]);
   return acc == 0;
+}
+
+// A dense block is told apart by its first word, without reading the rest.
+bool FirstWordIsZero(const std::byte* p, size_t n) {
+  uint64_t w = 0;
+  std::memcpy(&w, p, std::min<size_t>(n, 8));
+  return w == 0;
 }
 
 size_t BlockBytes(uint64_t size, uint64_t block) {
@@ -54,22 +74,56 @@ double ZeroBlockFraction(std::span<const std::byte> data) {
 }
 
 void ZeroBlockEncode(std::span<const std::byte> data, std::vector<std::byte>& out) {
+  out.resize(ZeroBlockEncodedSize(data));
+  // Cannot fail: `data` does not change between the two calls.
+  (void)ZeroBlockEncodeTo(data, out);
+}
+
+uint64_t ZeroBlockEncodedSize(std::span<const std::byte> data) {
+  const uint64_t size = data.size();
+  uint64_t payload = 0;
+  for (uint64_t b = 0; b < ZeroBlockCount(size); ++b) {
+    const std::byte* p = data.data() + b * kZeroBlockSize;
+    const size_t n = BlockBytes(size, b);
+    if (!FirstWordIsZero(p, n) || !BlockIsZero(p, n)) payload += n;
+  }
+  return kZeroBlockHeaderSize + ZeroBlockBitmapBytes(size) + payload;
+}
+
+Status ZeroBlockEncodeTo(std::span<const std::byte> data, std::span<std::byte> out) {
   const uint64_t size = data.size();
   const uint64_t blocks = ZeroBlockCount(size);
   const uint64_t bitmap_bytes = ZeroBlockBitmapBytes(size);
-  out.assign(kZeroBlockHeaderSize + bitmap_bytes, std::byte{0});
-  out.reserve(kZeroBlockHeaderSize + bitmap_bytes + size);
+  if (out.size() < kZeroBlockHeaderSize + bitmap_bytes) {
+    return InvalidArgumentError("zero-block encoding of " + std::to_string(size) +
+                                " bytes: no room for its bitmap in " + std::to_string(out.size()));
+  }
+  std::memset(out.data(), 0, kZeroBlockHeaderSize + bitmap_bytes);
+  std::byte* bitmap = out.data() + kZeroBlockHeaderSize;
+  uint64_t written = kZeroBlockHeaderSize + bitmap_bytes;
   uint64_t nonzero = 0;
   for (uint64_t b = 0; b < blocks; ++b) {
     const std::byte* p = data.data() + b * kZeroBlockSize;
     const size_t n = BlockBytes(size, b);
-    if (BlockIsZero(p, n)) continue;
-    out[kZeroBlockHeaderSize + b / 8] |= std::byte{static_cast<uint8_t>(1u << (b % 8))};
-    out.insert(out.end(), p, p + n);
+    if (FirstWordIsZero(p, n) && BlockIsZero(p, n)) continue;
+    if (written + n > out.size()) {
+      return InvalidArgumentError("zero-block encoding of " + std::to_string(size) +
+                                  " bytes outgrew its " + std::to_string(out.size()) +
+                                  " (the data changed while encoded)");
+    }
+    bitmap[b / 8] |= std::byte{static_cast<uint8_t>(1u << (b % 8))};
+    std::memcpy(out.data() + written, p, n);
+    written += n;
     ++nonzero;
+  }
+  if (written != out.size()) {
+    return InvalidArgumentError("zero-block encoding of " + std::to_string(size) + " bytes took " +
+                                std::to_string(written) + " of " + std::to_string(out.size()) +
+                                " (the data changed while encoded)");
   }
   const Header h{kMagic, kFormatVersion, static_cast<uint16_t>(kZeroBlockSize), size, nonzero, 0};
   std::memcpy(out.data(), &h, sizeof h);
+  return Status::Ok();
 }
 
 Status ZeroBlockDecodedSize(std::span<const std::byte> encoded, uint64_t* size) {

@@ -35,8 +35,17 @@ uint64_t ZeroBlockBitmapBytes(uint64_t size);
 // The fraction of `data`'s blocks that are all zero (0 for an empty buffer).
 double ZeroBlockFraction(std::span<const std::byte> data);
 
-// Appends the encoding of `data` to `out` (cleared first).
+// Replaces `out` with the encoding of `data`.
 void ZeroBlockEncode(std::span<const std::byte> data, std::vector<std::byte>& out);
+
+// The length of `data`'s encoding: header, bitmap and its non-zero blocks (one pass over it,
+// leaving each non-zero block at its first non-zero word).
+uint64_t ZeroBlockEncodedSize(std::span<const std::byte> data);
+
+// Writes the encoding of `data` into `out`, which is exactly ZeroBlockEncodedSize(data) bytes
+// (the trims size the slower tier's block by it). kInvalidArgument, with `out` unspecified,
+// when the encoding does not fill `out` exactly (the data changed in between).
+Status ZeroBlockEncodeTo(std::span<const std::byte> data, std::span<std::byte> out);
 
 // Decodes `encoded` into `out`, which must be exactly the original size. Malformed input
 // (wrong magic or version, sizes that do not add up, bits set past the last block) is an

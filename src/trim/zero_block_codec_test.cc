@@ -41,6 +41,12 @@ void ExpectRoundTrip(const std::vector<std::byte>& data, const char* what) {
   uint64_t size = 0;
   ASSERT_TRUE(ZeroBlockDecodedSize(encoded, &size).ok());
   EXPECT_EQ(size, data.size());
+  // What the trims use: the length first (to size the slower tier's block), then the encoding
+  // written into exactly that many bytes; the same bytes as ZeroBlockEncode.
+  ASSERT_EQ(ZeroBlockEncodedSize(data), encoded.size()) << what;
+  std::vector<std::byte> into(encoded.size(), std::byte{0xEE});
+  ASSERT_TRUE(ZeroBlockEncodeTo(data, into).ok()) << what;
+  EXPECT_EQ(into, encoded) << what;
 }
 
 TEST(ZeroBlockCodecTest, RoundTripsBitExactlyAtEveryZeroFraction) {
@@ -125,6 +131,27 @@ TEST(ZeroBlockCodecTest, PaysOnlyWhenTheMeasuredRatesSaySo) {
   EXPECT_TRUE(CodecPays(size, 0.9, 55, 400));
   EXPECT_FALSE(CodecPays(size, 0.9, 55, 50)) << "a codec slower than the link";
   EXPECT_FALSE(CodecPays(0, 0.9, 55, 400));
+}
+
+TEST(ZeroBlockCodecTest, EncodingIntoABlockOfTheWrongSizeIsAnError) {
+  auto data = RandomBytes(10 * kZeroBlockSize, 9);
+  ZeroBlocks(data, 0.5, 4);
+  const uint64_t exact = ZeroBlockEncodedSize(data);
+  // Data that changed between sizing and encoding (a block that became non-zero, or zero) does
+  // not fit its block: refused, never written past it.
+  std::vector<std::byte> longer(exact + kZeroBlockSize + 64, std::byte{0});
+  std::vector<std::byte> shorter(exact - kZeroBlockSize);
+  Status grew = ZeroBlockEncodeTo(data, std::span(longer).first(exact - kZeroBlockSize));
+  EXPECT_FALSE(grew.ok());
+  EXPECT_NE(grew.ToString().find("changed"), std::string::npos) << grew.ToString();
+  for (size_t i = exact - kZeroBlockSize; i < longer.size(); ++i) {
+    ASSERT_EQ(longer[i], std::byte{0}) << "written past the block at " << i;
+  }
+  EXPECT_FALSE(ZeroBlockEncodeTo(data, shorter).ok());
+  EXPECT_FALSE(ZeroBlockEncodeTo(data, std::span(longer).first(exact + kZeroBlockSize)).ok());
+  EXPECT_FALSE(ZeroBlockEncodeTo(data, std::span(longer).first(8)).ok())
+      << "no room for the header";
+  EXPECT_TRUE(ZeroBlockEncodeTo(data, std::span(longer).first(exact)).ok());
 }
 
 }  // namespace

@@ -289,6 +289,126 @@ inline void SmallBuffersBeyondTheSmallBlockRangeStillWork(DeviceHarness& d) {
   EXPECT_EQ(m->Stats().tiers[0].used, 0u);
 }
 
+// Buffers registered with the zero-block codec (always) cross encoded and come back exact: a
+// buffer of several codec chunks (8 MiB on the GPU) with a short last block, small ones, half
+// zero in alternate blocks, and one whose every block has only its last byte set (never zero:
+// it crosses as it is). Twice by Trim() (synchronous), then by idle trims on Step() (with
+// async_copies: the copy worker runs the codec), and once rewritten.
+inline void ZeroBlockBuffersCrossEncodedAndComeBackExact(DeviceHarness& d) {
+  for (bool async : {false, true}) {
+    SCOPED_TRACE(async ? "idle trims, async copies" : "Trim()");
+    PolicyOptions o;
+    o.min_victim_bytes = 0;
+    o.low_watermark = 0;  // Trim() moves every idle buffer
+    o.occupancy_trigger = 2;
+    o.async_copies = async;
+    o.idle_steps = 2;
+    o.idle_share_trigger = async ? 0.01 : 2;  // only the async run trims on Step()
+    SEEDANCE_MANAGER_OR_SKIP(m, d, 128 * kMiB, 256 * kMiB, o);
+    std::mt19937_64 rng(11);
+    struct Buffer {
+      BufferId id;
+      uint64_t size;
+      void* address;
+      uint64_t sum;
+      bool dense;
+    };
+    std::vector<Buffer> buffers;
+    uint64_t encodable = 0;
+    std::vector<unsigned char> host;
+    auto fill = [&](const Buffer& b, int layout) {
+      host.assign(b.size, 0);
+      if (layout == 0) {  // 9 blocks in 10 zero
+        FillRandom(host, rng);
+        for (uint64_t at = 0; at < b.size; at += 256) {
+          if (rng() % 10 != 0)
+            std::memset(host.data() + at, 0, std::min<uint64_t>(256, b.size - at));
+        }
+        host[b.size - 1] = 0x77;  // the short last block is non-zero
+      } else if (layout == 1) {   // every other block zero
+        FillRandom(host, rng);
+        for (uint64_t at = 256; at < b.size; at += 512) {
+          std::memset(host.data() + at, 0, std::min<uint64_t>(256, b.size - at));
+        }
+      } else {  // the last byte of every block set: nothing to leave out
+        for (uint64_t at = 255; at < b.size; at += 256) host[at] = 1;
+        host[b.size - 1] = 1;
+      }
+    };
+    const std::pair<uint64_t, int> shapes[] = {
+        {20 * kMiB + 4097, 0}, {3 * kMiB, 1}, {300 * 1024 + 5, 0}, {4 * kMiB + 256, 2}};
+    for (auto [size, layout] : shapes) {
+      auto id = m->Register(size);
+      ASSERT_TRUE(id.has_value()) << id.error().ToString();
+      ASSERT_TRUE(m->SetCodec(*id, BufferCodec::kZeroBlocksAlways).ok());
+      void* p = m->Acquire(*id).value();
+      Buffer b{*id, size, p, 0, layout == 2};
+      fill(b, layout);
+      ASSERT_TRUE(d.Write(p, host.data(), size));
+      b.sum = ByteSum(host);
+      ASSERT_TRUE(m->Release(*id).ok());
+      buffers.push_back(b);
+      if (!b.dense) encodable += size;
+    }
+    auto move_all_down = [&] {
+      if (async) {
+        for (int i = 0; i < 4; ++i) m->Step();
+      } else {
+        m->Step();
+        m->Trim();
+      }
+      for (const Buffer& b : buffers) {
+        auto tier = m->TierOf(b.id);  // lands moves in flight
+        ASSERT_TRUE(tier.has_value());
+        ASSERT_EQ(*tier, 1) << "buffer of " << b.size << " bytes not moved";
+      }
+    };
+    auto check_all = [&](bool read_only) {
+      for (const Buffer& b : buffers) {
+        const void* p = nullptr;
+        if (read_only) {
+          auto r = m->AcquireRead(b.id);
+          ASSERT_TRUE(r.has_value()) << r.error().ToString();
+          p = *r;
+        } else {
+          auto w = m->Acquire(b.id);
+          ASSERT_TRUE(w.has_value()) << w.error().ToString();
+          p = *w;
+        }
+        if (b.size >= 2 * kMiB) {
+          EXPECT_EQ(p, b.address) << "address moved";
+        }
+        ASSERT_EQ(d.Sum(p, b.size), b.sum) << "buffer of " << b.size << " bytes";
+        ASSERT_TRUE(m->Release(b.id).ok());
+      }
+    };
+    move_all_down();
+    TrimStats s = m->Stats();
+    EXPECT_EQ(s.bytes_moved_encoded, encodable);
+    EXPECT_EQ(s.codec_declined, 1u) << "the dense one";
+    // The slower tier holds the dense buffer whole, the others by their non-zero blocks: about
+    // a tenth of 20.3 MiB and half of 3 MiB.
+    const uint64_t dense = 4 * kMiB + 256;
+    EXPECT_GE(s.tiers[1].used, dense);
+    EXPECT_LT(s.tiers[1].used, dense + 4 * kMiB);
+    EXPECT_GT(s.bytes_codec_saved, 19 * kMiB);
+    check_all(/*read_only=*/true);
+    move_all_down();  // to the kept copies, encoded ones too
+    s = m->Stats();
+    EXPECT_GE(s.bytes_down_without_copy, encodable + dense);
+    check_all(/*read_only=*/false);
+    Buffer& big = buffers[0];
+    void* p = m->Acquire(big.id).value();
+    fill(big, 1);  // rewritten with another layout
+    ASSERT_TRUE(d.Write(p, host.data(), big.size));
+    big.sum = ByteSum(host);
+    ASSERT_TRUE(m->Release(big.id).ok());
+    move_all_down();
+    check_all(/*read_only=*/false);
+    EXPECT_LE(m->Stats().tiers[0].peak_used, m->Stats().tiers[0].capacity);
+  }
+}
+
 // Instantiates every case for a harness type.
 #define SEEDANCE_DEVICE_TIER_CASES(Suite, Harness)                                      \
   TEST(Suite, ContentSurvivesRandomMovesAndAddressesStay) {                             \
@@ -314,6 +434,10 @@ inline void SmallBuffersBeyondTheSmallBlockRangeStillWork(DeviceHarness& d) {
   TEST(Suite, SmallBuffersBeyondTheSmallBlockRangeStillWork) {                          \
     Harness d;                                                                          \
     ::seedance::trim::testing::SmallBuffersBeyondTheSmallBlockRangeStillWork(d);        \
+  }                                                                                     \
+  TEST(Suite, ZeroBlockBuffersCrossEncodedAndComeBackExact) {                           \
+    Harness d;                                                                          \
+    ::seedance::trim::testing::ZeroBlockBuffersCrossEncodedAndComeBackExact(d);         \
   }
 
 }  // namespace seedance::trim::testing

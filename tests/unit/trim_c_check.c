@@ -83,6 +83,29 @@ int main(void) {
   CHECK(sd_trim_release(m, ids[1]) == SD_TRIM_OK);
   sd_trim_destroy(m);
 
+  /* SD_TRIM_ZERO_BLOCKS_ALWAYS: a buffer of zeros but one block takes that block's room on
+   * the slow tier, and comes back whole. */
+  m = sd_trim_create_host(1 << 20, 8 << 20, &policy);
+  CHECK(m != NULL);
+  sd_trim_buffer z;
+  CHECK(sd_trim_register_ex(m, 900 << 10, "z", NULL,
+                            SD_TRIM_ZERO_BLOCKS | SD_TRIM_ZERO_BLOCKS_ALWAYS,
+                            &z) == SD_TRIM_EINVAL);
+  CHECK(sd_trim_register_ex(m, 900 << 10, "z", NULL, 64, &z) == SD_TRIM_EINVAL);
+  CHECK(sd_trim_register_ex(m, 900 << 10, "z", NULL, SD_TRIM_ZERO_BLOCKS_ALWAYS, &z) == SD_TRIM_OK);
+  CHECK(sd_trim_acquire(m, z, &p) == SD_TRIM_OK);
+  memset(p, 0, 900 << 10);
+  memset((char*)p + 4096, 'z', 256);
+  CHECK(sd_trim_release(m, z) == SD_TRIM_OK);
+  sd_trim_step(m);
+  CHECK(sd_trim_trim(m) == 1);
+  sd_trim_get_stats(m, &stats);
+  CHECK(stats.bytes_moved_encoded == (900 << 10) && stats.bytes_codec_saved > (890 << 10));
+  CHECK(sd_trim_acquire(m, z, &p) == SD_TRIM_OK);
+  CHECK(((const char*)p)[4096 + 255] == 'z' && ((const char*)p)[4096 + 256] == 0);
+  CHECK(sd_trim_release(m, z) == SD_TRIM_OK);
+  sd_trim_destroy(m);
+
   /* The CUDA tiers: a round trip where a device is usable; the reason where not. */
   sd_trim_cuda_options cuda;
   memset(&cuda, 0, sizeof cuda);

@@ -163,4 +163,20 @@ Status CopyEngine::Copy(void* dst, const void* src, uint64_t size, Lane lane, bo
   return Status::Ok();
 }
 
+Status CopyEngine::Run(Lane lane, bool from_device,
+                       const std::function<Status(cudaStream_t)>& work) {
+  OnDevice on(device_);
+  if (on.status() != cudaSuccess) return RuntimeError(on.status(), "cudaSetDevice");
+  if (from_device) SEEDANCE_RETURN_IF_ERROR(WaitForIssuedWork());
+  LaneState& l = lanes_[lane];
+  std::lock_guard<std::mutex> lock(l.mu);
+  Status issued = work(l.stream);
+  // Waited for even after an error: nothing issued may still run when the caller goes on.
+  cudaError_t e = cudaEventRecord(l.done, l.stream);
+  if (e == cudaSuccess) e = cudaEventSynchronize(l.done);
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  if (!issued.ok()) return issued;
+  return e == cudaSuccess ? Status::Ok() : RuntimeError(e, "zero-block move");
+}
+
 }  // namespace seedance::trim::cuda

@@ -6,6 +6,7 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -74,6 +75,10 @@ class CopyEngine {
   // Copies and waits. A copy out of device memory (`from_device`) first waits for the work
   // issued before (the release contract: the work that used the buffer may still run).
   Status Copy(void* dst, const void* src, uint64_t size, Lane lane, bool from_device);
+  // Runs `work` with `lane`'s stream (it issues its work there; the lane is its own until the
+  // call returns), then waits for the lane. `from_device` as in Copy. For the zero-block
+  // codec's moves, which run kernels and several copies per move.
+  Status Run(Lane lane, bool from_device, const std::function<Status(cudaStream_t)>& work);
   // Waits for the work issued on the device so far (before memory is copied out, unmapped or
   // reused): every stream (cudaDeviceSynchronize), or with `capture_safe` the legacy default
   // stream and so every blocking stream (an event recorded there), which leaves a graph capture

@@ -21,11 +21,13 @@
 // restores the caller's.
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "seedance/trim.h"
 #include "trim/cuda/cuda_support.h"
+#include "trim/cuda/zero_block_staging.h"
 #include "trim/sub_allocator.h"
 
 namespace seedance::trim {
@@ -51,6 +53,7 @@ class CudaDeviceTier final : public Tier {
   ~CudaDeviceTier() override {
     OnDevice on(engine_->device());
     (void)engine_->WaitForIssuedWork();  // nothing may still use what is unmapped below
+    staging_.reset();                    // cudaFree, with the device current
     for (auto& [va, b] : blocks_) {
       if (b.backed) Unmap(va, b.size, b.handle);
       driver_.address_free(va, b.size);
@@ -171,6 +174,39 @@ class CudaDeviceTier final : public Tier {
     return blocks_.count(reinterpret_cast<CUdeviceptr>(p)) != 0;
   }
 
+  // The zero-block codec (ZeroBlockStaging): encoded on the device, one copy per chunk of only
+  // the non-zero blocks down to pinned memory, expanded on the device on the way back. Its
+  // staging area is taken from the budget at the first encoded move and kept from then on (a
+  // buffer lying encoded must always be able to come back).
+  bool RunsZeroBlockCodec(const Tier& slower) const override {
+    return slower.memory() == MemoryKind::kHost;
+  }
+  Result<uint64_t> ZeroBlockEncodedSize(const void* p, uint64_t size) override {
+    std::lock_guard<std::mutex> lock(staging_mu_);
+    SEEDANCE_RETURN_IF_ERROR(EnsureStaging());
+    uint64_t encoded = 0;
+    SEEDANCE_RETURN_IF_ERROR(engine_->Run(
+        CopyEngine::kDownWaited, /*from_device=*/true,
+        [&](cudaStream_t stream) { return staging_->EncodedSize(p, size, stream, &encoded); }));
+    return encoded;
+  }
+  Status EncodeTo(void* dst, uint64_t encoded, const Tier&, const void* src,
+                  uint64_t size) override {
+    std::lock_guard<std::mutex> lock(staging_mu_);
+    if (staging_ == nullptr) return FailedPreconditionError(name_ + ": encode before sizing");
+    return engine_->Run(CopyEngine::kDownWaited, /*from_device=*/true, [&](cudaStream_t stream) {
+      return staging_->Encode(src, size, dst, encoded, stream);
+    });
+  }
+  Status DecodeFrom(void* dst, uint64_t size, const Tier&, const void* src,
+                    uint64_t encoded) override {
+    std::lock_guard<std::mutex> lock(staging_mu_);
+    if (staging_ == nullptr) return FailedPreconditionError(name_ + ": decode before encoding");
+    return engine_->Run(CopyEngine::kUpWaited, /*from_device=*/false, [&](cudaStream_t stream) {
+      return staging_->Decode(src, encoded, dst, size, stream);
+    });
+  }
+
   Status Evict(void* p) override {
     auto it = blocks_.find(reinterpret_cast<CUdeviceptr>(p));
     if (it == blocks_.end() || !it->second.backed) {
@@ -287,6 +323,20 @@ class CudaDeviceTier final : public Tier {
     }
   }
 
+  // The codec's staging area, counted in the budget. REQUIRES: staging_mu_ held.
+  Status EnsureStaging() {
+    if (staging_ != nullptr) return Status::Ok();
+    const uint64_t bytes = cuda::ZeroBlockStaging::DeviceBytes();
+    if (backed_ + bytes > budget_) return Exhausted(bytes);
+    OnDevice on(engine_->device());
+    if (on.status() != cudaSuccess) return RuntimeError(on.status(), "cudaSetDevice");
+    auto staging = std::make_unique<cuda::ZeroBlockStaging>();
+    SEEDANCE_RETURN_IF_ERROR(staging->Init());
+    staging_ = std::move(staging);
+    backed_ += bytes;
+    return Status::Ok();
+  }
+
   Status Exhausted(uint64_t size) const {
     return ResourceExhaustedError(name_ + ": " + std::to_string(size) + " bytes over the budget (" +
                                   std::to_string(backed_) + " of " + std::to_string(budget_) +
@@ -309,6 +359,10 @@ class CudaDeviceTier final : public Tier {
   SubAllocator small_alloc_;
   std::vector<Granule> granules_;
   std::unordered_map<uint64_t, uint64_t> small_sizes_;  // offset → size
+  // The zero-block codec's staging (null until the first encoded move); one move at a time
+  // uses it (the copy worker and a stall may both run the codec).
+  std::mutex staging_mu_;
+  std::unique_ptr<cuda::ZeroBlockStaging> staging_;
 };
 
 class CudaPinnedTier final : public Tier {
