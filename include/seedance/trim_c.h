@@ -90,7 +90,7 @@ enum {
   SD_TRIM_STABLE_ADDRESS = 1, /* the pointer never changes (TierManager::Register) */
   /* Cross to the slower tier through the zero-block codec (BufferCodec in seedance/trim.h):
    * when it pays, from the measured link and codec rates, or always (for room on the slower
-   * tier). The host tiers run it; the CUDA tiers do not yet (moves go as they are). */
+   * tier). Host tiers run the CPU codec, the CUDA device tier the device codec. */
   SD_TRIM_ZERO_BLOCKS = 2,
   SD_TRIM_ZERO_BLOCKS_ALWAYS = 4
 };
