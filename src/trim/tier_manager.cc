@@ -1,97 +1,20 @@
 // TierManager implementation on top of the shared TrimPolicy (see seedance/trim.h).
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
 #include "seedance/trim.h"
 #include "trim/codec_rates.h"
+#include "trim/copy_worker.h"
 #include "trim/trim_policy.h"
 
 namespace seedance::trim {
 namespace {
-
-// Runs copies between tiers on its own thread, in submission order.
-class CopyWorker {
- public:
-  struct Job {
-    void* dst = nullptr;
-    const void* src = nullptr;
-    uint64_t size = 0;
-    Tier* to = nullptr;
-    const Tier* from = nullptr;
-    bool down = true;  // fast → slow (a trim) or back (a prefetch)
-    // The zero-block codec: the faster tier, which encodes (down) or decodes (back) the
-    // `encoded` bytes on the slower one; nullptr for a plain copy.
-    Tier* codec = nullptr;
-    uint64_t encoded = 0;
-    Status result;
-    double seconds = 0;
-    std::atomic<bool> done{false};
-  };
-
-  CopyWorker() : thread_([this] { Loop(); }) {}
-  ~CopyWorker() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  void Submit(std::shared_ptr<Job> job) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      queue_.push_back(std::move(job));
-    }
-    cv_.notify_all();
-  }
-  void Wait(const Job& job) {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [&] { return job.done.load(); });
-  }
-
- private:
-  static Status Run(Job& job) {
-    if (job.codec == nullptr) {
-      return job.to->CopyFrom(job.dst, job.src, job.size, *job.from, CopyUrgency::kBackground);
-    }
-    if (job.down) return job.codec->EncodeTo(job.dst, job.encoded, *job.to, job.src, job.size);
-    return job.codec->DecodeFrom(job.dst, job.size, *job.from, job.src, job.encoded);
-  }
-
-  void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (true) {
-      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, nothing left
-      std::shared_ptr<Job> job = std::move(queue_.front());
-      queue_.pop_front();
-      lock.unlock();
-      auto t0 = std::chrono::steady_clock::now();
-      job->result = Run(*job);
-      job->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      lock.lock();
-      job->done = true;
-      done_cv_.notify_all();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::condition_variable done_cv_;
-  std::deque<std::shared_ptr<Job>> queue_;
-  bool stop_ = false;
-  std::thread thread_;
-};
 
 struct Buffer {
   uint64_t size = 0;
