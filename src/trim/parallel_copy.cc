@@ -59,7 +59,9 @@ void StreamingCopy(void* dst, const void* src, uint64_t size) {
     _mm_sfence();  // the streamed lines are visible before anything that follows
   }
 #endif
-  std::memcpy(d, s, size);  // the tail, or everything without SSE2
+  if (size > 0)
+    std::memcpy(d, s, size);  // the tail, or everything without SSE2 (an empty
+                              // vector's data() may be null: memcpy's UB)
 }
 
 void ParallelCopy(void* dst, const void* src, uint64_t size, int threads, uint64_t min_chunk) {
