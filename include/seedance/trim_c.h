@@ -134,6 +134,52 @@ int sd_trim_tier_of(sd_trim_manager* manager, sd_trim_buffer id, int* tier);
 /* The buffer holding address `p` (its fast-tier or kept address, or its slow-tier block). */
 int sd_trim_lookup(sd_trim_manager* manager, const void* p, sd_trim_buffer* id);
 void sd_trim_get_stats(const sd_trim_manager* manager, sd_trim_stats* stats);
+/* ---- Weight streaming (seedance::trim's StreamPlan and StreamExecutor; docs/trim.md) ----
+ * A model that runs the same units in the same order every iteration keeps some units resident
+ * and streams the rest through a ring, each copy issued ahead of its use. */
+typedef struct sd_trim_stream sd_trim_stream;
+
+typedef struct {
+  uint64_t resident_bytes;
+  uint64_t ring_bytes;
+  uint64_t streamed_bytes; /* copied per iteration */
+  double compute_seconds;
+  double bound_seconds; /* max(compute, streamed / link): no plan does better */
+  double simulated_step_seconds;
+  int lookahead; /* streamed units copied ahead of the one computing, simulated */
+} sd_trim_stream_plan_info;
+
+typedef struct {
+  uint64_t copies;
+  uint64_t bytes_copied;
+  uint64_t issued_at_begin; /* copies issued only when their unit began */
+  uint64_t host_waits;      /* begins that waited for their copy (on a host, the compute waits) */
+  uint64_t order_misses;
+  int most_ahead; /* the most copies issued beyond the unit that began */
+} sd_trim_stream_stats;
+
+/* Plans streaming for `n` units recorded in the order they ran (`bytes`, compute `seconds`)
+ * under `budget` bytes and a link of `link_bytes_per_second`. `resident` (n bytes, may be NULL)
+ * gets 1 for the units that stay. SD_TRIM_ENOSPACE when no ring holds the largest streamed unit. */
+int sd_trim_stream_plan(size_t n, const uint64_t* bytes, const double* seconds, uint64_t budget,
+                        double link_bytes_per_second, uint8_t* resident,
+                        sd_trim_stream_plan_info* info);
+/* A streamer on the host (the CPU backend): plans as sd_trim_stream_plan, then a resident unit
+ * is used where it is (`host[i]`, its bytes) and the others are copied by a thread into a ring
+ * of the plan's ring_bytes ahead of their use. `host` must stay valid and unchanged while the
+ * streamer lives. */
+int sd_trim_stream_create_host(size_t n, const uint64_t* bytes, const double* seconds,
+                               const void* const* host, uint64_t budget,
+                               double link_bytes_per_second, sd_trim_stream** out);
+/* Before unit `unit` computes: *ptr holds its bytes until sd_trim_stream_end (read only).
+ * SD_TRIM_EBUSY when it is not the unit the plan expects next (the order changed: record the
+ * units and create the streamer again). */
+int sd_trim_stream_begin(sd_trim_stream* stream, size_t unit, const void** ptr);
+int sd_trim_stream_end(sd_trim_stream* stream, size_t unit);
+void sd_trim_stream_get_info(const sd_trim_stream* stream, sd_trim_stream_plan_info* info);
+void sd_trim_stream_get_stats(const sd_trim_stream* stream, sd_trim_stream_stats* stats);
+void sd_trim_stream_destroy(sd_trim_stream* stream);
+
 /* The reason for the calling thread's last error ("" when none); valid until that thread's
  * next call. `manager` is not needed (may be NULL: errors of the create functions). */
 const char* sd_trim_last_error(const sd_trim_manager* manager);

@@ -2,14 +2,28 @@
 // last error per thread, no C++ exception past the boundary.
 #include "seedance/trim_c.h"
 
+#include <algorithm>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "seedance/trim.h"
+#include "trim/host_stream_device.h"
+#include "trim/stream_executor.h"
+#include "trim/stream_plan.h"
 
 struct sd_trim_manager {
   std::unique_ptr<seedance::trim::TierManager> manager;
+  mutable std::mutex mu;
+};
+
+struct sd_trim_stream {
+  seedance::trim::StreamPlan plan;
+  std::vector<char> ring;  // the plan's ring_bytes
+  seedance::trim::HostStreamDevice device;
+  std::unique_ptr<seedance::trim::StreamExecutor> executor;
   mutable std::mutex mu;
 };
 
@@ -284,3 +298,112 @@ void sd_trim_get_stats(const sd_trim_manager* m, sd_trim_stats* out) {
 const char* sd_trim_last_error(const sd_trim_manager*) { return t_last_error.c_str(); }
 
 }  // extern "C"
+
+namespace {
+
+// The recorded units, checked.
+int Records(size_t n, const uint64_t* bytes, const double* seconds,
+            std::vector<trim::UnitRecord>* out) {
+  if (n == 0 || bytes == nullptr || seconds == nullptr) return Invalid("no units recorded");
+  for (size_t i = 0; i < n; ++i) {
+    if (!(seconds[i] >= 0)) return Invalid("a unit's compute seconds must be 0 or more");
+    out->push_back({bytes[i], seconds[i]});
+  }
+  return SD_TRIM_OK;
+}
+
+void ToInfo(const trim::StreamPlan& p, sd_trim_stream_plan_info* info) {
+  if (info == nullptr) return;
+  info->resident_bytes = p.resident_bytes;
+  info->ring_bytes = p.ring_bytes;
+  info->streamed_bytes = p.streamed_bytes;
+  info->compute_seconds = p.compute_seconds;
+  info->bound_seconds = p.bound_seconds;
+  info->simulated_step_seconds = p.simulated.step_seconds;
+  info->lookahead = p.simulated.lookahead;
+}
+
+}  // namespace
+
+int sd_trim_stream_plan(size_t n, const uint64_t* bytes, const double* seconds, uint64_t budget,
+                        double link_bytes_per_second, uint8_t* resident,
+                        sd_trim_stream_plan_info* info) {
+  try {
+    std::vector<trim::UnitRecord> units;
+    if (int rc = Records(n, bytes, seconds, &units); rc != SD_TRIM_OK) return rc;
+    auto plan =
+        trim::PlanStream(units, {.budget = budget, .link_bytes_per_second = link_bytes_per_second});
+    if (!plan) return Code(plan.error());
+    if (resident != nullptr) std::copy(plan->resident.begin(), plan->resident.end(), resident);
+    ToInfo(*plan, info);
+    return SD_TRIM_OK;
+  } catch (const std::bad_alloc&) {
+    t_last_error = "out of memory";
+    return SD_TRIM_ENOSPACE;
+  }
+}
+
+int sd_trim_stream_create_host(size_t n, const uint64_t* bytes, const double* seconds,
+                               const void* const* host, uint64_t budget,
+                               double link_bytes_per_second, sd_trim_stream** out) {
+  if (out == nullptr || host == nullptr) return Invalid("out or host is NULL");
+  *out = nullptr;
+  try {
+    std::vector<trim::UnitRecord> units;
+    if (int rc = Records(n, bytes, seconds, &units); rc != SD_TRIM_OK) return rc;
+    auto plan =
+        trim::PlanStream(units, {.budget = budget, .link_bytes_per_second = link_bytes_per_second});
+    if (!plan) return Code(plan.error());
+    auto s = std::make_unique<sd_trim_stream>();
+    s->plan = std::move(plan).value();
+    s->ring.resize(s->plan.ring_bytes);
+    std::vector<trim::StreamUnit> su;
+    for (size_t i = 0; i < n; ++i) {
+      if (host[i] == nullptr && bytes[i] > 0) return Invalid("a unit's host bytes are NULL");
+      // On a host a resident unit is used where it is.
+      su.push_back({host[i], const_cast<void*>(host[i]), bytes[i]});
+    }
+    s->executor =
+        std::make_unique<trim::StreamExecutor>(s->plan, std::move(su), s->ring.data(), s->device);
+    *out = s.release();
+    return SD_TRIM_OK;
+  } catch (const std::bad_alloc&) {
+    t_last_error = "out of memory";
+    return SD_TRIM_ENOSPACE;
+  }
+}
+
+int sd_trim_stream_begin(sd_trim_stream* s, size_t unit, const void** ptr) {
+  if (s == nullptr || ptr == nullptr) return Invalid("stream or ptr is NULL");
+  std::lock_guard<std::mutex> lock(s->mu);
+  auto p = s->executor->Begin(unit);
+  if (!p) return Code(p.error());
+  *ptr = *p;
+  return SD_TRIM_OK;
+}
+
+int sd_trim_stream_end(sd_trim_stream* s, size_t unit) {
+  if (s == nullptr) return Invalid("stream is NULL");
+  std::lock_guard<std::mutex> lock(s->mu);
+  return Code(s->executor->End(unit));
+}
+
+void sd_trim_stream_get_info(const sd_trim_stream* s, sd_trim_stream_plan_info* info) {
+  if (s == nullptr || info == nullptr) return;
+  std::lock_guard<std::mutex> lock(s->mu);
+  ToInfo(s->plan, info);
+}
+
+void sd_trim_stream_get_stats(const sd_trim_stream* s, sd_trim_stream_stats* out) {
+  if (s == nullptr || out == nullptr) return;
+  std::lock_guard<std::mutex> lock(s->mu);
+  const trim::StreamExecutorStats& st = s->executor->stats();
+  out->copies = st.copies;
+  out->bytes_copied = st.bytes_copied;
+  out->issued_at_begin = st.issued_at_begin;
+  out->host_waits = s->device.host_waits();
+  out->order_misses = st.order_misses;
+  out->most_ahead = st.most_ahead;
+}
+
+void sd_trim_stream_destroy(sd_trim_stream* s) { delete s; }

@@ -106,6 +106,46 @@ int main(void) {
   CHECK(sd_trim_release(m, z) == SD_TRIM_OK);
   sd_trim_destroy(m);
 
+  /* Weight streaming on the host: 6 units of 64 KiB under a budget of 3: some stay, the rest
+   * stream through the ring, and every unit reads its own bytes, iteration after iteration. */
+  {
+    static unsigned char units[6][64 << 10];
+    uint64_t sizes[6];
+    double seconds[6];
+    const void* hosts[6];
+    for (int i = 0; i < 6; ++i) {
+      memset(units[i], 'A' + i, sizeof units[i]);
+      sizes[i] = sizeof units[i];
+      seconds[i] = 1e-4;
+      hosts[i] = units[i];
+    }
+    unsigned char resident[6];
+    sd_trim_stream_plan_info info;
+    CHECK(sd_trim_stream_plan(6, sizes, seconds, 3 * (64 << 10), 1e9, resident, &info) ==
+          SD_TRIM_OK);
+    CHECK(info.streamed_bytes > 0 && info.resident_bytes + info.ring_bytes <= 3 * (64 << 10));
+    CHECK(sd_trim_stream_plan(6, sizes, seconds, 1000, 1e9, NULL, NULL) == SD_TRIM_ENOSPACE);
+    sd_trim_stream* st = NULL;
+    CHECK(sd_trim_stream_create_host(6, sizes, seconds, hosts, 3 * (64 << 10), 1e9, &st) ==
+          SD_TRIM_OK);
+    for (int it = 0; it < 3; ++it) {
+      for (int i = 0; i < 6; ++i) {
+        const void* u = NULL;
+        CHECK(sd_trim_stream_begin(st, (size_t)i, &u) == SD_TRIM_OK);
+        CHECK(((const unsigned char*)u)[0] == 'A' + i &&
+              ((const unsigned char*)u)[65535] == 'A' + i);
+        CHECK(sd_trim_stream_end(st, (size_t)i) == SD_TRIM_OK);
+      }
+    }
+    const void* u = NULL;
+    CHECK(sd_trim_stream_begin(st, 3, &u) == SD_TRIM_EBUSY);
+    CHECK(strstr(sd_trim_last_error(NULL), "order changed") != NULL);
+    sd_trim_stream_stats ss;
+    sd_trim_stream_get_stats(st, &ss);
+    CHECK(ss.bytes_copied >= 3 * info.streamed_bytes && ss.order_misses == 1);
+    sd_trim_stream_destroy(st);
+  }
+
   /* The CUDA tiers: a round trip where a device is usable; the reason where not. */
   sd_trim_cuda_options cuda;
   memset(&cuda, 0, sizeof cuda);
