@@ -65,6 +65,25 @@ class CudaOptions(ctypes.Structure):
                 ("capture_safe", ctypes.c_int)]
 
 
+class StreamPlanInfo(ctypes.Structure):
+    _fields_ = [("resident_bytes", ctypes.c_uint64), ("ring_bytes", ctypes.c_uint64),
+                ("streamed_bytes", ctypes.c_uint64), ("compute_seconds", ctypes.c_double),
+                ("bound_seconds", ctypes.c_double), ("simulated_step_seconds", ctypes.c_double),
+                ("lookahead", ctypes.c_int)]
+
+    def as_dict(self):
+        return {name: getattr(self, name) for name, _ in self._fields_}
+
+
+class StreamStats(ctypes.Structure):
+    _fields_ = [("copies", ctypes.c_uint64), ("bytes_copied", ctypes.c_uint64),
+                ("issued_at_begin", ctypes.c_uint64), ("host_waits", ctypes.c_uint64),
+                ("order_misses", ctypes.c_uint64), ("most_ahead", ctypes.c_int)]
+
+    def as_dict(self):
+        return {name: getattr(self, name) for name, _ in self._fields_}
+
+
 lib = _load()
 _u64 = ctypes.c_uint64
 _mgr = ctypes.c_void_p
@@ -90,6 +109,18 @@ for name, res, args in [
     ("sd_trim_lookup", ctypes.c_int, [_mgr, ctypes.c_void_p, ctypes.POINTER(_u64)]),
     ("sd_trim_get_stats", None, [_mgr, ctypes.POINTER(Stats)]),
     ("sd_trim_last_error", ctypes.c_char_p, [_mgr]),
+    ("sd_trim_stream_plan", ctypes.c_int,
+     [ctypes.c_size_t, ctypes.POINTER(_u64), ctypes.POINTER(ctypes.c_double), _u64,
+      ctypes.c_double, ctypes.POINTER(ctypes.c_uint8), ctypes.POINTER(StreamPlanInfo)]),
+    ("sd_trim_stream_create_host", ctypes.c_int,
+     [ctypes.c_size_t, ctypes.POINTER(_u64), ctypes.POINTER(ctypes.c_double),
+      ctypes.POINTER(ctypes.c_void_p), _u64, ctypes.c_double, ctypes.POINTER(ctypes.c_void_p)]),
+    ("sd_trim_stream_begin", ctypes.c_int,
+     [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
+    ("sd_trim_stream_end", ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t]),
+    ("sd_trim_stream_get_info", None, [ctypes.c_void_p, ctypes.POINTER(StreamPlanInfo)]),
+    ("sd_trim_stream_get_stats", None, [ctypes.c_void_p, ctypes.POINTER(StreamStats)]),
+    ("sd_trim_stream_destroy", None, [ctypes.c_void_p]),
 ]:
     fn = getattr(lib, name)
     fn.restype = res

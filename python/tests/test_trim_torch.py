@@ -123,3 +123,92 @@ def test_zero_rows_cross_through_the_zero_block_codec():
     with pytest.raises(ValueError, match="codec"):
         manager.register(1024, codec="lz4")
 
+
+
+# ---- StreamedModel: weight streaming on the CPU backend (issue 41) ----
+
+def stream_both(model, inputs, budget_share, forwards=3):
+    from seedance_trim import StreamedModel
+    plain = copy.deepcopy(model).eval()
+    size = model_bytes(model)
+    streamed = StreamedModel(model.eval(), int(size * budget_share))
+    with torch.no_grad():
+        for _ in range(forwards):
+            assert torch.equal(plain(inputs), streamed(inputs)), "outputs differ"
+    return size, streamed
+
+
+def test_resnet50_streams_under_forty_percent_with_the_same_outputs():
+    size, streamed = stream_both(torchvision.models.resnet50(), torch.randn(2, 3, 64, 64), 0.4)
+    plan, stats = streamed.plan(), streamed.stats()
+    assert plan["resident_bytes"] + plan["ring_bytes"] <= int(size * 0.4), plan
+    assert 0 < plan["streamed_bytes"] == size - plan["resident_bytes"], plan
+    # Two streaming forwards after the recording one: each streamed unit copied once per
+    # forward, the next forward's first copies already under way.
+    assert 2 * plan["streamed_bytes"] <= stats["bytes_copied"] <= \
+        2 * plan["streamed_bytes"] + plan["ring_bytes"], (plan, stats)
+    assert stats["issued_at_begin"] == 1 and stats["order_misses"] == 0, stats
+    assert stats["most_ahead"] >= 1 and stats["replans"] == 0, stats
+    # Outside a forward every tensor is back in its unit's block, never in the ring.
+    for p in streamed.model.parameters():
+        assert any(u.block.data_ptr() <= p.data_ptr() < u.block.data_ptr() + u.nbytes
+                   for u in streamed._units)
+
+
+def test_small_transformer_streams_under_thirty_five_percent_with_the_same_outputs():
+    _, streamed = stream_both(SmallTransformer(), torch.randint(0, 4000, (4, 32)), 0.35)
+    assert streamed.plan()["streamed_bytes"] > 0
+
+
+class Branchy(nn.Module):
+    """Runs `a` then `b`, or `b` then `a`: the order of its units depends on the input."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(256, 256), nn.Linear(256, 256)
+        self.c = nn.Linear(256, 256)
+
+    def forward(self, x, swap=False):
+        x = self.b(self.a(x)) if not swap else self.a(self.b(x))
+        return self.c(x)
+
+
+def test_another_order_finishes_from_the_blocks_and_is_recorded_again():
+    from seedance_trim import StreamedModel
+    model = Branchy().eval()
+    plain = copy.deepcopy(model)
+    streamed = StreamedModel(model, int(model_bytes(model) * 0.7))
+    x = torch.randn(3, 256)
+    with torch.no_grad():
+        for swap in (False, False, True, True, False):
+            assert torch.equal(plain(x, swap=swap), streamed(x, swap=swap))
+        # The 3rd and 5th forwards missed the plan (finished from the blocks); the 4th
+        # recorded the new order.
+        stats = streamed.stats()
+        assert stats["replans"] == 1 and stats["order_misses"] == 1, stats
+        for swap in (False, False):  # recorded again, then streamed
+            assert torch.equal(plain(x, swap=swap), streamed(x, swap=swap))
+    stats = streamed.stats()
+    assert stats["replans"] == 2 and stats["order_misses"] == 0, stats
+    assert stats["bytes_copied"] >= streamed.plan()["streamed_bytes"] > 0, stats
+
+
+def test_streaming_refuses_what_it_cannot_do():
+    from seedance_trim import StreamedModel
+    model = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 64))
+    streamed = StreamedModel(model, model_bytes(model) // 2)
+    with pytest.raises(RuntimeError, match="no_grad"):
+        streamed(torch.randn(1, 64))  # training is not streamed
+    tied = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 64))
+    tied[1].weight = tied[0].weight
+    with pytest.raises(ValueError, match="tied"):
+        StreamedModel(tied, 10000)
+
+    class Nested(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(64))
+            self.inner = nn.Linear(64, 64)
+
+    with pytest.raises(ValueError, match="nested"):
+        StreamedModel(Nested(), 10000)
