@@ -22,8 +22,14 @@ What it does:
   slower tier, so moving it down again costs nothing. To write the tensors (load a state
   dict, an optimizer step) do it inside `with model.all_acquired():`, which needs a budget
   that holds the whole model.
-- Training is not supported yet: autograd keeps references to weights for the backward pass
-  after the forward hook has released them (saved-tensor hooks would be the way).
+- Training (issue 41): with grad enabled, a saved-tensor hook marks each weight autograd saves
+  for the backward pass, and brings its buffer back when the backward pass unpacks it. The
+  buffers of the unit (module) being unpacked and of the one before stay acquired: autograd
+  runs one node at a time and a node uses one module's weights, so the unit before that is done
+  with. The budget must hold the two largest units. In train mode the forward acquires for writing (batch norm updates its
+  running statistics). `optimizer_step(optimizer)` steps unit by unit, each acquired for
+  writing in turn, so the budget never has to hold the whole model; gradients stay where
+  autograd put them.
 
 While a unit is moved its memory is inaccessible (CPU: PROT_NONE; CUDA: unmapped): touching a
 parameter outside forward() or all_acquired() faults instead of reading stale bytes.
@@ -35,6 +41,25 @@ import torch
 from torch import nn
 
 from .manager import TrimManager
+
+# Units (modules) whose buffers the backward pass unpacked that stay acquired (module doc).
+_BACKWARD_HELD_UNITS = 2
+
+
+class _Saved:
+    """A weight autograd saved for the backward pass: its buffer and the tensor."""
+
+    __slots__ = ("bid", "tensor")
+
+    def __init__(self, bid, tensor):
+        self.bid = bid
+        self.tensor = tensor
+
+
+def _storage_ptr(t):
+    storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    return storage.data_ptr()
+
 
 # Modules whose forward may use their children's parameters directly (fused fast paths).
 FUSED_UNITS = (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
@@ -71,6 +96,9 @@ class TrimmedModel(nn.Module):
         self._counts = {}   # buffer id -> active acquisitions
         self._ids = {}      # id(tensor) -> buffer id (a shared tensor is registered once)
         self._tensor_of = {}  # id(tensor) -> its view over the library's memory
+        self._by_storage = {}  # a view's address -> its buffer id (saved-tensor hooks)
+        self._group_of = {}  # buffer id -> its module's name (its unit for the backward pass)
+        self._backward_held = {}  # unit -> buffers the backward pass unpacked, oldest unit first
         self._handles = []
         self._register_tensors()
         self._install_hooks(units)
@@ -103,6 +131,8 @@ class TrimmedModel(nn.Module):
         self.manager.release(bid)
         self._ids[key] = bid
         self._tensor_of[key] = view
+        self._by_storage[view.data_ptr()] = bid
+        self._group_of[bid] = group
         self._counts[bid] = 0
         return view
 
@@ -144,10 +174,16 @@ class TrimmedModel(nn.Module):
             self._handles.append(module.register_forward_hook(
                 lambda _m, _in, _out, ids=ids: self._release(ids)))
 
-    def _acquire(self, ids):
+    def _acquire(self, ids, write=None):
+        # In train mode a forward may write (batch norm's running statistics): no kept copy.
+        if write is None:
+            write = self.model.training
         for bid in ids:
             if self._counts[bid] == 0:
-                self.manager.acquire_read(bid)
+                if write:
+                    self.manager.acquire(bid)
+                else:
+                    self.manager.acquire_read(bid)
             self._counts[bid] += 1
 
     def _release(self, ids):
@@ -158,11 +194,76 @@ class TrimmedModel(nn.Module):
             if self._counts[bid] == 0:
                 self.manager.release(bid)
 
+    # ---- the backward pass ----
+    def _pack(self, t):
+        bid = self._by_storage.get(_storage_ptr(t))
+        return t if bid is None else _Saved(bid, t)
+
+    def _unpack(self, saved):
+        if not isinstance(saved, _Saved):
+            return saved
+        unit = self._group_of[saved.bid]
+        held = self._backward_held.pop(unit, None)
+        if held is None:  # a new unit: the one two units back is done with
+            held = []
+            while len(self._backward_held) >= _BACKWARD_HELD_UNITS:
+                oldest = next(iter(self._backward_held))
+                self._release(self._backward_held.pop(oldest))
+        self._backward_held[unit] = held  # the most recent unit last
+        if saved.bid not in held:
+            self._acquire([saved.bid], write=False)  # back at the same address
+            held.append(saved.bid)
+        return saved.tensor
+
+    def _release_backward(self):
+        held, self._backward_held = self._backward_held, {}
+        for bids in held.values():
+            self._release(bids)
+
     # ---- use ----
     def forward(self, *args, **kwargs):
-        out = self.model(*args, **kwargs)
+        self._release_backward()  # the last backward pass is over
+        if torch.is_grad_enabled():
+            with torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack):
+                out = self.model(*args, **kwargs)
+        else:
+            out = self.model(*args, **kwargs)
         self.manager.step()  # once per iteration
         return out
+
+    def optimizer_step(self, optimizer):
+        """optimizer.step() one buffer at a time: each is acquired for writing while the
+        optimizer updates it (the others' gradients are hidden meanwhile, so it skips them).
+        The result is the same as one optimizer.step() for optimizers that update each
+        parameter from its own gradient and state (SGD, Adam, ...)."""
+        self._release_backward()
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        grads = {id(p): p.grad for p in params}
+        bid_of = {id(p): self._by_storage.get(p.data_ptr()) for p in params}
+        unmanaged = [p for p in params if bid_of[id(p)] is None]
+        try:
+            for bid in list(self._counts):
+                mine = [p for p in params if bid_of[id(p)] == bid and grads[id(p)] is not None]
+                if not mine:
+                    continue
+                for p in params:
+                    p.grad = None
+                for p in mine:
+                    p.grad = grads[id(p)]
+                self._acquire([bid], write=True)
+                try:
+                    optimizer.step()
+                finally:
+                    self._release([bid])
+            if unmanaged:
+                for p in params:
+                    p.grad = None
+                for p in unmanaged:
+                    p.grad = grads[id(p)]
+                optimizer.step()
+        finally:
+            for p in params:
+                p.grad = grads[id(p)]
 
     @contextlib.contextmanager
     def all_acquired(self):
@@ -176,6 +277,22 @@ class TrimmedModel(nn.Module):
             yield
         finally:
             self._release(ids)
+
+    def copied_state(self):
+        """A copy of every parameter and buffer by name (the model's state_dict names), each
+        buffer acquired in turn: for saving or checking a model larger than the budget."""
+        out = {}
+        for name, t in list(self.model.named_parameters()) + list(self.model.named_buffers()):
+            bid = self._by_storage.get(t.data_ptr())
+            if bid is None:
+                out[name] = t.detach().clone()
+                continue
+            self._acquire([bid], write=False)
+            try:
+                out[name] = t.detach().clone()
+            finally:
+                self._release([bid])
+        return out
 
     def stats(self):
         return self.manager.stats()

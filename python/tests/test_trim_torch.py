@@ -212,3 +212,55 @@ def test_streaming_refuses_what_it_cannot_do():
 
     with pytest.raises(ValueError, match="nested"):
         StreamedModel(Nested(), 10000)
+
+
+# ---- training under TrimmedModel (issue 41) ----
+
+class SmallCNN(nn.Module):
+    """Convolutions with batch norm (running statistics written in train mode, in-place ReLU),
+    then six 256-wide layers: no unit near 40% of the model, as a budget that must hold two
+    units in the backward pass needs."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(inplace=True),
+            nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+            nn.AdaptiveAvgPool2d(2), nn.Flatten())
+        layers = []
+        for _ in range(6):
+            layers += [nn.Linear(256, 256), nn.ReLU()]
+        self.head = nn.Sequential(*layers, nn.Linear(256, 10))
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
+def test_three_sgd_steps_under_forty_percent_give_the_same_parameters():
+    torch.manual_seed(1)
+    model = SmallCNN()
+    plain = copy.deepcopy(model)
+    size = model_bytes(model)
+    manager = TrimManager.host(int(size * 0.4), 2 * size, min_victim_bytes=0)
+    trimmed = TrimmedModel(model, manager).train()
+    plain.train()
+    opt_plain = torch.optim.SGD(plain.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    opt_trim = torch.optim.SGD(trimmed.model.parameters(), lr=0.1, momentum=0.9,
+                               weight_decay=1e-4)
+    loss_fn = nn.CrossEntropyLoss()
+    for step in range(3):
+        x, y = torch.randn(8, 3, 16, 16), torch.randint(0, 10, (8,))
+        for m, opt, step_fn in ((plain, opt_plain, None), (trimmed, opt_trim, trimmed)):
+            opt.zero_grad()
+            loss = loss_fn(m(x), y)
+            loss.backward()
+            if step_fn is None:
+                opt.step()
+            else:
+                step_fn.optimizer_step(opt)
+    stats = trimmed.stats()
+    assert stats["fast_peak_used"] <= int(size * 0.4), stats
+    assert stats["bytes_moved_up"] > size, "weights came back for the backward passes"
+    got = trimmed.copied_state()  # one buffer at a time: the model does not fit the budget
+    for name, t in list(plain.named_parameters()) + list(plain.named_buffers()):
+        assert torch.equal(t.detach(), got[name]), name
