@@ -103,6 +103,28 @@ def measure(name, model, inputs, budget_share, device, iterations, sampler=None)
             "stalls": s["stalls"], "buffers": s["buffers"]}
 
 
+def hook_overhead(device):
+    """The library's part of TrimmedModel's hooks: a unit acquired and released when nothing
+    has to move (a budget twice the model), one call per unit (µs, best of 5 x 20 passes)."""
+    from seedance_trim.torch_hooks import _UnitIds
+    model = torchvision.models.resnet50().eval()
+    size = model_bytes(model)
+    manager = (TrimManager.host(2 * size, 2 * size, min_victim_bytes=0) if device == "cpu" else
+               TrimManager.cuda(2 * size, 2 * size, min_victim_bytes=0))
+    trimmed = TrimmedModel(model, manager)
+    units = [_UnitIds(ids) for ids in (trimmed._unit_buffers(m, False) for m in model.modules())
+             if ids]
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(20):
+            for u in units:
+                trimmed._acquire_unit(u)
+                trimmed._release_unit(u)
+        best = min(best, (time.perf_counter() - t0) / (20 * len(units)))
+    return {"model": "resnet50", "units": len(units), "us_per_unit": round(best * 1e6, 2)}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
@@ -135,7 +157,8 @@ def main():
     print(json.dumps({"benchmark": "trim_torch", "device": args.device,
                       "torch": torch.__version__, "iterations": args.iterations,
                       "sampler": (sampler.summary or {"error": sampler.error})
-                      if sampler else None, "models": models}))
+                      if sampler else None, "models": models,
+                      "hook_overhead": hook_overhead(args.device)}))
 
 
 if __name__ == "__main__":

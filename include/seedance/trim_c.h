@@ -125,6 +125,13 @@ int sd_trim_acquire(sd_trim_manager* manager, sd_trim_buffer id, void** ptr);
  * stays valid, so moving it down again needs no copy. Never write through *ptr. */
 int sd_trim_acquire_read(sd_trim_manager* manager, sd_trim_buffer id, const void** ptr);
 int sd_trim_release(sd_trim_manager* manager, sd_trim_buffer id);
+/* A unit's buffers in one call (one lock, one crossing of the language boundary): ptrs[i] for
+ * ids[i], by sd_trim_acquire_read (`read_only` 1) or sd_trim_acquire. On an error, the buffers
+ * this call acquired are released again: nothing is held. */
+int sd_trim_acquire_many(sd_trim_manager* manager, const sd_trim_buffer* ids, size_t n,
+                         int read_only, const void** ptrs);
+/* sd_trim_release for each of ids; every one is released, the first error is returned. */
+int sd_trim_release_many(sd_trim_manager* manager, const sd_trim_buffer* ids, size_t n);
 void sd_trim_step(sd_trim_manager* manager);
 int sd_trim_prefetch(sd_trim_manager* manager, sd_trim_buffer id);
 /* Trims now; returns how many buffers moved. */

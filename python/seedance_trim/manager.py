@@ -105,6 +105,15 @@ class TrimManager:
         _check(_lib.lib.sd_trim_acquire(self._h, buffer, ctypes.byref(p)), self._h)
         return p.value
 
+    def acquire_many(self, ids, ptrs, read_only=True):
+        """Acquires every buffer of `ids` (a ctypes uint64 array) in one call; their addresses
+        land in `ptrs` (a ctypes void* array of the same length). Nothing is held on error."""
+        _check(_lib.lib.sd_trim_acquire_many(self._h, ids, len(ids), 1 if read_only else 0,
+                                             ptrs), self._h)
+
+    def release_many(self, ids):
+        _check(_lib.lib.sd_trim_release_many(self._h, ids, len(ids)), self._h)
+
     def acquire_read(self, buffer):
         """acquire() for a caller that only reads until release()."""
         p = ctypes.c_void_p()

@@ -56,6 +56,17 @@ class _Saved:
         self.tensor = tensor
 
 
+class _UnitIds:
+    """A unit's buffer ids, and the ctypes arrays its one-call acquire and release use."""
+
+    __slots__ = ("ids", "array", "ptrs")
+
+    def __init__(self, ids):
+        self.ids = ids
+        self.array = (ctypes.c_uint64 * len(ids))(*ids)
+        self.ptrs = (ctypes.c_void_p * len(ids))()
+
+
 def _storage_ptr(t):
     storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
     return storage.data_ptr()
@@ -169,10 +180,28 @@ class TrimmedModel(nn.Module):
                 covered.update(id(m) for m in module.modules())
             if not ids:
                 continue
+            unit = _UnitIds(ids)
             self._handles.append(module.register_forward_pre_hook(
-                lambda _m, _in, ids=ids: self._acquire(ids)))
+                lambda _m, _in, unit=unit: self._acquire_unit(unit)))
             self._handles.append(module.register_forward_hook(
-                lambda _m, _in, _out, ids=ids: self._release(ids)))
+                lambda _m, _in, _out, unit=unit: self._release_unit(unit)))
+
+    def _acquire_unit(self, unit):
+        """A unit's buffers in one library call when none is held yet (the common case)."""
+        counts = self._counts
+        if any(counts[bid] for bid in unit.ids):  # nested units: one by one
+            return self._acquire(unit.ids)
+        self.manager.acquire_many(unit.array, unit.ptrs, read_only=not self.model.training)
+        for bid in unit.ids:
+            counts[bid] = 1
+
+    def _release_unit(self, unit):
+        counts = self._counts
+        if any(counts[bid] != 1 for bid in unit.ids):
+            return self._release(unit.ids)
+        for bid in unit.ids:
+            counts[bid] = 0
+        self.manager.release_many(unit.array)
 
     def _acquire(self, ids, write=None):
         # In train mode a forward may write (batch norm's running statistics): no kept copy.

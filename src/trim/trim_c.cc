@@ -204,6 +204,49 @@ int sd_trim_acquire(sd_trim_manager* m, sd_trim_buffer id, void** ptr) {
   });
 }
 
+int sd_trim_acquire_many(sd_trim_manager* m, const sd_trim_buffer* ids, size_t n, int read_only,
+                         const void** ptrs) {
+  if (m == nullptr || (n > 0 && (ids == nullptr || ptrs == nullptr))) {
+    return Invalid("manager, ids or ptrs is NULL");
+  }
+  return Locked(m, [&]() -> int {
+    for (size_t i = 0; i < n; ++i) {
+      Status failed;
+      if (read_only != 0) {
+        auto r = m->manager->AcquireRead(ids[i]);
+        if (r)
+          ptrs[i] = *r;
+        else
+          failed = r.error();
+      } else {
+        auto r = m->manager->Acquire(ids[i]);
+        if (r)
+          ptrs[i] = *r;
+        else
+          failed = r.error();
+      }
+      if (!failed.ok()) {
+        const int rc = Code(failed);
+        for (size_t j = 0; j < i; ++j) (void)m->manager->Release(ids[j]);  // nothing held
+        return rc;
+      }
+    }
+    return SD_TRIM_OK;
+  });
+}
+
+int sd_trim_release_many(sd_trim_manager* m, const sd_trim_buffer* ids, size_t n) {
+  if (m == nullptr || (n > 0 && ids == nullptr)) return Invalid("manager or ids is NULL");
+  return Locked(m, [&]() -> int {
+    int rc = SD_TRIM_OK;
+    for (size_t i = 0; i < n; ++i) {
+      const int r = Code(m->manager->Release(ids[i]));
+      if (rc == SD_TRIM_OK) rc = r;  // the first error; the rest are still released
+    }
+    return rc;
+  });
+}
+
 int sd_trim_acquire_read(sd_trim_manager* m, sd_trim_buffer id, const void** ptr) {
   if (m == nullptr || ptr == nullptr) return Invalid("manager or ptr is NULL");
   return Locked(m, [&]() -> int {

@@ -106,6 +106,23 @@ int main(void) {
   CHECK(sd_trim_release(m, z) == SD_TRIM_OK);
   sd_trim_destroy(m);
 
+  /* A unit's buffers acquired and released in one call each; a failing batch holds nothing. */
+  {
+    m = sd_trim_create_host(1 << 20, 8 << 20, &policy);
+    CHECK(m != NULL);
+    sd_trim_buffer b[3];
+    for (int i = 0; i < 3; ++i) CHECK(sd_trim_register(m, 4096, "b", "unit", &b[i]) == SD_TRIM_OK);
+    const void* ptrs[3] = {NULL, NULL, NULL};
+    CHECK(sd_trim_acquire_many(m, b, 3, 1, ptrs) == SD_TRIM_OK);
+    CHECK(ptrs[0] != NULL && ptrs[1] != NULL && ptrs[2] != NULL && ptrs[0] != ptrs[1]);
+    CHECK(sd_trim_unregister(m, b[1]) == SD_TRIM_EBUSY);
+    CHECK(sd_trim_release_many(m, b, 3) == SD_TRIM_OK);
+    sd_trim_buffer with_unknown[3] = {b[0], b[1], 999};
+    CHECK(sd_trim_acquire_many(m, with_unknown, 3, 0, ptrs) == SD_TRIM_ENOTFOUND);
+    CHECK(sd_trim_unregister(m, b[0]) == SD_TRIM_OK); /* released again: not busy */
+    sd_trim_destroy(m);
+  }
+
   /* Weight streaming on the host: 6 units of 64 KiB under a budget of 3: some stay, the rest
    * stream through the ring, and every unit reads its own bytes, iteration after iteration. */
   {
