@@ -149,7 +149,8 @@ class StreamedModel(nn.Module):
 
     def _views_at(self, u, address):
         """The unit's tensors over its bytes at `address` in the ring. The plan repeats, so a
-        unit lands at few places: their views are kept (at most 8 per unit)."""
+        unit lands at few places: their views are kept, all dropped once they number more
+        than 8 per unit on average (a bound on the cache, whatever the ring's laps)."""
         key = (u.index, address)
         views = self._view_cache.get(key)
         if views is None:

@@ -62,14 +62,21 @@ Result<StreamSimulation> SimulateStream(std::span<const UnitRecord> units,
   std::sort(waits.rbegin(), waits.rend());
   s.copy_waits = waits.size();
   for (const auto& w : waits) s.waited.push_back(w.second);
-  for (size_t k = first; k < first + n; ++k) {
-    int ahead = 0;
-    for (size_t j = k + 1; j < total; ++j) {
-      if (copy_start[j] < 0) continue;  // resident
-      if (copy_start[j] >= compute_start[k]) break;
-      ++ahead;
+  // Copies start in unit order, and computes too: one pass counts, for each compute, the
+  // streamed units after it whose copy had started (two pointers, not a scan per unit).
+  size_t next = 0;  // units (k, next) are counted in `ahead`
+  int ahead = 0;
+  for (size_t k = 0; k < first + n; ++k) {
+    if (next > k) {
+      if (copy_start[k] >= 0) --ahead;  // k itself was counted ahead of k - 1
+    } else {
+      next = k + 1;
     }
-    s.lookahead = std::max(s.lookahead, ahead);
+    while (next < total && (copy_start[next] < 0 || copy_start[next] < compute_start[k])) {
+      if (copy_start[next] >= 0) ++ahead;
+      ++next;
+    }
+    if (k >= first) s.lookahead = std::max(s.lookahead, ahead);
   }
   return s;
 }
@@ -82,6 +89,7 @@ Result<StreamPlan> PlanStream(std::span<const UnitRecord> units, const StreamPla
   uint64_t model = 0;
   double compute = 0;
   for (const UnitRecord& u : units) {
+    if (model + u.bytes < model) return InvalidArgumentError("stream plan: units' bytes overflow");
     model += u.bytes;
     compute += u.seconds;
   }

@@ -216,6 +216,9 @@ TEST(StreamPlanTest, BadInputIsRefused) {
             StatusCode::kInvalidArgument);
   EXPECT_EQ(PlanStream(units, {.budget = 150, .link_bytes_per_second = 0}).error().code(),
             StatusCode::kInvalidArgument);
+  std::vector<UnitRecord> overflowing = {{UINT64_MAX, 1}, {2, 1}};
+  EXPECT_EQ(PlanStream(overflowing, {.budget = 100, .link_bytes_per_second = 1}).error().code(),
+            StatusCode::kInvalidArgument);
   // 150 bytes: either unit resident leaves too little ring for the other.
   EXPECT_EQ(
       PlanStream(units, {.budget = 150, .link_bytes_per_second = 1, .alignment = 1}).error().code(),

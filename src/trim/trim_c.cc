@@ -344,14 +344,18 @@ const char* sd_trim_last_error(const sd_trim_manager*) { return t_last_error.c_s
 
 namespace {
 
-// The recorded units, checked.
-int Records(size_t n, const uint64_t* bytes, const double* seconds,
-            std::vector<trim::UnitRecord>* out) {
+// The plan for the recorded units, checked.
+int Plan(size_t n, const uint64_t* bytes, const double* seconds, uint64_t budget, double link,
+         trim::StreamPlan* out) {
   if (n == 0 || bytes == nullptr || seconds == nullptr) return Invalid("no units recorded");
+  std::vector<trim::UnitRecord> units;
   for (size_t i = 0; i < n; ++i) {
     if (!(seconds[i] >= 0)) return Invalid("a unit's compute seconds must be 0 or more");
-    out->push_back({bytes[i], seconds[i]});
+    units.push_back({bytes[i], seconds[i]});
   }
+  auto plan = trim::PlanStream(units, {.budget = budget, .link_bytes_per_second = link});
+  if (!plan) return Code(plan.error());
+  *out = std::move(plan).value();
   return SD_TRIM_OK;
 }
 
@@ -372,13 +376,12 @@ int sd_trim_stream_plan(size_t n, const uint64_t* bytes, const double* seconds, 
                         double link_bytes_per_second, uint8_t* resident,
                         sd_trim_stream_plan_info* info) {
   try {
-    std::vector<trim::UnitRecord> units;
-    if (int rc = Records(n, bytes, seconds, &units); rc != SD_TRIM_OK) return rc;
-    auto plan =
-        trim::PlanStream(units, {.budget = budget, .link_bytes_per_second = link_bytes_per_second});
-    if (!plan) return Code(plan.error());
-    if (resident != nullptr) std::copy(plan->resident.begin(), plan->resident.end(), resident);
-    ToInfo(*plan, info);
+    trim::StreamPlan plan;
+    if (int rc = Plan(n, bytes, seconds, budget, link_bytes_per_second, &plan); rc != SD_TRIM_OK) {
+      return rc;
+    }
+    if (resident != nullptr) std::copy(plan.resident.begin(), plan.resident.end(), resident);
+    ToInfo(plan, info);
     return SD_TRIM_OK;
   } catch (const std::bad_alloc&) {
     t_last_error = "out of memory";
@@ -392,13 +395,11 @@ int sd_trim_stream_create_host(size_t n, const uint64_t* bytes, const double* se
   if (out == nullptr || host == nullptr) return Invalid("out or host is NULL");
   *out = nullptr;
   try {
-    std::vector<trim::UnitRecord> units;
-    if (int rc = Records(n, bytes, seconds, &units); rc != SD_TRIM_OK) return rc;
-    auto plan =
-        trim::PlanStream(units, {.budget = budget, .link_bytes_per_second = link_bytes_per_second});
-    if (!plan) return Code(plan.error());
     auto s = std::make_unique<sd_trim_stream>();
-    s->plan = std::move(plan).value();
+    if (int rc = Plan(n, bytes, seconds, budget, link_bytes_per_second, &s->plan);
+        rc != SD_TRIM_OK) {
+      return rc;
+    }
     s->ring.resize(s->plan.ring_bytes);
     std::vector<trim::StreamUnit> su;
     for (size_t i = 0; i < n; ++i) {
