@@ -21,7 +21,7 @@ Result<StreamSimulation> SimulateStream(std::span<const UnitRecord> units,
                                         std::span<const uint8_t> resident, uint64_t ring_bytes,
                                         double link, uint64_t alignment, int iterations) {
   const size_t n = units.size();
-  if (n == 0 || resident.size() != n || link <= 0 || iterations < 3) {
+  if (n == 0 || resident.size() != n || !(link > 0) || iterations < 3) {
     return InvalidArgumentError("stream simulation: units, a resident mask each and a link");
   }
   const size_t total = n * static_cast<size_t>(iterations);
@@ -83,7 +83,7 @@ Result<StreamSimulation> SimulateStream(std::span<const UnitRecord> units,
 
 Result<StreamPlan> PlanStream(std::span<const UnitRecord> units, const StreamPlanOptions& o) {
   const size_t n = units.size();
-  if (n == 0 || o.budget == 0 || o.link_bytes_per_second <= 0) {
+  if (n == 0 || o.budget == 0 || !(o.link_bytes_per_second > 0)) {
     return InvalidArgumentError("stream plan: units, a budget and a link rate are needed");
   }
   uint64_t model = 0;

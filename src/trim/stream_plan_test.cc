@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 #include <vector>
 
@@ -215,6 +216,8 @@ TEST(StreamPlanTest, BadInputIsRefused) {
   EXPECT_EQ(PlanStream(units, {.budget = 0, .link_bytes_per_second = 1}).error().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(PlanStream(units, {.budget = 150, .link_bytes_per_second = 0}).error().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlanStream(units, {.budget = 150, .link_bytes_per_second = NAN}).error().code(),
             StatusCode::kInvalidArgument);
   std::vector<UnitRecord> overflowing = {{UINT64_MAX, 1}, {2, 1}};
   EXPECT_EQ(PlanStream(overflowing, {.budget = 100, .link_bytes_per_second = 1}).error().code(),
