@@ -178,6 +178,21 @@ int sd_trim_stream_plan(size_t n, const uint64_t* bytes, const double* seconds, 
 int sd_trim_stream_create_host(size_t n, const uint64_t* bytes, const double* seconds,
                                const void* const* host, uint64_t budget,
                                double link_bytes_per_second, sd_trim_stream** out);
+/* A streamer on CUDA device `device`: plans as sd_trim_stream_plan (ask it first for the
+ * resident units and the ring's size), then each streamed unit is copied from `host[i]` (pinned
+ * host memory) on a copy stream of its own into `ring` (device memory of `ring_bytes`, at least
+ * the plan's ring_bytes) ahead of its use, and `compute_stream` (a cudaStream_t, NULL for the
+ * legacy default stream: where the units' compute is issued) waits for that copy on the device.
+ * A resident unit is used at `resident[i]`, device memory the caller has filled with its bytes
+ * (NULL for streamed units). sd_trim_stream_end records an event on `compute_stream` after the
+ * unit's compute: its bytes in the ring are overwritten only once that event has passed, again
+ * a wait on the device. Nothing waits on the host in steady state. The memory must stay valid
+ * until sd_trim_stream_destroy, which waits for the copies it issued. SD_TRIM_EINVAL names
+ * memory of the wrong kind; SD_TRIM_EUNAVAILABLE in builds without CUDA or without a driver. */
+int sd_trim_stream_create_cuda(size_t n, const uint64_t* bytes, const double* seconds,
+                               const void* const* host, void* const* resident, void* ring,
+                               uint64_t ring_bytes, uint64_t budget, double link_bytes_per_second,
+                               int device, void* compute_stream, sd_trim_stream** out);
 /* Before unit `unit` computes: *ptr holds its bytes until sd_trim_stream_end (read only).
  * SD_TRIM_EBUSY when it is not the unit the plan expects next (the order changed: record the
  * units and create the streamer again). */

@@ -28,7 +28,7 @@ class HostStreamDevice final : public StreamDevice {
   void ComputeWaits(Event e) override;
   Event RecordCompute() override;
 
-  uint64_t host_waits() const;  // ComputeWaits calls that found their copy not done yet
+  uint64_t host_waits() const override;  // ComputeWaits calls that found their copy not done yet
 
  private:
   struct Copy {

@@ -38,6 +38,7 @@ void StreamExecutor::IssueAhead() {
 }
 
 Result<void*> StreamExecutor::Begin(size_t i) {
+  SEEDANCE_RETURN_IF_ERROR(device_.Health());
   if (i != expected_ || begun_) {
     ++stats_.order_misses;
     return FailedPreconditionError(
@@ -62,6 +63,7 @@ Result<void*> StreamExecutor::Begin(size_t i) {
   ++begun_streamed_;
   IssueAhead();
   stats_.most_ahead = std::max(stats_.most_ahead, static_cast<int>(issued_ - begun_streamed_));
+  SEEDANCE_RETURN_IF_ERROR(device_.Health());
   return static_cast<void*>(ring_memory_ + mine.offset);
 }
 
@@ -77,7 +79,7 @@ Status StreamExecutor::End(size_t i) {
   ring_.ReleaseOldest(device_.RecordCompute());
   in_flight_.pop_front();
   IssueAhead();
-  return Status::Ok();
+  return device_.Health();
 }
 
 }  // namespace seedance::trim

@@ -3,8 +3,7 @@
 // unit's copy into its place in the ring (trim/stream_ring.h) ahead of its use, as far as the
 // plan's lookahead and the ring allow. It never waits on the host: a copy waits on the device
 // for the compute that last used the bytes it overwrites, and the compute waits on the device
-// for its copy. What a device must offer is StreamDevice: a copy stream and a compute stream
-// with events (CUDA streams and events; a thread per stream with latches in the tests).
+// for its copy. What a device must offer is StreamDevice (trim/stream_device.h).
 #pragma once
 
 #include <cstdint>
@@ -12,25 +11,11 @@
 #include <vector>
 
 #include "seedance/result.h"
+#include "trim/stream_device.h"
 #include "trim/stream_plan.h"
 #include "trim/stream_ring.h"
 
 namespace seedance::trim {
-
-class StreamDevice {
- public:
-  // An event passes once the work issued before it on its stream is done. 0 is no event.
-  // Compute events are ordered: a later one passes after an earlier one.
-  using Event = uint64_t;
-  virtual ~StreamDevice() = default;
-  // On the copy stream: waits for `after` (0: nothing), then copies `bytes` from host `src` to
-  // device `dst`. Returns the event that passes once the copy is done. Does not wait.
-  virtual Event CopyAfter(void* dst, const void* src, uint64_t bytes, Event after) = 0;
-  // The compute stream waits for `e` before the work issued on it next. Does not wait.
-  virtual void ComputeWaits(Event e) = 0;
-  // An event on the compute stream, recorded now. Does not wait.
-  virtual Event RecordCompute() = 0;
-};
 
 struct StreamUnit {
   const void* host = nullptr;  // its bytes in host memory (pinned on a GPU): what is copied
@@ -57,7 +42,8 @@ class StreamExecutor {
   // Before unit `i`'s compute is issued: its device memory. The compute stream is made to wait
   // for its copy, and the copies of the streamed units after it are issued as far as the
   // lookahead and the ring allow. kFailedPrecondition when `i` is not the unit the plan expects
-  // next (the order changed: record again), or Begin was called twice.
+  // next (the order changed: record again), or Begin was called twice; the device's error
+  // (StreamDevice::Health) once it has one.
   Result<void*> Begin(size_t i);
   // After unit `i`'s compute has been issued: its region of the ring may be reused once the
   // compute stream passes an event recorded now.

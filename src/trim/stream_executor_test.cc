@@ -282,5 +282,59 @@ TEST(StreamExecutorTest, AnotherOrderIsRefusedSoThePlanIsRecordedAgain) {
   ASSERT_TRUE(ex.End(0).ok());
 }
 
+// A device whose call failed (a CUDA error: the calls cannot return one) makes Begin and End
+// fail with that error from then on, instead of handing out bytes that may never arrive.
+class FailingDevice final : public StreamDevice {
+ public:
+  Event CopyAfter(void* dst, const void* src, uint64_t bytes, Event) override {
+    if (copies_left_ == 0) {
+      health_ = Status(StatusCode::kUnavailable, "CUDA copy: an illegal address");
+      return 0;
+    }
+    --copies_left_;
+    std::memcpy(dst, src, bytes);
+    return ++events_;
+  }
+  void ComputeWaits(Event) override {}
+  Event RecordCompute() override { return ++events_; }
+  Status Health() const override { return health_; }
+
+ private:
+  int copies_left_ = 1;
+  Event events_ = 0;
+  Status health_ = Status::Ok();
+};
+
+TEST(StreamExecutorTest, ADeviceErrorIsReturnedFromBeginAndEnd) {
+  Model m = MakeModel(11, 6);
+  uint64_t model = 0;
+  for (const auto& r : m.records) model += r.bytes;
+  auto plan = PlanStream(m.records, {.budget = model / 2, .link_bytes_per_second = 1e9});
+  ASSERT_TRUE(plan.has_value());
+  std::vector<StreamUnit> units;
+  for (size_t i = 0; i < m.records.size(); ++i) {
+    m.resident.emplace_back(m.records[i].bytes);
+    units.push_back({m.host[i].data(), m.resident[i].data(), m.records[i].bytes});
+  }
+  std::vector<char> ring(plan->ring_bytes);
+  FailingDevice device;
+  StreamExecutor ex(*plan, units, ring.data(), device);
+  Status first_error = Status::Ok();
+  for (size_t i = 0; i < units.size() && first_error.ok(); ++i) {
+    auto p = ex.Begin(i);
+    if (!p.has_value()) {
+      first_error = p.error();
+      break;
+    }
+    first_error = ex.End(i);
+  }
+  ASSERT_FALSE(first_error.ok()) << "the second copy failed: some call must say so";
+  EXPECT_EQ(first_error.code(), StatusCode::kUnavailable);
+  EXPECT_NE(first_error.message().find("illegal address"), std::string::npos);
+  auto again = ex.Begin(0);
+  ASSERT_FALSE(again.has_value());
+  EXPECT_EQ(again.error().code(), StatusCode::kUnavailable) << "sticky";
+}
+
 }  // namespace
 }  // namespace seedance::trim

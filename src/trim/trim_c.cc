@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "seedance/trim.h"
+#include "trim/cuda_stream_device.h"
 #include "trim/host_stream_device.h"
 #include "trim/stream_executor.h"
 #include "trim/stream_plan.h"
@@ -21,9 +22,9 @@ struct sd_trim_manager {
 
 struct sd_trim_stream {
   seedance::trim::StreamPlan plan;
-  std::vector<char> ring;  // the plan's ring_bytes
-  seedance::trim::HostStreamDevice device;
-  std::unique_ptr<seedance::trim::StreamExecutor> executor;
+  std::vector<char> host_ring;  // the host backend's ring: the plan's ring_bytes
+  std::unique_ptr<seedance::trim::StreamDevice> device;
+  std::unique_ptr<seedance::trim::StreamExecutor> executor;  // destroyed before the device
   mutable std::mutex mu;
 };
 
@@ -400,15 +401,62 @@ int sd_trim_stream_create_host(size_t n, const uint64_t* bytes, const double* se
         rc != SD_TRIM_OK) {
       return rc;
     }
-    s->ring.resize(s->plan.ring_bytes);
+    s->host_ring.resize(s->plan.ring_bytes);
     std::vector<trim::StreamUnit> su;
     for (size_t i = 0; i < n; ++i) {
       if (host[i] == nullptr && bytes[i] > 0) return Invalid("a unit's host bytes are NULL");
       // On a host a resident unit is used where it is.
       su.push_back({host[i], const_cast<void*>(host[i]), bytes[i]});
     }
-    s->executor =
-        std::make_unique<trim::StreamExecutor>(s->plan, std::move(su), s->ring.data(), s->device);
+    s->device = std::make_unique<trim::HostStreamDevice>();
+    s->executor = std::make_unique<trim::StreamExecutor>(s->plan, std::move(su),
+                                                         s->host_ring.data(), *s->device);
+    *out = s.release();
+    return SD_TRIM_OK;
+  } catch (const std::bad_alloc&) {
+    t_last_error = "out of memory";
+    return SD_TRIM_ENOSPACE;
+  }
+}
+
+int sd_trim_stream_create_cuda(size_t n, const uint64_t* bytes, const double* seconds,
+                               const void* const* host, void* const* resident, void* ring,
+                               uint64_t ring_bytes, uint64_t budget, double link_bytes_per_second,
+                               int device, void* compute_stream, sd_trim_stream** out) {
+  if (out == nullptr || host == nullptr || resident == nullptr) {
+    return Invalid("out, host or resident is NULL");
+  }
+  *out = nullptr;
+  try {
+    auto s = std::make_unique<sd_trim_stream>();
+    if (int rc = Plan(n, bytes, seconds, budget, link_bytes_per_second, &s->plan);
+        rc != SD_TRIM_OK) {
+      return rc;
+    }
+    if (ring == nullptr && s->plan.ring_bytes > 0) return Invalid("ring is NULL");
+    if (ring_bytes < s->plan.ring_bytes) {
+      return Invalid(("ring_bytes " + std::to_string(ring_bytes) + " is less than the plan's " +
+                      std::to_string(s->plan.ring_bytes) + " (sd_trim_stream_plan says it)")
+                         .c_str());
+    }
+    std::vector<trim::StreamUnit> su;
+    for (size_t i = 0; i < n; ++i) {
+      if (bytes[i] > 0 && host[i] == nullptr) return Invalid("a unit's host bytes are NULL");
+      if (bytes[i] > 0 && s->plan.resident[i] && resident[i] == nullptr) {
+        t_last_error = "unit " + std::to_string(i) +
+                       " stays resident in the plan, but its resident memory is NULL";
+        return SD_TRIM_EINVAL;
+      }
+      su.push_back({host[i], s->plan.resident[i] ? resident[i] : nullptr, bytes[i]});
+    }
+    if (Status st = trim::CheckCudaStreamMemory(device, host, resident, n, ring);
+        !st.ok()) {
+      return Code(st);
+    }
+    auto d = trim::MakeCudaStreamDevice(device, compute_stream);
+    if (!d) return Code(d.error());
+    s->device = std::move(d).value();
+    s->executor = std::make_unique<trim::StreamExecutor>(s->plan, std::move(su), ring, *s->device);
     *out = s.release();
     return SD_TRIM_OK;
   } catch (const std::bad_alloc&) {
@@ -445,7 +493,7 @@ void sd_trim_stream_get_stats(const sd_trim_stream* s, sd_trim_stream_stats* out
   out->copies = st.copies;
   out->bytes_copied = st.bytes_copied;
   out->issued_at_begin = st.issued_at_begin;
-  out->host_waits = s->device.host_waits();
+  out->host_waits = s->device->host_waits();
   out->order_misses = st.order_misses;
   out->most_ahead = st.most_ahead;
 }

@@ -161,6 +161,28 @@ int main(void) {
     sd_trim_stream_get_stats(st, &ss);
     CHECK(ss.bytes_copied >= 3 * info.streamed_bytes && ss.order_misses == 1);
     sd_trim_stream_destroy(st);
+
+    /* The CUDA streamer: memory of the wrong kind is refused, saying which (here the ring is
+     * host memory); without a usable CUDA (no driver, a build without nvcc) it says why. */
+    void* on_device[6];
+    for (int i = 0; i < 6; ++i) on_device[i] = resident[i] ? units[i] : NULL;
+    static unsigned char ring[3 << 16];
+    st = NULL;
+    int crc = sd_trim_stream_create_cuda(6, sizes, seconds, hosts, on_device, ring, sizeof ring,
+                                         3 * (64 << 10), 1e9, 0, NULL, &st);
+    CHECK(st == NULL);
+    CHECK(crc == SD_TRIM_EINVAL || crc == SD_TRIM_EUNAVAILABLE);
+    if (crc == SD_TRIM_EINVAL) {
+      CHECK(strstr(sd_trim_last_error(NULL), "the ring is not device memory") != NULL);
+    } else {
+      const char* why = sd_trim_last_error(NULL); /* no driver, or a build without CUDA */
+      CHECK(strstr(why, "driver") != NULL || strstr(why, "without CUDA") != NULL);
+    }
+    CHECK(sd_trim_stream_create_cuda(6, sizes, seconds, hosts, on_device, ring, 1000,
+                                     3 * (64 << 10), 1e9, 0, NULL, &st) == SD_TRIM_EINVAL);
+    CHECK(strstr(sd_trim_last_error(NULL), "less than the plan's") != NULL);
+    CHECK(sd_trim_stream_create_cuda(6, sizes, seconds, hosts, NULL, ring, sizeof ring,
+                                     3 * (64 << 10), 1e9, 0, NULL, &st) == SD_TRIM_EINVAL);
   }
 
   /* The CUDA tiers: a round trip where a device is usable; the reason where not. */
