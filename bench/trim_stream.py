@@ -26,7 +26,7 @@ import torch  # noqa: E402
 import torchvision  # noqa: E402
 
 from seedance_trim import TrimManager, TrimmedModel  # noqa: E402
-from seedance_trim.streaming import StreamedModel, _link_bytes_per_second  # noqa: E402
+from seedance_trim.streaming import StreamedModel, _HostBackend  # noqa: E402
 from test_trim_torch import SmallTransformer, model_bytes  # noqa: E402
 
 
@@ -148,7 +148,7 @@ def main():
         return 1
     torch.manual_seed(0)
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
-    link = _link_bytes_per_second()
+    link = _HostBackend().link_bytes_per_second()
     started = time.monotonic()
     if args.quick:
         models = [

@@ -212,6 +212,9 @@ def test_streaming_refuses_what_it_cannot_do():
 
     with pytest.raises(ValueError, match="nested"):
         StreamedModel(Nested(), 10000)
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="CUDA is not available"):
+            StreamedModel(nn.Linear(8, 8), 10000, device="cuda")
 
 
 # ---- training under TrimmedModel (issue 41) ----
