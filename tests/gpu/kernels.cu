@@ -33,7 +33,51 @@ __global__ void TouchKernel(const unsigned char* p, uint64_t n, unsigned long lo
   if (local == 0xFFFFFFFFFFFFFFFFull) *sink = local;  // keeps the loads
 }
 
+__global__ void ChecksumKernel(const unsigned char* p, uint64_t n, unsigned long long* out) {
+  unsigned long long local = 0;
+  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    local += static_cast<unsigned long long>(p[i]) * (i % 251 + 1);
+  }
+  atomicAdd(out, local);
+}
+
+__device__ uint64_t GlobalNanoseconds() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void GateKernel(const volatile int* flag, int* timed_out, uint64_t limit_ns) {
+  const uint64_t start = GlobalNanoseconds();
+  while (*flag == 0) {
+    if (GlobalNanoseconds() - start > limit_ns) {
+      *timed_out = 1;
+      return;
+    }
+    __nanosleep(1000);
+  }
+}
+
 }  // namespace
+
+bool ChecksumIntoAsync(const void* p, uint64_t n, unsigned long long* out, void* stream) {
+  ChecksumKernel<<<256, 256, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const unsigned char*>(p), n, out);
+  return cudaGetLastError() == cudaSuccess;
+}
+
+unsigned long long HostChecksum(const void* p, uint64_t n) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  unsigned long long sum = 0;
+  for (uint64_t i = 0; i < n; ++i) sum += static_cast<unsigned long long>(b[i]) * (i % 251 + 1);
+  return sum;
+}
+
+bool GateAsync(const volatile int* flag, int* timed_out, uint64_t limit_ms, void* stream) {
+  GateKernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(flag, timed_out,
+                                                             limit_ms * 1000000ull);
+  return cudaGetLastError() == cudaSuccess;
+}
 
 bool TouchAsync(const void* p, uint64_t n) {
   static unsigned long long* sink = nullptr;

@@ -30,4 +30,14 @@ bool Copy(void* dst, const void* src, uint64_t n);
 // the slower direction), or 0 on error.
 double PinnedBandwidthGbps(uint64_t bytes);
 
+// Adds a checksum of `p`'s bytes (each byte weighted by its position mod 251, plus 1) to *out
+// (device memory) on `stream` (a cudaStream_t), without waiting. HostChecksum is the same on
+// the host.
+bool ChecksumIntoAsync(const void* p, uint64_t n, unsigned long long* out, void* stream);
+unsigned long long HostChecksum(const void* p, uint64_t n);
+// Holds `stream` (a cudaStream_t) until *flag (mapped pinned memory) becomes nonzero or
+// `limit_ms` pass, without waiting; *timed_out (mapped pinned memory) is then 1 if the limit
+// was reached. For tests that issue work while the device is held.
+bool GateAsync(const volatile int* flag, int* timed_out, uint64_t limit_ms, void* stream);
+
 }  // namespace seedance::gpu_testing
