@@ -20,8 +20,9 @@ Two backends, one library call per hook:
 - "cuda": the CUDA streamer. The ring and the resident units are device memory taken from
   PyTorch's allocator; copies run on the library's copy stream, PyTorch's current stream waits
   for them on the device and each unit's end records the event that frees its place in the ring.
-  Nothing waits on the host. The units' times are recorded with CUDA events. Written and
-  compiled, but not yet run on a GPU (scripts/gpu-check --stream runs it).
+  Nothing waits on the host. The units' times are recorded with CUDA events. Embedding tables
+  are not streamed: the gather kernel reads them in place from their pinned blocks
+  (zero_copy_embeddings). Written, but not yet run on a GPU (scripts/gpu-check --stream runs it).
 
 Limits, for now:
 - Inference only: training is TrimmedModel's (torch_hooks.py).
@@ -134,6 +135,16 @@ class _HostBackend:
         self._view_cache.clear()
 
 
+class _Mapped:
+    """A pinned block seen through __cuda_array_interface__ (torch.as_tensor then makes a CUDA
+    tensor at the same address, and keeps this object, so the block, alive)."""
+
+    def __init__(self, block):
+        self._block = block
+        self.__cuda_array_interface__ = {"shape": (block.numel(),), "typestr": "|u1",
+                                         "data": (block.data_ptr(), False), "version": 2}
+
+
 class _CudaBackend:
     """The CUDA backend: pinned blocks; the ring and resident units in device memory from
     PyTorch's allocator; the library's CUDA streamer on PyTorch's current stream."""
@@ -226,6 +237,14 @@ class _CudaBackend:
         self._view_cache.clear()
         return handle
 
+    def mapped_views(self, u):
+        """The unit's tensors as CUDA tensors over its pinned block, read in place by kernels
+        (unified addressing: a pinned block's host address is its device address)."""
+        raw = torch.as_tensor(_Mapped(u.block), device=self.device)
+        if raw.data_ptr() != u.block.data_ptr():
+            raise RuntimeError("PyTorch copied the pinned block instead of mapping it")
+        return u.views(raw)
+
     def ring_views(self, u, address):
         """Slices of the ring tensor: a unit lands at few offsets (the plan repeats)."""
         offset = address - self._ring.data_ptr()
@@ -255,9 +274,12 @@ class _CudaBackend:
 
 class StreamedModel(nn.Module):
     def __init__(self, model, budget_bytes, link_bytes_per_second=None, units=FUSED_UNITS,
-                 device=None):
+                 device=None, zero_copy_embeddings=True):
         """device: "cpu" or a CUDA device; by default the device of the model's first
-        parameter (a model on the GPU is moved to pinned blocks, freeing its device memory)."""
+        parameter (a model on the GPU is moved to pinned blocks, freeing its device memory).
+        zero_copy_embeddings (CUDA): embedding tables are not streamed but read in place from
+        their pinned blocks by the gather kernel (a lookup reads a few rows, not the table);
+        they take nothing of the budget. Tables with max_norm (rewritten by lookups) stream."""
         super().__init__()
         self.model = model
         self.budget = int(budget_bytes)
@@ -268,8 +290,11 @@ class StreamedModel(nn.Module):
         device = torch.device(device)
         self._backend = _CudaBackend(device) if device.type == "cuda" else _HostBackend()
         self._units = self._find_units(units)
-        self._by_module = {id(u.module): u for u in self._units}
         self._pack()
+        self._zero_copy = []  # units read in place from their blocks (CUDA)
+        self._zero_copy_error = None
+        if zero_copy_embeddings and isinstance(self._backend, _CudaBackend):
+            self._map_embeddings()
         self._stream = None
         self._mode = "record"
         self._order = []          # units in the order the recording forward ran them
@@ -342,6 +367,26 @@ class StreamedModel(nn.Module):
                     view.copy_(getattr(owner, name).detach().contiguous())
                 u.home = u.block_views
                 self._point(u, u.home)
+
+    def _map_embeddings(self):
+        kept = []
+        for u in self._units:
+            m = u.module
+            if isinstance(m, (nn.Embedding, nn.EmbeddingBag)) and m.max_norm is None and \
+                    self._zero_copy_error is None:
+                try:
+                    u.home = self._backend.mapped_views(u)
+                except (RuntimeError, TypeError, ValueError) as e:  # PyTorch would not map it
+                    self._zero_copy_error = f"{type(e).__name__}: {e}"
+                    kept.append(u)
+                    continue
+                self._point(u, u.home)
+                self._zero_copy.append(u)
+            else:
+                kept.append(u)
+        for i, u in enumerate(kept):  # the planned units, numbered again
+            u.index = i
+        self._units = kept
 
     @staticmethod
     def _point(u, views):
@@ -442,12 +487,15 @@ class StreamedModel(nn.Module):
             _lib.lib.sd_trim_stream_get_stats(self._stream, ctypes.byref(s))
         out = s.as_dict()
         out["replans"] = self._replans
+        out["zero_copy_bytes"] = sum(u.nbytes for u in self._zero_copy)
+        if self._zero_copy_error is not None:
+            out["zero_copy_error"] = self._zero_copy_error
         out["hook_us_per_unit"] = (self._hook_seconds / self._hook_calls * 1e6
                                    if self._hook_calls else 0.0)
         return out
 
     def model_bytes(self):
-        return sum(u.nbytes for u in self._units)
+        return sum(u.nbytes for u in self._units + self._zero_copy)
 
     def _close(self):
         """Destroys the streamer (it waits for its copies), then gives its device memory

@@ -59,7 +59,11 @@ def test_transformer_streams_on_cuda_with_equal_outputs():
     tokens = torch.randint(0, 4000, (8, 128), device="cuda")
     _, streamed = stream_on_cuda(SmallTransformer(d=512), tokens, 0.35)
     assert streamed.plan()["streamed_bytes"] > 0
-    assert streamed.stats()["host_waits"] == 0
+    stats = streamed.stats()
+    assert stats["host_waits"] == 0, stats
+    # The embedding table is read in place from its pinned block, not streamed.
+    assert stats["zero_copy_bytes"] == 4000 * 512 * 4 and "zero_copy_error" not in stats, stats
+    assert not streamed.model.embed.weight.is_pinned() and streamed.model.embed.weight.is_cuda
 
 
 class Branchy(nn.Module):
