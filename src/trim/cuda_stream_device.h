@@ -6,8 +6,8 @@
 // synchronization, nothing allocated or mapped on the hot path. Event handles are reused in
 // order (trim/ordered_events.h), so after warm-up none is created either.
 //
-// Declared here without CUDA types (and C++20 headers: nvcc compiles C++17) so the C API builds the same with and without nvcc; builds
-// without CUDA answer kUnavailable (cuda_stubs.cc).
+// Declared here without CUDA types (and C++20 headers: nvcc compiles C++17) so the C API builds the
+// same with and without nvcc; builds without CUDA answer kUnavailable (cuda_stubs.cc).
 #pragma once
 
 #include <cstddef>
@@ -25,7 +25,7 @@ Result<std::unique_ptr<StreamDevice>> MakeCudaStreamDevice(int device, void* com
 // Checks the memory a CUDA streamer is given: each of the `n` units' `host` bytes are pinned
 // host memory (a pageable source would make every copy synchronous), `ring` and each non-null
 // `resident` are memory of `device`. kInvalidArgument naming the first that is not.
-Status CheckCudaStreamMemory(int device, const void* const* host, void* const* resident,
-                             size_t n, const void* ring);
+Status CheckCudaStreamMemory(int device, const void* const* host, void* const* resident, size_t n,
+                             const void* ring);
 
 }  // namespace seedance::trim

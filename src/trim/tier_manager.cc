@@ -1,16 +1,16 @@
 // TierManager implementation on top of the shared TrimPolicy (see seedance/trim.h).
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <deque>
-#include <map>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
 #include "seedance/trim.h"
-#include "trim/codec_rates.h"
+#include "trim/access_period.h"
+#include "trim/address_index.h"
 #include "trim/copy_worker.h"
+#include "trim/tier_moves.h"
 #include "trim/trim_policy.h"
 
 namespace seedance::trim {
@@ -37,12 +37,7 @@ struct Buffer {
   std::shared_ptr<CopyWorker::Job> job;  // a move in flight (async_copies)
   std::string name;
   std::string group;
-  // Learned access period: the gap (in steps) between bursts of use, confirmed when two
-  // consecutive gaps are equal; then the buffer is prefetched the step before it is due.
-  uint64_t last_acquire_step = 0;
-  uint64_t gap_candidate = 0;
-  uint64_t gap = 0;
-  uint64_t prefetch_step = 0;  // when the next prefetch is due (0 = none)
+  AccessPeriod period;  // when it is used again: a prefetch is scheduled before then
 };
 
 class TierManagerImpl final : public TierManager {
@@ -157,13 +152,7 @@ class TierManagerImpl final : public TierManager {
 
   Result<BufferId> Lookup(const void* p) const override {
     const_cast<TierManagerImpl*>(this)->Reap(/*wait=*/true);  // addresses once moves land
-    const auto a = reinterpret_cast<uintptr_t>(p);
-    auto it = by_address_.upper_bound(a);
-    if (it != by_address_.begin()) {
-      --it;
-      const Buffer& b = buffers_.at(it->second);
-      if (a < it->first + Extent(b)) return it->second;
-    }
+    if (auto id = index_.Find(p)) return *id;
     return NotFoundError("no buffer holds that address");
   }
 
@@ -198,11 +187,12 @@ class TierManagerImpl final : public TierManager {
     s.retained_bytes = retained_bytes_;
     s.stalls = stalls_;
     s.prefetches = prefetches_;
-    s.copy_seconds = copy_seconds_;
-    s.bytes_moved_encoded = moved_encoded_;
-    s.bytes_codec_saved = codec_saved_;
-    s.codec_seconds = codec_seconds_;
-    s.codec_declined = codec_declined_;
+    const MoveCounters& mc = moves_.counters();
+    s.copy_seconds = mc.copy_seconds;
+    s.bytes_moved_encoded = mc.moved_encoded;
+    s.bytes_codec_saved = mc.codec_saved;
+    s.codec_seconds = mc.codec_seconds;
+    s.codec_declined = mc.codec_declined;
     s.trim_decisions = decisions_;
     if (!decision_us_.empty()) {
       std::vector<double> v(decision_us_.begin(), decision_us_.end());
@@ -259,10 +249,8 @@ class TierManagerImpl final : public TierManager {
   static uint64_t Extent(const Buffer& b) {
     return b.home == nullptr && b.tier != 0 && b.encoded != 0 ? b.encoded : b.size;
   }
-  void Unindex(const Buffer& b) { by_address_.erase(reinterpret_cast<uintptr_t>(Address(b))); }
-  void Index(BufferId id, const Buffer& b) {
-    by_address_[reinterpret_cast<uintptr_t>(Address(b))] = id;
-  }
+  void Unindex(const Buffer& b) { index_.Erase(Address(b)); }
+  void Index(BufferId id, const Buffer& b) { index_.Insert(Address(b), Extent(b), id); }
 
   TierSample Sample(int t) const {
     return TierSample{tiers_[t]->capacity(), tiers_[t]->used(), tiers_[t]->fragmentation()};
@@ -291,25 +279,10 @@ class TierManagerImpl final : public TierManager {
   }
 
   void LearnPeriod(BufferId id, Buffer& b) {
-    if (b.uses > 1 && step_ == b.last_acquire_step) return;  // same step: nothing new
-    const uint64_t interval = b.uses > 1 ? step_ - b.last_acquire_step : 0;
-    b.last_acquire_step = step_;
-    if (interval > 1) {
-      if (interval == b.gap_candidate) {
-        b.gap = interval;
-      } else {
-        b.gap_candidate = interval;
-        b.gap = 0;
-      }
-    }
-    if (b.gap > 1) {
-      // Start the copy as many steps ahead as it takes (at least one), within the gap and
-      // short of idle_steps (or the idle trim would send it back before its use).
-      const uint64_t lead = std::min<uint64_t>(
-          {b.gap - 1, std::max<uint64_t>(1, policy_.options().idle_steps / 2), LeadSteps(b.size)});
-      b.prefetch_step = step_ + b.gap - lead;
-      prefetch_at_[b.prefetch_step].push_back(id);
-    }
+    const auto due =
+        b.period.OnAcquire(step_, b.uses, policy_.options().idle_steps,
+                           LeadSteps(b.size, moves_.rates().link_rate(), step_seconds_));
+    if (due) prefetch_at_[*due].push_back(id);
   }
 
   // ---- moves in flight (async_copies) ----
@@ -341,7 +314,7 @@ class TierManagerImpl final : public TierManager {
   // Completes a finished move: frees (or evicts) the source and switches the pointer.
   void Finish(BufferId id, Buffer& b) {
     std::shared_ptr<CopyWorker::Job> job = std::move(b.job);
-    AccountMove(b.size, job->encoded, job->seconds);
+    moves_.Account(b.size, job->encoded, job->seconds);
     if (!job->result.ok()) {
       Discard(b, *job);
       return;
@@ -364,7 +337,7 @@ class TierManagerImpl final : public TierManager {
       moved_up_ += b.size;
       ++prefetches_;
     }
-    CountEncoded(b.size, job->encoded);
+    moves_.CountLanded(b.size, job->encoded);
     b.ptr = job->dst;
     Index(id, b);
     UpdateEligible(id, b);
@@ -386,7 +359,7 @@ class TierManagerImpl final : public TierManager {
     if (!b.job) return;
     worker_->Wait(*b.job);
     std::shared_ptr<CopyWorker::Job> job = std::move(b.job);
-    AccountMove(b.size, job->encoded, job->seconds);
+    moves_.Account(b.size, job->encoded, job->seconds);
     Discard(b, *job);
   }
 
@@ -407,14 +380,6 @@ class TierManagerImpl final : public TierManager {
     in_flight_.swap(still);
   }
 
-  // Steps a copy of `size` bytes takes, from the measured copy bandwidth and step time (one
-  // step until both are known).
-  uint64_t LeadSteps(uint64_t size) const {
-    if (rates_.link_rate() <= 0 || step_seconds_ <= 0) return 1;
-    const double copy_s = static_cast<double>(size) / rates_.link_rate();
-    return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(copy_s / step_seconds_)) + 1);
-  }
-
   // Brings back buffers expected soon (learned period), so their use is no stall.
   void PrefetchDue() {
     auto it = prefetch_at_.find(step_);
@@ -424,8 +389,8 @@ class TierManagerImpl final : public TierManager {
     for (BufferId id : ids) {
       auto b = buffers_.find(id);
       // Superseded when the buffer was used again since it was scheduled.
-      if (b == buffers_.end() || b->second.gap < 2 || b->second.prefetch_step != step_ ||
-          b->second.tier == 0) {
+      if (b == buffers_.end() || b->second.period.gap() < 2 ||
+          b->second.period.prefetch_step() != step_ || b->second.tier == 0) {
         continue;
       }
       if (b->second.job) continue;
@@ -556,12 +521,7 @@ class TierManagerImpl final : public TierManager {
     auto p = RoomOnFastTier(id, b);
     if (!p) return p.error();
     const uint64_t encoded = b.encoded;
-    auto copy_start = std::chrono::steady_clock::now();
-    Status copied =
-        encoded != 0
-            ? tiers_[0]->DecodeFrom(*p, b.size, *tiers_[b.tier], b.ptr, encoded)
-            : tiers_[0]->CopyFrom(*p, b.ptr, b.size, *tiers_[b.tier], CopyUrgency::kWaited);
-    AccountMove(b.size, encoded, SecondsSince(copy_start));
+    Status copied = moves_.Up(*tiers_[0], *tiers_[b.tier], *p, b.ptr, b.size, encoded);
     if (!copied.ok()) {
       if (home != nullptr) {
         (void)tiers_[0]->Evict(home);
@@ -579,7 +539,7 @@ class TierManagerImpl final : public TierManager {
     Index(id, b);
     UpdateEligible(id, b);
     moved_up_ += b.size;
-    CountEncoded(b.size, encoded);
+    moves_.CountLanded(b.size, encoded);
     return Status::Ok();
   }
 
@@ -680,18 +640,14 @@ class TierManagerImpl final : public TierManager {
   // so; see EncodingFor) now or, with `async`, by the copy worker. False when it stays.
   bool MoveDown(BufferId id, Buffer& b, bool async) {
     if (b.copy != nullptr) return MoveDownToCopy(id, b);
-    const uint64_t encoded = EncodingFor(b);
+    const uint64_t encoded = moves_.EncodingFor(*tiers_[0], *tiers_[1], b.ptr, b.size, b.codec);
     auto p = AllocateOn(1, encoded != 0 ? encoded : b.size, 0);
     if (!p) return false;  // the slower tier is full too
     if (async) {
       Start(id, b, *p, b.ptr, tiers_[1].get(), tiers_[0].get(), /*down=*/true, encoded);
       return true;
     }
-    auto copy_start = std::chrono::steady_clock::now();
-    Status copied = encoded != 0
-                        ? tiers_[0]->EncodeTo(*p, encoded, *tiers_[1], b.ptr, b.size)
-                        : tiers_[1]->CopyFrom(*p, b.ptr, b.size, *tiers_[0], CopyUrgency::kWaited);
-    AccountMove(b.size, encoded, SecondsSince(copy_start));
+    Status copied = moves_.Down(*tiers_[0], *tiers_[1], *p, b.ptr, b.size, encoded);
     if (!copied.ok()) {
       tiers_[1]->Free(*p);
       return false;
@@ -708,50 +664,8 @@ class TierManagerImpl final : public TierManager {
     Index(id, b);
     UpdateEligible(id, b);
     moved_down_ += b.size;
-    CountEncoded(b.size, encoded);
+    moves_.CountLanded(b.size, encoded);
     return true;
-  }
-
-  // ---- the zero-block codec (BufferCodec) ----
-  // The length of the encoding a buffer on tier 0 crosses down as, or 0 when it goes as it is:
-  // its codec is kNone, the tiers do not run the codec, or the encoding would not pay (or be
-  // no smaller). Sizing the encoding costs a pass, skipped when even all zeros would not pay.
-  uint64_t EncodingFor(const Buffer& b) {
-    if (b.codec == BufferCodec::kNone || !tiers_[0]->RunsZeroBlockCodec(*tiers_[1])) return 0;
-    const bool always = b.codec == BufferCodec::kZeroBlocksAlways;
-    if (!always && !rates_.MightPay(b.size)) {
-      ++codec_declined_;
-      return 0;
-    }
-    auto start = std::chrono::steady_clock::now();
-    auto encoded = tiers_[0]->ZeroBlockEncodedSize(b.ptr, b.size);
-    const double seconds = SecondsSince(start);
-    codec_seconds_ += seconds;
-    rates_.AddPass(b.size, seconds);
-    if (!encoded || *encoded >= b.size || (!always && !rates_.Pays(b.size, *encoded))) {
-      ++codec_declined_;
-      return 0;
-    }
-    return *encoded;
-  }
-
-  // Time a move took: a plain copy measures the link, an encoded one the codec.
-  void AccountMove(uint64_t size, uint64_t encoded, double seconds) {
-    if (encoded == 0) {
-      copy_seconds_ += seconds;
-      rates_.AddCopy(size, seconds);
-    } else {
-      codec_seconds_ += seconds;
-      rates_.AddPass(size, seconds);
-    }
-  }
-  void CountEncoded(uint64_t size, uint64_t encoded) {
-    if (encoded == 0) return;
-    moved_encoded_ += size;
-    codec_saved_ += size - encoded;
-  }
-  static double SecondsSince(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
   void RecordDecision(double us) {
@@ -779,14 +693,9 @@ class TierManagerImpl final : public TierManager {
   uint64_t stalls_ = 0;
   uint64_t prefetches_ = 0;
   uint64_t peak_fast_ = 0;
-  std::map<uintptr_t, BufferId> by_address_;                         // see Address()
+  AddressIndex index_;                                               // see Address()
   std::unordered_map<uint64_t, std::vector<BufferId>> prefetch_at_;  // step → buffers due next
-  double copy_seconds_ = 0;
-  CodecRates rates_;  // the link and codec rates measured (BufferCodec::kZeroBlocks)
-  uint64_t moved_encoded_ = 0;
-  uint64_t codec_saved_ = 0;
-  double codec_seconds_ = 0;
-  uint64_t codec_declined_ = 0;
+  TierMoves moves_;  // the bytes of each move; the link and codec rates they measure
   double step_seconds_ = 0;
   std::chrono::steady_clock::time_point last_step_at_{};
   std::deque<double> decision_us_;

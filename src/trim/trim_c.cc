@@ -449,8 +449,7 @@ int sd_trim_stream_create_cuda(size_t n, const uint64_t* bytes, const double* se
       }
       su.push_back({host[i], s->plan.resident[i] ? resident[i] : nullptr, bytes[i]});
     }
-    if (Status st = trim::CheckCudaStreamMemory(device, host, resident, n, ring);
-        !st.ok()) {
+    if (Status st = trim::CheckCudaStreamMemory(device, host, resident, n, ring); !st.ok()) {
       return Code(st);
     }
     auto d = trim::MakeCudaStreamDevice(device, compute_stream);

@@ -24,10 +24,10 @@ std::string NoDevice() {
   return count == 0 ? "no CUDA device" : "";
 }
 
-#define SKIP_WITHOUT_DEVICE()                               \
-  if (std::string why = NoDevice(); !why.empty()) {         \
-    (void)cudaGetLastError();                               \
-    GTEST_SKIP() << why;                                    \
+#define SKIP_WITHOUT_DEVICE()                       \
+  if (std::string why = NoDevice(); !why.empty()) { \
+    (void)cudaGetLastError();                       \
+    GTEST_SKIP() << why;                            \
   }
 
 // Units of random sizes and bytes in pinned memory, resident ones copied to the device.
@@ -87,8 +87,8 @@ TEST(CudaStreamTest, IterationsIssueWhileTheDeviceIsHeldAndEveryUnitReadsItsByte
     resident_ptrs.push_back(s.resident);
     host_ptrs.push_back(s.host);
   }
-  ASSERT_TRUE(CheckCudaStreamMemory(0, host_ptrs.data(), resident_ptrs.data(), units.size(), ring)
-                  .ok());
+  ASSERT_TRUE(
+      CheckCudaStreamMemory(0, host_ptrs.data(), resident_ptrs.data(), units.size(), ring).ok());
   cudaStream_t compute = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), cudaSuccess);
   constexpr int kIterations = 3;
@@ -110,8 +110,7 @@ TEST(CudaStreamTest, IterationsIssueWhileTheDeviceIsHeldAndEveryUnitReadsItsByte
       for (size_t i = 0; i < n; ++i) {
         auto p = ex.Begin(i);
         ASSERT_TRUE(p.has_value()) << p.error().ToString();
-        ASSERT_TRUE(gpu_testing::ChecksumIntoAsync(*p, units[i].bytes, &sums[it * n + i],
-                                                   compute));
+        ASSERT_TRUE(gpu_testing::ChecksumIntoAsync(*p, units[i].bytes, &sums[it * n + i], compute));
         ASSERT_TRUE(ex.End(i).ok());
       }
     }
@@ -131,8 +130,8 @@ TEST(CudaStreamTest, IterationsIssueWhileTheDeviceIsHeldAndEveryUnitReadsItsByte
             cudaSuccess);
   for (int it = 0; it < kIterations; ++it) {
     for (size_t i = 0; i < n; ++i) {
-      EXPECT_EQ(got[it * n + i], u.checksum[i]) << "iteration " << it << " unit " << i
-                                                << (plan->resident[i] ? " (resident)" : "");
+      EXPECT_EQ(got[it * n + i], u.checksum[i])
+          << "iteration " << it << " unit " << i << (plan->resident[i] ? " (resident)" : "");
     }
   }
   cudaFreeHost(gate);

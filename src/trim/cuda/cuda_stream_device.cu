@@ -125,8 +125,8 @@ Result<std::unique_ptr<StreamDevice>> MakeCudaStreamDevice(int device, void* com
   return std::unique_ptr<StreamDevice>(std::move(d));
 }
 
-Status CheckCudaStreamMemory(int device, const void* const* host, void* const* resident,
-                             size_t n, const void* ring) {
+Status CheckCudaStreamMemory(int device, const void* const* host, void* const* resident, size_t n,
+                             const void* ring) {
   SEEDANCE_RETURN_IF_ERROR(cuda::CheckDriverVersion());
   OnDevice on(device);
   if (on.status() != cudaSuccess) return RuntimeError(on.status(), "cudaSetDevice");
