@@ -199,6 +199,11 @@ class TierManager {
   virtual Status SetCodec(BufferId id, BufferCodec codec) = 0;
   // Brings a moved buffer back ahead of use (not counted as a stall).
   virtual Status Prefetch(BufferId id) = 0;
+  // Starts bringing a moved buffer back ahead of its use: on the copy worker with async_copies
+  // (returns at once; Acquire waits for the copy if it still runs, and counts no stall), else
+  // now, as Prefetch. A buffer on the fast tier or already coming back is left as it is; one
+  // going down is called off (it stays). kNotFound for an unknown id.
+  virtual Status StartPrefetch(BufferId id) = 0;
   // Trims now to the low watermark; returns how many buffers moved.
   virtual size_t Trim() = 0;
   // Tier index the buffer is on (0 = fastest); kNotFound for an unknown id.

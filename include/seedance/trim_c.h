@@ -134,6 +134,10 @@ int sd_trim_acquire_many(sd_trim_manager* manager, const sd_trim_buffer* ids, si
 int sd_trim_release_many(sd_trim_manager* manager, const sd_trim_buffer* ids, size_t n);
 void sd_trim_step(sd_trim_manager* manager);
 int sd_trim_prefetch(sd_trim_manager* manager, sd_trim_buffer id);
+/* Starts bringing each of ids back ahead of its use: on the copy worker when the policy has
+ * async_copies (returns at once; an acquire waits for a copy still running, and counts no
+ * stall), else now. Every id is tried; the first error is returned. */
+int sd_trim_prefetch_many(sd_trim_manager* manager, const sd_trim_buffer* ids, size_t n);
 /* Trims now; returns how many buffers moved. */
 size_t sd_trim_trim(sd_trim_manager* manager);
 /* 0 = fast tier. */

@@ -108,6 +108,7 @@ for name, res, args in [
     ("sd_trim_release_many", ctypes.c_int, [_mgr, ctypes.POINTER(_u64), ctypes.c_size_t]),
     ("sd_trim_step", None, [_mgr]),
     ("sd_trim_prefetch", ctypes.c_int, [_mgr, _u64]),
+    ("sd_trim_prefetch_many", ctypes.c_int, [_mgr, ctypes.POINTER(_u64), ctypes.c_size_t]),
     ("sd_trim_trim", ctypes.c_size_t, [_mgr]),
     ("sd_trim_tier_of", ctypes.c_int, [_mgr, _u64, ctypes.POINTER(ctypes.c_int)]),
     ("sd_trim_lookup", ctypes.c_int, [_mgr, ctypes.c_void_p, ctypes.POINTER(_u64)]),

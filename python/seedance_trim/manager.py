@@ -114,6 +114,11 @@ class TrimManager:
     def release_many(self, ids):
         _check(_lib.lib.sd_trim_release_many(self._h, ids, len(ids)), self._h)
 
+    def prefetch_many(self, ids):
+        """Starts bringing back every buffer of `ids` (a ctypes uint64 array) ahead of its use:
+        on the copy worker with async_copies (returns at once), else now."""
+        _check(_lib.lib.sd_trim_prefetch_many(self._h, ids, len(ids)), self._h)
+
     def acquire_read(self, buffer):
         """acquire() for a caller that only reads until release()."""
         p = ctypes.c_void_p()

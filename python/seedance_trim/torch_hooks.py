@@ -26,8 +26,12 @@ What it does:
   for the backward pass, and brings its buffer back when the backward pass unpacks it. The
   buffers of the unit (module) being unpacked and of the one before stay acquired: autograd
   runs one node at a time and a node uses one module's weights, so the unit before that is done
-  with. The budget must hold the two largest units. In train mode the forward acquires for writing (batch norm updates its
-  running statistics). `optimizer_step(optimizer)` steps unit by unit, each acquired for
+  with. The backward pass runs the units in the reverse of the order the forward saved their
+  weights: when it reaches one, the one before it starts coming back (backward_prefetch; on
+  the copy worker with async_copies, so the copy overlaps this unit's gradients). The budget
+  must hold the two largest units; a prefetch that finds no room for a third is skipped
+  (stats()["backward_prefetches_refused"]). In train mode the forward acquires for writing (batch
+  norm updates its running statistics). `optimizer_step(optimizer)` steps unit by unit, each acquired for
   writing in turn, so the budget never has to hold the whole model; gradients stay where
   autograd put them.
 
@@ -40,10 +44,11 @@ import ctypes
 import torch
 from torch import nn
 
-from .manager import TrimManager
+from .manager import TrimError, TrimManager
 
 # Units (modules) whose buffers the backward pass unpacked that stay acquired (module doc).
 _BACKWARD_HELD_UNITS = 2
+_ENOSPACE = -3  # SD_TRIM_ENOSPACE
 
 
 class _Saved:
@@ -95,11 +100,15 @@ def _wrap(ptr, nbytes, dtype, shape, device):
 
 
 class TrimmedModel(nn.Module):
-    def __init__(self, model, manager: TrimManager, units=FUSED_UNITS, codec=None):
+    def __init__(self, model, manager: TrimManager, units=FUSED_UNITS, codec=None,
+                 backward_prefetch=True):
         """codec: how the tensors cross to the slower tier (TrimManager.register): None,
         "zero_blocks" (when it pays) or "zero_blocks_always". For weights with whole zero
         rows or channels (a pruning mask applied without slicing): only their non-zero
-        256-byte blocks move and take room on the slower tier."""
+        256-byte blocks move and take room on the slower tier.
+        backward_prefetch: when the backward pass reaches a unit, the unit before it in the
+        forward (the next the backward pass needs) starts coming back, on the copy worker
+        when the manager's policy has async_copies (module doc)."""
         super().__init__()
         self.model = model
         self.manager = manager
@@ -110,6 +119,11 @@ class TrimmedModel(nn.Module):
         self._by_storage = {}  # a view's address -> its buffer id (saved-tensor hooks)
         self._group_of = {}  # buffer id -> its module's name (its unit for the backward pass)
         self._backward_held = {}  # unit -> buffers the backward pass unpacked, oldest unit first
+        self._backward_prefetch = backward_prefetch
+        self._prefetches_refused = 0  # backward prefetches the fast tier had no room for
+        self._saved_order = []  # units in the order the forward saved their weights
+        self._saved_at = {}     # unit -> its place in _saved_order
+        self._saved_ids = {}    # unit -> ctypes array of its saved buffers (for prefetch_many)
         self._handles = []
         self._register_tensors()
         self._install_hooks(units)
@@ -226,7 +240,32 @@ class TrimmedModel(nn.Module):
     # ---- the backward pass ----
     def _pack(self, t):
         bid = self._by_storage.get(_storage_ptr(t))
-        return t if bid is None else _Saved(bid, t)
+        if bid is None:
+            return t
+        if self._backward_prefetch:
+            unit = self._group_of[bid]
+            if unit not in self._saved_at:
+                self._saved_at[unit] = len(self._saved_order)
+                self._saved_order.append(unit)
+                self._saved_ids[unit] = [bid]
+            elif bid not in self._saved_ids[unit]:
+                self._saved_ids[unit].append(bid)
+        return _Saved(bid, t)
+
+    def _prefetch_before(self, unit):
+        """The unit the forward saved before `unit`: the backward pass needs it next."""
+        at = self._saved_at.get(unit, 0)
+        if at == 0:
+            return
+        ids = self._saved_ids[self._saved_order[at - 1]]
+        if not isinstance(ids, ctypes.Array):
+            ids = self._saved_ids[self._saved_order[at - 1]] = (ctypes.c_uint64 * len(ids))(*ids)
+        try:
+            self.manager.prefetch_many(ids)
+        except TrimError as e:
+            if e.code != _ENOSPACE:
+                raise
+            self._prefetches_refused += 1  # a hint: the unpack brings it back when needed
 
     def _unpack(self, saved):
         if not isinstance(saved, _Saved):
@@ -238,9 +277,12 @@ class TrimmedModel(nn.Module):
             while len(self._backward_held) >= _BACKWARD_HELD_UNITS:
                 oldest = next(iter(self._backward_held))
                 self._release(self._backward_held.pop(oldest))
+
         self._backward_held[unit] = held  # the most recent unit last
         if saved.bid not in held:
             self._acquire([saved.bid], write=False)  # back at the same address
+            if not held and self._backward_prefetch:  # this unit's first: start the next
+                self._prefetch_before(unit)
             held.append(saved.bid)
         return saved.tensor
 
@@ -253,6 +295,7 @@ class TrimmedModel(nn.Module):
     def forward(self, *args, **kwargs):
         self._release_backward()  # the last backward pass is over
         if torch.is_grad_enabled():
+            self._saved_order, self._saved_at, self._saved_ids = [], {}, {}
             with torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack):
                 out = self.model(*args, **kwargs)
         else:
@@ -324,7 +367,9 @@ class TrimmedModel(nn.Module):
         return out
 
     def stats(self):
-        return self.manager.stats()
+        out = self.manager.stats()
+        out["backward_prefetches_refused"] = self._prefetches_refused
+        return out
 
     def model_bytes(self):
         return sum(t.numel() * t.element_size() for t in self._tensor_of.values())

@@ -145,6 +145,21 @@ class TierManagerImpl final : public TierManager {
     return Status::Ok();
   }
 
+  Status StartPrefetch(BufferId id) override {
+    if (worker_ == nullptr) return Prefetch(id);
+    auto it = buffers_.find(id);
+    if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
+    Buffer& b = it->second;
+    if (b.job) {
+      if (!b.job->down) return Status::Ok();  // on its way back already
+      CallOff(b);                             // wanted again: it stays
+    }
+    if (b.tier == 0) return Status::Ok();
+    SEEDANCE_RETURN_IF_ERROR(StartMoveUp(id, b));
+    MarkTouched(id, b);
+    return Status::Ok();
+  }
+
   size_t Trim() override {
     Reap(/*wait=*/true);
     return TrimFor(TrimReason::kOccupancy, 0, /*async=*/false);

@@ -92,6 +92,12 @@ TEST(TierManagerTest, ContentSurvivesAnySequenceOfMoves) {
         }
         case 3:
           m->Step();
+          // A prefetch hint now and then: on the copy worker with async copies; refused
+          // (no room) is fine, anything else is not.
+          if (!live.empty() && rng() % 2 == 0) {
+            Status s = m->StartPrefetch(pick()->first);
+            ASSERT_TRUE(s.ok() || s.code() == StatusCode::kResourceExhausted) << s.ToString();
+          }
           break;
         case 4:
           m->Trim();
@@ -286,6 +292,41 @@ TEST(TierManagerTest, AcquireBringsAMovedBufferBackAndCountsTheStall) {
   ASSERT_TRUE(m->Prefetch(a).ok());
   EXPECT_EQ(*m->TierOf(a), 0);
   EXPECT_EQ(m->Stats().stalls, 1u) << "a prefetch is not a stall";
+}
+
+TEST(TierManagerTest, StartPrefetchCopiesInTheBackgroundAndTheUseIsNoStall) {
+  PolicyOptions o = SmallBuffers();
+  o.async_copies = true;
+  auto m = Make(36 * kKiB, 1024 * kKiB, o);
+  auto a = *m->Register(32 * kKiB);
+  std::memset(*m->Acquire(a), 9, 32 * kKiB);
+  ASSERT_TRUE(m->Release(a).ok());
+  m->Step();
+  ASSERT_EQ(m->Trim(), 1u);
+  ASSERT_EQ(*m->TierOf(a), 1);
+  ASSERT_TRUE(m->StartPrefetch(a).ok());
+  ASSERT_TRUE(m->StartPrefetch(a).ok()) << "already coming back: nothing more to do";
+  auto p = m->Acquire(a);  // waits for the copy if it still runs
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(static_cast<unsigned char*>(*p)[31 * kKiB], 9);
+  ASSERT_TRUE(m->Release(a).ok());
+  const TrimStats st = m->Stats();
+  EXPECT_EQ(st.stalls, 0u) << "brought back ahead: not a stall";
+  EXPECT_EQ(st.prefetches, 1u);
+  EXPECT_TRUE(m->StartPrefetch(a).ok()) << "on the fast tier: left as it is";
+  EXPECT_EQ(m->StartPrefetch(999).code(), StatusCode::kNotFound);
+}
+
+TEST(TierManagerTest, StartPrefetchWithoutTheCopyWorkerBringsTheBufferBackNow) {
+  auto m = Make(36 * kKiB, 1024 * kKiB, SmallBuffers());
+  auto a = *m->Register(32 * kKiB);
+  std::memset(*m->Acquire(a), 4, 32 * kKiB);
+  ASSERT_TRUE(m->Release(a).ok());
+  m->Step();
+  ASSERT_EQ(m->Trim(), 1u);
+  ASSERT_TRUE(m->StartPrefetch(a).ok());
+  EXPECT_EQ(*m->TierOf(a), 0);
+  EXPECT_EQ(m->Stats().stalls, 0u);
 }
 
 // The idle share is kept incrementally; it must equal the policy's definition recomputed

@@ -276,6 +276,18 @@ int sd_trim_prefetch(sd_trim_manager* m, sd_trim_buffer id) {
   return Locked(m, [&]() -> int { return Code(m->manager->Prefetch(id)); });
 }
 
+int sd_trim_prefetch_many(sd_trim_manager* m, const sd_trim_buffer* ids, size_t n) {
+  if (m == nullptr || (ids == nullptr && n > 0)) return Invalid("manager or ids is NULL");
+  return Locked(m, [&]() -> int {
+    Status first = Status::Ok();
+    for (size_t i = 0; i < n; ++i) {
+      Status s = m->manager->StartPrefetch(ids[i]);
+      if (first.ok() && !s.ok()) first = std::move(s);
+    }
+    return Code(first);
+  });
+}
+
 size_t sd_trim_trim(sd_trim_manager* m) {
   if (m == nullptr) return 0;
   size_t moved = 0;

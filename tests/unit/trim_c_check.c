@@ -119,6 +119,11 @@ int main(void) {
     CHECK(sd_trim_release_many(m, b, 3) == SD_TRIM_OK);
     sd_trim_buffer with_unknown[3] = {b[0], b[1], 999};
     CHECK(sd_trim_acquire_many(m, with_unknown, 3, 0, ptrs) == SD_TRIM_ENOTFOUND);
+    /* Prefetch hints for a unit: on the fast tier already, nothing to do; every id is tried,
+     * the first error returned. */
+    CHECK(sd_trim_prefetch_many(m, b, 3) == SD_TRIM_OK);
+    CHECK(sd_trim_prefetch_many(m, with_unknown, 3) == SD_TRIM_ENOTFOUND);
+    CHECK(sd_trim_prefetch_many(NULL, b, 3) == SD_TRIM_EINVAL);
     CHECK(sd_trim_unregister(m, b[0]) == SD_TRIM_OK); /* released again: not busy */
     sd_trim_destroy(m);
   }
