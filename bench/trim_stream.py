@@ -94,7 +94,7 @@ def run(name, model, workload, share, iterations, link, dev, forwards=1, no_spli
                     moved_before = manager.stats()["bytes_moved_up"]
                     stalls_before = manager.stats()["stalls"]
                 if i == 2 and k == "one_ahead":
-                    configs[k].copied, configs[k].waits = 0, 0
+                    configs[k].reset_counts()
                 sync(dev)
                 t0 = time.perf_counter()
                 try:

@@ -2,8 +2,11 @@
 one-unit-ahead prefetcher (a copy thread on the CPU, a copy stream on CUDA), and HF accelerate's
 dispatch_model with the same budget as max_memory (on a machine where accelerate is installed).
 Both prefetchers reuse StreamedModel's units, pinned blocks and recording forward; nothing else
-of it: every unit is streamed, into the other of two slots the size of the largest unit."""
+of it: every unit is streamed, into the other of two slots the size of the largest unit. What
+their hooks update per unit lives in a plain namespace (`_st`), not on the module, where each
+assignment would cost a Module.__setattr__."""
 import concurrent.futures
+import types
 
 import torch
 
@@ -19,9 +22,7 @@ class OneAheadPrefetcher(StreamedModel):
         self._slots = [torch.empty(largest, dtype=torch.uint8) for _ in range(2)]
         self._pool = concurrent.futures.ThreadPoolExecutor(1)
         self._pending = {}  # position -> (slot, future)
-        self._last_slot = 1
-        self.waits = 0
-        self.copied = 0
+        self._st = types.SimpleNamespace(last_slot=1, waits=0, copied=0)
 
     def _plan_from_recording(self):  # no library plan: the order is all it needs
         self._backend.finish_recording(self._order)
@@ -30,7 +31,7 @@ class OneAheadPrefetcher(StreamedModel):
     def _copy(self, position, slot):
         u = self._order[position]
         self._slots[slot][:u.nbytes].copy_(u.block[:u.nbytes])
-        self.copied += u.nbytes
+        self._st.copied += u.nbytes
 
     def _before(self, u):
         if self._mode != "stream":
@@ -39,12 +40,12 @@ class OneAheadPrefetcher(StreamedModel):
         # Its copy, started when the unit before it began (or now, the first time).
         slot, future = self._pending.pop(i, (None, None))
         if future is None:
-            slot = 1 - self._last_slot
+            slot = 1 - self._st.last_slot
             future = self._pool.submit(self._copy, i, slot)
         if not future.done():
-            self.waits += 1
+            self._st.waits += 1
         future.result()
-        self._last_slot = slot
+        self._st.last_slot = slot
         self._point(u, u.views(self._slots[slot]))
         # The other slot held the unit before this one, which has ended.
         following = (i + 1) % len(self._order)
@@ -58,6 +59,17 @@ class OneAheadPrefetcher(StreamedModel):
 
     def device_bytes(self):
         return sum(s.numel() for s in self._slots)
+
+    @property
+    def copied(self):
+        return self._st.copied
+
+    @property
+    def waits(self):
+        return self._st.waits
+
+    def reset_counts(self):
+        self._st.copied = self._st.waits = 0
 
 
 class CudaOneAheadPrefetcher(StreamedModel):
@@ -74,24 +86,22 @@ class CudaOneAheadPrefetcher(StreamedModel):
         self._ready = [torch.cuda.Event(), torch.cuda.Event()]
         self._free = [torch.cuda.Event(), torch.cuda.Event()]
         self._slot_of = {}  # position -> the slot its copy went to
-        self._next_slot = 0
-        self._current = 0
-        self.waits = 0  # the host never waits
-        self.copied = 0
+        self._st = types.SimpleNamespace(next_slot=0, current=0, waits=0, copied=0)
 
     def _plan_from_recording(self):
         self._backend.finish_recording(self._order)
         self._position = {u.index: i for i, u in enumerate(self._order)}
 
     def _issue(self, position):
-        slot, self._next_slot = self._next_slot, 1 - self._next_slot
+        st = self._st
+        slot, st.next_slot = st.next_slot, 1 - st.next_slot
         u = self._order[position]
         with torch.cuda.stream(self._copy_stream):
             self._copy_stream.wait_event(self._free[slot])
             self._slots[slot][:u.nbytes].copy_(u.block[:u.nbytes], non_blocking=True)
             self._ready[slot].record(self._copy_stream)
         self._slot_of[position] = slot
-        self.copied += u.nbytes
+        st.copied += u.nbytes
 
     def _before(self, u):
         if self._mode != "stream":
@@ -102,17 +112,28 @@ class CudaOneAheadPrefetcher(StreamedModel):
         slot = self._slot_of.pop(i)
         torch.cuda.current_stream(self.device).wait_event(self._ready[slot])
         self._point(u, u.views(self._slots[slot]))
-        self._current = slot
+        self._st.current = slot
         self._issue((i + 1) % len(self._order))  # the other slot: its unit has ended
 
     def _after(self, u):
         if self._mode != "stream":
             return super()._after(u)
-        self._free[self._current].record(torch.cuda.current_stream(self.device))
+        self._free[self._st.current].record(torch.cuda.current_stream(self.device))
         self._point(u, u.home)
 
     def device_bytes(self):
         return sum(s.numel() for s in self._slots)
+
+    @property
+    def copied(self):
+        return self._st.copied
+
+    @property
+    def waits(self):
+        return self._st.waits
+
+    def reset_counts(self):
+        self._st.copied = self._st.waits = 0
 
 
 def accelerate_dispatch(model, budget, device, no_split=()):
