@@ -350,9 +350,15 @@ inline void ZeroBlockBuffersCrossEncodedAndComeBackExact(DeviceHarness& d) {
       buffers.push_back(b);
       if (!b.dense) encodable += size;
     }
+    // Async: idle trims on Step(), 4, then 5, then 6 steps a round. Equal gaps between the
+    // rounds' acquires would teach the manager a period, and its prefetch (due a step before
+    // the next use) would bring a buffer back before this checks it, whenever the copy worker
+    // lands the move down before that step (a scheduling race under load).
+    int round = 0;
     auto move_all_down = [&] {
       if (async) {
-        for (int i = 0; i < 4; ++i) m->Step();
+        const int steps = 4 + round++;
+        for (int i = 0; i < steps; ++i) m->Step();
       } else {
         m->Step();
         m->Trim();
