@@ -35,6 +35,10 @@ What it does:
   writing in turn, so the budget never has to hold the whole model; gradients stay where
   autograd put them.
 
+Activations: activations="cpu" keeps what autograd saves for the backward pass in pinned host
+memory (torch.autograd.graph.save_on_cpu cannot wrap a TrimmedModel: its hooks come first).
+torch.utils.checkpoint is not supported inside a TrimmedModel (docs/trim.md).
+
 While a unit is moved its memory is inaccessible (CPU: PROT_NONE; CUDA: unmapped): touching a
 parameter outside forward() or all_acquired() faults instead of reading stale bytes.
 """
@@ -59,6 +63,22 @@ class _Saved:
     def __init__(self, bid, tensor):
         self.bid = bid
         self.tensor = tensor
+
+
+class _OnCpu:
+    """An activation autograd saved, kept in pinned host memory until the backward pass
+    (activations="cpu"; what torch.autograd.graph.save_on_cpu does, inside TrimmedModel's own
+    saved-tensor hooks, which would otherwise hide an outer save_on_cpu)."""
+
+    __slots__ = ("device", "tensor")
+
+    def __init__(self, t):
+        self.device = t.device
+        self.tensor = torch.empty(t.size(), dtype=t.dtype, layout=t.layout, pin_memory=True)
+        self.tensor.copy_(t)
+
+    def back(self):
+        return self.tensor.to(self.device, non_blocking=True)
 
 
 class _UnitIds:
@@ -101,14 +121,20 @@ def _wrap(ptr, nbytes, dtype, shape, device):
 
 class TrimmedModel(nn.Module):
     def __init__(self, model, manager: TrimManager, units=FUSED_UNITS, codec=None,
-                 backward_prefetch=True):
+                 backward_prefetch=True, activations="device"):
         """codec: how the tensors cross to the slower tier (TrimManager.register): None,
         "zero_blocks" (when it pays) or "zero_blocks_always". For weights with whole zero
         rows or channels (a pruning mask applied without slicing): only their non-zero
         256-byte blocks move and take room on the slower tier.
         backward_prefetch: when the backward pass reaches a unit, the unit before it in the
         forward (the next the backward pass needs) starts coming back, on the copy worker
-        when the manager's policy has async_copies (module doc)."""
+        when the manager's policy has async_copies (module doc).
+        activations: "device" (autograd's default) or "cpu": in training, the activations
+        autograd saves for the backward pass wait in pinned host memory instead of the GPU
+        (torch.autograd.graph.save_on_cpu's method; that context around a TrimmedModel has no
+        effect, since the model's own saved-tensor hooks come first)."""
+        if activations not in ("device", "cpu"):
+            raise ValueError(f"activations must be 'device' or 'cpu', not {activations!r}")
         super().__init__()
         self.model = model
         self.manager = manager
@@ -120,6 +146,7 @@ class TrimmedModel(nn.Module):
         self._group_of = {}  # buffer id -> its module's name (its unit for the backward pass)
         self._backward_held = {}  # unit -> buffers the backward pass unpacked, oldest unit first
         self._backward_prefetch = backward_prefetch
+        self._activations_on_cpu = activations == "cpu"
         self._prefetches_refused = 0  # backward prefetches the fast tier had no room for
         self._saved_order = []  # units in the order the forward saved their weights
         self._saved_at = {}     # unit -> its place in _saved_order
@@ -241,6 +268,8 @@ class TrimmedModel(nn.Module):
     def _pack(self, t):
         bid = self._by_storage.get(_storage_ptr(t))
         if bid is None:
+            if self._activations_on_cpu and t.device.type != "cpu":
+                return _OnCpu(t)
             return t
         if self._backward_prefetch:
             unit = self._group_of[bid]
@@ -268,6 +297,8 @@ class TrimmedModel(nn.Module):
             self._prefetches_refused += 1  # a hint: the unpack brings it back when needed
 
     def _unpack(self, saved):
+        if isinstance(saved, _OnCpu):
+            return saved.back()
         if not isinstance(saved, _Saved):
             return saved
         unit = self._group_of[saved.bid]

@@ -95,3 +95,49 @@ def test_another_order_or_stream_on_cuda_records_again_with_equal_outputs():
         side.synchronize()
     stats = streamed.stats()
     assert stats["replans"] == 3 and stats["host_waits"] == 0, stats
+
+
+# ---- training under TrimmedModel on the CUDA tiers (issue 41's GPU training target) ----
+
+def wide_mlp():
+    torch.manual_seed(2)
+    layers = []
+    for _ in range(4):
+        layers += [nn.Linear(4096, 4096), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Linear(4096, 10))
+
+
+def test_trimmed_training_on_cuda_is_exact_and_activations_can_wait_on_the_host():
+    from seedance_trim import TrimManager, TrimmedModel
+    model = wide_mlp()
+    size = model_bytes(model)
+    x = torch.randn(1024, 4096, device="cuda")
+    y = torch.randint(0, 10, (1024,), device="cuda")
+    loss_fn = nn.CrossEntropyLoss()
+    plain = copy.deepcopy(model).cuda()
+    opt = torch.optim.SGD(plain.parameters(), lr=0.01, momentum=0.9)
+    for _ in range(3):
+        opt.zero_grad()
+        loss_fn(plain(x), y).backward()
+        opt.step()
+    peaks = {}
+    for activations in ("device", "cpu"):
+        manager = TrimManager.cuda(int(size * 0.6), 2 * size, min_victim_bytes=0,
+                                   async_copies=1)
+        trimmed = TrimmedModel(copy.deepcopy(model), manager, activations=activations).train()
+        opt = torch.optim.SGD(trimmed.model.parameters(), lr=0.01, momentum=0.9)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        for _ in range(3):
+            opt.zero_grad()
+            loss_fn(trimmed(x), y).backward()
+            trimmed.optimizer_step(opt)
+        torch.cuda.synchronize()
+        peaks[activations] = torch.cuda.max_memory_allocated()  # PyTorch's: not the weights
+        stats = trimmed.stats()
+        assert stats["fast_peak_used"] <= int(size * 0.6), stats
+        got = trimmed.copied_state()
+        for name, t in plain.named_parameters():
+            assert torch.equal(t.detach().cpu(), got[name].cpu()), (activations, name)
+    # 4 saved activations of 1024 x 4096 floats (16 MiB each) wait on the host instead.
+    assert peaks["cpu"] < peaks["device"], peaks

@@ -288,3 +288,25 @@ def test_backward_prefetch_brings_units_back_ahead_with_the_same_parameters():
     # 40% holds two of the head's 257 KiB units, not three: a prefetch that finds no room is
     # skipped (counted), never an error; the unit comes back when the backward pass needs it.
     assert with_prefetch["backward_prefetches_refused"] > 0, with_prefetch
+
+
+def test_activations_on_cpu_is_checked_and_changes_nothing_for_a_cpu_model():
+    with pytest.raises(ValueError, match="activations"):
+        TrimmedModel(SmallCNN(), TrimManager.host(1 << 20, 8 << 20), activations="disk")
+    # On the CPU, activations are where they would wait anyway: the same training.
+    torch.manual_seed(3)
+    model = SmallCNN()
+    a, b = copy.deepcopy(model), copy.deepcopy(model)
+    size = model_bytes(model)
+    results = []
+    for m, act in ((a, "device"), (b, "cpu")):
+        trimmed = TrimmedModel(m, TrimManager.host(size, 2 * size, min_victim_bytes=0),
+                               activations=act).train()
+        opt = torch.optim.SGD(trimmed.model.parameters(), lr=0.1)
+        torch.manual_seed(4)
+        x, y = torch.randn(8, 3, 16, 16), torch.randint(0, 10, (8,))
+        nn.CrossEntropyLoss()(trimmed(x), y).backward()
+        trimmed.optimizer_step(opt)
+        results.append(trimmed.copied_state())
+    for name in results[0]:
+        assert torch.equal(results[0][name], results[1][name]), name
