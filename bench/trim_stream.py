@@ -200,7 +200,7 @@ def cuda_models(iterations, link, dev, layers, decode_steps):
         prompt = torch.randint(0, 32000, (batch, prompt_len), device=dev)
         models.append(run(
             f"llama7b_shape_L{layers}_bf16_b{batch}_40pct", llama,
-            lambda m, p=prompt: llama_shape.generate(m, layers, p, decode_steps), 0.4,
+            lambda m, p=prompt: llama_shape.generate(m, p, decode_steps), 0.4,
             max(1, iterations // 2), link, dev, forwards=1 + decode_steps, no_split=no_split))
     return models
 

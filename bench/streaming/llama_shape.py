@@ -24,13 +24,18 @@ class RMSNorm(nn.Module):
 
 
 class Attention(nn.Module):
+    """The KV cache is the module's own state (not an argument): wrappers that move a module's
+    inputs (accelerate's hooks) copy argument lists, so a cache passed in would be lost."""
+
     def __init__(self, d, heads):
         super().__init__()
         self.heads = heads
         self.q_proj, self.k_proj, self.v_proj, self.o_proj = (
             nn.Linear(d, d, bias=False) for _ in range(4))
+        self.caching = False
+        self.k_cache = self.v_cache = None
 
-    def forward(self, x, cache):
+    def forward(self, x):
         b, t, d = x.shape
         h = self.heads
 
@@ -38,11 +43,11 @@ class Attention(nn.Module):
             return y.view(b, t, h, d // h).transpose(1, 2)
 
         q, k, v = split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x))
-        if cache is not None:
-            if cache:
-                k = torch.cat([cache[0], k], dim=2)
-                v = torch.cat([cache[1], v], dim=2)
-            cache[:] = [k, v]
+        if self.caching:
+            if self.k_cache is not None:
+                k = torch.cat([self.k_cache, k], dim=2)
+                v = torch.cat([self.v_cache, v], dim=2)
+            self.k_cache, self.v_cache = k, v
         causal = t > 1
         if hasattr(F, "scaled_dot_product_attention"):  # torch 2.x
             y = F.scaled_dot_product_attention(q, k, v, is_causal=causal and k.shape[2] == t)
@@ -74,8 +79,8 @@ class Layer(nn.Module):
         self.post_norm = RMSNorm(d)
         self.mlp = MLP(d, hidden)
 
-    def forward(self, x, cache):
-        x = x + self.attn(self.input_norm(x), cache)
+    def forward(self, x):
+        x = x + self.attn(self.input_norm(x))
         return x + self.mlp(self.post_norm(x))
 
 
@@ -87,10 +92,10 @@ class LlamaShape(nn.Module):
         self.norm = RMSNorm(d)
         self.head = nn.Linear(d, vocab, bias=False)
 
-    def forward(self, tokens, caches=None):
+    def forward(self, tokens):
         x = self.embed(tokens)
-        for i, layer in enumerate(self.layers):
-            x = layer(x, caches[i] if caches is not None else None)
+        for layer in self.layers:
+            x = layer(x)
         return self.head(self.norm(x))
 
 
@@ -121,13 +126,18 @@ def build(layers, device, dtype=torch.bfloat16, seed=0):
     return model.eval()
 
 
-def generate(forward, layers, prompt, steps):
-    """Prefill `prompt` (batch, tokens) with `forward` (the model, or a wrapper of it), then
-    `steps` greedy decode steps with a KV cache of `layers` layers. Returns the last step's
-    logits: every forward's result feeds the next."""
-    caches = [[] for _ in range(layers)]
-    logits = forward(prompt, caches)
-    for _ in range(steps):
-        token = logits[:, -1:].argmax(-1)
-        logits = forward(token, caches)
+def generate(model, prompt, steps):
+    """Prefill `prompt` (batch, tokens) with `model` (a LlamaShape, or a wrapper of one), then
+    `steps` greedy decode steps with the KV cache. Returns the last step's logits: every
+    forward's result feeds the next."""
+    attention = [m for m in model.modules() if isinstance(m, Attention)]
+    for a in attention:
+        a.caching, a.k_cache, a.v_cache = True, None, None
+    try:
+        logits = model(prompt)
+        for _ in range(steps):
+            logits = model(logits[:, -1:].argmax(-1))
+    finally:
+        for a in attention:
+            a.caching, a.k_cache, a.v_cache = False, None, None
     return logits
