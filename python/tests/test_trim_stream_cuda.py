@@ -63,7 +63,8 @@ def test_transformer_streams_on_cuda_with_equal_outputs():
     assert stats["host_waits"] == 0, stats
     # The embedding table is read in place from its pinned block, not streamed.
     assert stats["zero_copy_bytes"] == 4000 * 512 * 4 and "zero_copy_error" not in stats, stats
-    assert not streamed.model.embed.weight.is_pinned() and streamed.model.embed.weight.is_cuda
+    weight = streamed.model.embed.weight
+    assert weight.is_cuda and weight.data_ptr() == streamed._zero_copy[0].block.data_ptr()
 
 
 class Branchy(nn.Module):
