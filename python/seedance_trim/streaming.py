@@ -54,6 +54,11 @@ class _Unit:
         self.index = index
         self.module = module
         self.entries = entries  # (owner module, name, is_param, offset, nbytes, dtype, shape)
+        # Where each entry is pointed (_point): the Parameter itself (its .data is set; the
+        # object stays the one the model and optimizers hold), or its owner's buffer dict and
+        # name. Looked up once: Module.__getattr__ per tensor per hook cost most of a hook.
+        self.slots = [(getattr(owner, name), None) if is_param else (owner._buffers, name)
+                      for owner, name, is_param, *_ in entries]
         self.nbytes = nbytes
         self.block = None      # its bytes in host memory (the backend makes it)
         self.block_views = []  # each entry's view over `block`
@@ -399,11 +404,11 @@ class StreamedModel(nn.Module):
 
     @staticmethod
     def _point(u, views):
-        for (owner, name, is_param, *_), view in zip(u.entries, views):
-            if is_param:
-                getattr(owner, name).data = view
+        for (target, name), view in zip(u.slots, views):
+            if name is None:
+                target.data = view  # a Parameter
             else:
-                owner._buffers[name] = view
+                target[name] = view  # a buffer in its module's _buffers
 
     # ---- recording and planning ----
     def _plan_from_recording(self):
