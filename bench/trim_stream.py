@@ -156,6 +156,9 @@ def run(name, model, workload, share, iterations, link, dev, forwards=1, no_spli
               "streamed_plan": {k: plan[k] for k in ("resident_bytes", "ring_bytes",
                                                      "streamed_bytes", "lookahead")},
               "streamed_hook_us_per_unit": round(st["hook_us_per_unit"], 1), "rows": rows}
+    # Each model's result as it comes, on stderr: a run cut short by its time limit (the GPU
+    # check's) keeps what it measured.
+    print(json.dumps({"partial": result}), file=sys.stderr, flush=True)
     del configs
     if dev.type == "cuda":
         torch.cuda.empty_cache()
