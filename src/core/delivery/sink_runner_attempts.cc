@@ -26,15 +26,16 @@ void SinkRunner::StartAttempt(Part* p) {
   p->sending = true;
   p->timed_out = false;
   p->attempt_id = next_attempt_id_++;
-  p->sent = steady_clock::now();
   ++p->job->sending;
   sending_parts_.push_back(p);
   p->in_flight_at_send = static_cast<int>(sending_parts_.size());
   in_flight_gauge_.Set(p->in_flight_at_send);
-  if (policy_.timeout.count() > 0) {
-    p->deadline = p->sent + policy_.timeout;
-    ArmWatchdog();
-  }
+  if (policy_.timeout.count() > 0) ArmWatchdog();
+  // Stamped last, just before the hand-over: the timeout and the latency count from the
+  // moment the sink has the attempt, not from the bookkeeping before it (under ASan that took
+  // 76 µs, and an abort measured from the sink's side came that much early).
+  p->sent = steady_clock::now();
+  if (policy_.timeout.count() > 0) p->deadline = p->sent + policy_.timeout;
   // Two words: the callback fits in std::function without an allocation.
   const uint64_t attempt_id = p->attempt_id;
   sink_->Attempt(attempt_id, p->events(), [p, attempt_id](AttemptOutcome outcome) {

@@ -306,6 +306,10 @@ TEST_F(SinkRunnerTest, AnAttemptPastTheTimeoutIsAbortedAndItsFailureRetried) {
 
 // docs/http-sink.md: "an attempt times out at most 10% late" (the watchdog looks every tenth of
 // the timeout). Never early; late by at most a tenth, plus 50 ms for this machine's scheduling.
+// "Early" is measured from the runner's stamp, taken just before it hands the attempt over; the
+// fake sink stamps it on arrival, a little later (microseconds; under ASan it once measured
+// 76 µs, when the stamp came before the runner's bookkeeping), so its clock may see the abort
+// up to that hand-over early: 1 ms is allowed for it.
 TEST_F(SinkRunnerTest, AnAttemptIsAbortedAtItsTimeoutAtMostATenthLate) {
   DeliveryPolicy policy = Policy(1);
   policy.timeout = milliseconds(400);
@@ -315,7 +319,7 @@ TEST_F(SinkRunnerTest, AnAttemptIsAbortedAtItsTimeoutAtMostATenthLate) {
   for (int round = 0; round < 3; ++round) {
     ASSERT_TRUE(WaitFor([&] { return static_cast<int>(sink_->aborted.size()) == round + 1; }));
     const auto late = OnLoop([&] { return sink_->aborted_at.back() - sink_->started_at.back(); });
-    EXPECT_GE(late, milliseconds(400)) << "round " << round;
+    EXPECT_GE(late, milliseconds(400) - milliseconds(1)) << "round " << round;
     EXPECT_LE(late, milliseconds(400 + 40 + 50)) << "round " << round;
     OnLoop([&] {
       sink_->AnswerOldest(AttemptOutcome::Retry("aborted"));  // what Abort() causes
