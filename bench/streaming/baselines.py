@@ -13,7 +13,26 @@ import torch
 from seedance_trim.streaming import StreamedModel
 
 
-class OneAheadPrefetcher(StreamedModel):
+class _Counted:
+    """What both prefetchers report: their two slots' bytes, and the bytes copied and host
+    waits since reset_counts()."""
+
+    def device_bytes(self):
+        return sum(s.numel() for s in self._slots)
+
+    @property
+    def copied(self):
+        return self._st.copied
+
+    @property
+    def waits(self):
+        return self._st.waits
+
+    def reset_counts(self):
+        self._st.copied = self._st.waits = 0
+
+
+class OneAheadPrefetcher(_Counted, StreamedModel):
     """CPU: the next unit is copied on a thread while the current one computes."""
 
     def __init__(self, model):
@@ -57,22 +76,8 @@ class OneAheadPrefetcher(StreamedModel):
             return super()._after(u)
         self._point(u, u.home)
 
-    def device_bytes(self):
-        return sum(s.numel() for s in self._slots)
 
-    @property
-    def copied(self):
-        return self._st.copied
-
-    @property
-    def waits(self):
-        return self._st.waits
-
-    def reset_counts(self):
-        self._st.copied = self._st.waits = 0
-
-
-class CudaOneAheadPrefetcher(StreamedModel):
+class CudaOneAheadPrefetcher(_Counted, StreamedModel):
     """CUDA: the next unit is copied on a copy stream while the current one computes; the
     compute stream waits for it on the device, and a slot is overwritten only after the
     compute that read it (events, no host waits)."""
@@ -120,20 +125,6 @@ class CudaOneAheadPrefetcher(StreamedModel):
             return super()._after(u)
         self._free[self._st.current].record(torch.cuda.current_stream(self.device))
         self._point(u, u.home)
-
-    def device_bytes(self):
-        return sum(s.numel() for s in self._slots)
-
-    @property
-    def copied(self):
-        return self._st.copied
-
-    @property
-    def waits(self):
-        return self._st.waits
-
-    def reset_counts(self):
-        self._st.copied = self._st.waits = 0
 
 
 def accelerate_dispatch(model, budget, device, no_split=()):

@@ -256,17 +256,28 @@ TEST(StreamExecutorTest, CopiesRunAheadNeverOverwriteALiveRegionAndTheHostNeverW
   }
 }
 
-TEST(StreamExecutorTest, AnotherOrderIsRefusedSoThePlanIsRecordedAgain) {
-  Model m = MakeModel(7, 8);
+// A plan under half the model's bytes at 1 GB/s, and the executor's view of the units (each
+// with resident memory of its own).
+Result<StreamPlan> PlanHalf(const Model& m) {
   uint64_t model = 0;
   for (const auto& r : m.records) model += r.bytes;
-  auto plan = PlanStream(m.records, {.budget = model / 2, .link_bytes_per_second = 1e9});
-  ASSERT_TRUE(plan.has_value());
+  return PlanStream(m.records, {.budget = model / 2, .link_bytes_per_second = 1e9});
+}
+
+std::vector<StreamUnit> Units(Model& m) {
   std::vector<StreamUnit> units;
   for (size_t i = 0; i < m.records.size(); ++i) {
     m.resident.emplace_back(m.records[i].bytes);
     units.push_back({m.host[i].data(), m.resident[i].data(), m.records[i].bytes});
   }
+  return units;
+}
+
+TEST(StreamExecutorTest, AnotherOrderIsRefusedSoThePlanIsRecordedAgain) {
+  Model m = MakeModel(7, 8);
+  auto plan = PlanHalf(m);
+  ASSERT_TRUE(plan.has_value());
+  std::vector<StreamUnit> units = Units(m);
   std::vector<char> ring(plan->ring_bytes);
   FakeDevice device(7);
   device.Start();
@@ -307,15 +318,9 @@ class FailingDevice final : public StreamDevice {
 
 TEST(StreamExecutorTest, ADeviceErrorIsReturnedFromBeginAndEnd) {
   Model m = MakeModel(11, 6);
-  uint64_t model = 0;
-  for (const auto& r : m.records) model += r.bytes;
-  auto plan = PlanStream(m.records, {.budget = model / 2, .link_bytes_per_second = 1e9});
+  auto plan = PlanHalf(m);
   ASSERT_TRUE(plan.has_value());
-  std::vector<StreamUnit> units;
-  for (size_t i = 0; i < m.records.size(); ++i) {
-    m.resident.emplace_back(m.records[i].bytes);
-    units.push_back({m.host[i].data(), m.resident[i].data(), m.records[i].bytes});
-  }
+  std::vector<StreamUnit> units = Units(m);
   std::vector<char> ring(plan->ring_bytes);
   FailingDevice device;
   StreamExecutor ex(*plan, units, ring.data(), device);
