@@ -16,7 +16,12 @@ struct FakeStream {
   uint64_t done = 0;
 
   uint64_t Record() {
-    const auto r = events.Record([&](size_t slot) { return handle_id[slot] <= done; });
+    int queries = 0;  // docs: at most one query of a handle per record
+    const auto r = events.Record([&](size_t slot) {
+      ++queries;
+      return handle_id[slot] <= done;
+    });
+    EXPECT_LE(queries, 1);
     if (r.new_slot) {
       EXPECT_EQ(r.slot, handle_id.size());
       handle_id.push_back(0);
