@@ -9,32 +9,27 @@
 #include "seedance/trim.h"
 #include "trim/access_period.h"
 #include "trim/address_index.h"
-#include "trim/copy_worker.h"
+#include "trim/kept_copies.h"
+#include "trim/moves_in_flight.h"
 #include "trim/tier_moves.h"
 #include "trim/trim_policy.h"
+#include "trim/usage_ledger.h"
 
 namespace seedance::trim {
 namespace {
 
+// Where a buffer is and how it moves. When it was used is the UsageLedger's, a copy kept on a
+// slower tier KeptCopies', a move in flight MovesInFlight'.
 struct Buffer {
   uint64_t size = 0;
   int tier = 0;
   void* ptr = nullptr;
-  uint64_t last_used_step = 0;
   uint64_t uses = 0;
-  bool acquired = false;
-  bool counted_idle = false;  // its bytes are in idle_bytes_
-  bool pinned = false;        // never moved: a stable address its block cannot keep
-  void* home = nullptr;       // its fast-tier address, kept while moved (Tier::KeepsAddress)
-  // A copy of its contents on tier `copy_tier`, still valid: kept from the move that brought
-  // the buffer back, while it is only read (AcquireRead). Moving it down again needs no copy.
-  void* copy = nullptr;
-  int copy_tier = 0;
-  uint64_t copy_encoded = 0;  // the copy is the zero-block encoding of this many bytes (0: plain)
+  bool pinned = false;   // never moved: a stable address its block cannot keep
+  void* home = nullptr;  // its fast-tier address, kept while moved (Tier::KeepsAddress)
   BufferCodec codec = BufferCodec::kNone;
   // Off the fast tier as its zero-block encoding of this many bytes (0: as it is).
   uint64_t encoded = 0;
-  std::shared_ptr<CopyWorker::Job> job;  // a move in flight (async_copies)
   std::string name;
   std::string group;
   AccessPeriod period;  // when it is used again: a prefetch is scheduled before then
@@ -43,8 +38,8 @@ struct Buffer {
 class TierManagerImpl final : public TierManager {
  public:
   TierManagerImpl(std::vector<std::unique_ptr<Tier>> tiers, PolicyOptions options)
-      : tiers_(std::move(tiers)), policy_(options) {
-    if (options.async_copies) worker_ = std::make_unique<CopyWorker>();
+      : tiers_(std::move(tiers)), policy_(options), usage_(options.idle_steps) {
+    if (options.async_copies) in_flight_ = std::make_unique<MovesInFlight>();
   }
 
   Result<BufferId> Register(uint64_t size, std::string name, std::string group,
@@ -59,15 +54,13 @@ class TierManagerImpl final : public TierManager {
       b.size = size;
       b.tier = t;
       b.ptr = *p;
-      b.last_used_step = step_;
       b.name = std::move(name);
       b.group = std::move(group);
       b.pinned = stable_address && !tiers_[0]->KeepsAddress(b.ptr);
       if (!b.group.empty()) groups_[b.group].insert(id);
       buffers_[id] = std::move(b);
       Index(id, buffers_[id]);
-      registered_bytes_ += size;
-      ScheduleIdle(id, buffers_[id]);
+      usage_.Add(id, size, step_);
       UpdateEligible(id, buffers_[id]);
       return id;
     }
@@ -79,17 +72,16 @@ class TierManagerImpl final : public TierManager {
   Status Unregister(BufferId id) override {
     auto it = buffers_.find(id);
     if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
-    if (it->second.acquired) return FailedPreconditionError("buffer is acquired");
-    CallOff(it->second);
-    DropCopy(id, it->second);
+    if (usage_.in_use(id)) return FailedPreconditionError("buffer is acquired");
+    CallOff(id, it->second);
+    DropCopy(id);
     tiers_[it->second.tier]->Free(it->second.ptr);
     if (it->second.home != nullptr) tiers_[0]->Free(it->second.home);  // its reserved address
-    if (it->second.counted_idle) idle_bytes_ -= it->second.size;
+    usage_.Remove(id);
     if (auto g = groups_.find(it->second.group); g != groups_.end()) {
       g->second.erase(id);
       if (g->second.empty()) groups_.erase(g);
     }
-    registered_bytes_ -= it->second.size;
     eligible_.erase(id);
     Unindex(it->second);
     buffers_.erase(it);
@@ -107,9 +99,7 @@ class TierManagerImpl final : public TierManager {
   Status Release(BufferId id) override {
     auto it = buffers_.find(id);
     if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
-    it->second.acquired = false;
-    it->second.last_used_step = step_;
-    ScheduleIdle(id, it->second);
+    usage_.Release(id, step_);
     return Status::Ok();
   }
 
@@ -123,9 +113,9 @@ class TierManagerImpl final : public TierManager {
     last_step_at_ = now;
     Reap(/*wait=*/false);
     PrefetchDue();
-    AgeIdle();
-    TrimReason reason = policy_.Sample(Sample(0), IdleShare());
-    if (reason != TrimReason::kNone) TrimFor(reason, 0, /*async=*/worker_ != nullptr);
+    usage_.Age(step_);
+    TrimReason reason = policy_.Sample(Sample(0), usage_.idle_share());
+    if (reason != TrimReason::kNone) TrimFor(reason, 0, /*async=*/in_flight_ != nullptr);
   }
 
   Status SetCodec(BufferId id, BufferCodec codec) override {
@@ -141,22 +131,22 @@ class TierManagerImpl final : public TierManager {
     Reap(/*wait=*/true);
     if (it->second.tier == 0) return Status::Ok();
     SEEDANCE_RETURN_IF_ERROR(MoveUp(id, it->second));
-    MarkTouched(id, it->second);
+    MarkTouched(id);
     return Status::Ok();
   }
 
   Status StartPrefetch(BufferId id) override {
-    if (worker_ == nullptr) return Prefetch(id);
+    if (in_flight_ == nullptr) return Prefetch(id);
     auto it = buffers_.find(id);
     if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
     Buffer& b = it->second;
-    if (b.job) {
-      if (!b.job->down) return Status::Ok();  // on its way back already
-      CallOff(b);                             // wanted again: it stays
+    if (const MovesInFlight::Job* job = in_flight_->Find(id)) {
+      if (!job->down) return Status::Ok();  // on its way back already
+      CallOff(id, b);                       // wanted again: it stays
     }
     if (b.tier == 0) return Status::Ok();
     SEEDANCE_RETURN_IF_ERROR(StartMoveUp(id, b));
-    MarkTouched(id, b);
+    MarkTouched(id);
     return Status::Ok();
   }
 
@@ -193,13 +183,13 @@ class TierManagerImpl final : public TierManager {
     if (!s.tiers.empty()) s.tiers[0].peak_used = peak_fast_;
     s.step = step_;
     s.buffers = buffers_.size();
-    s.registered_bytes = registered_bytes_;
-    s.idle_share = IdleShare();
+    s.registered_bytes = usage_.registered_bytes();
+    s.idle_share = usage_.idle_share();
     s.trims = trims_;
     s.bytes_moved_down = moved_down_;
     s.bytes_moved_up = moved_up_;
     s.bytes_down_without_copy = down_without_copy_;
-    s.retained_bytes = retained_bytes_;
+    s.retained_bytes = kept_.bytes();
     s.stalls = stalls_;
     s.prefetches = prefetches_;
     const MoveCounters& mc = moves_.counters();
@@ -224,12 +214,11 @@ class TierManagerImpl final : public TierManager {
     auto it = buffers_.find(id);
     if (it == buffers_.end()) return NotFoundError("unknown buffer " + std::to_string(id));
     Buffer& b = it->second;
-    if (b.job) {
-      worker_->Wait(*b.job);
-      if (b.job->down) {
-        CallOff(b);  // trimmed while in use again: keep it where it is
+    if (auto job = Settle(id)) {
+      if (job->down) {
+        Abandon(b, *job);  // trimmed while in use again: keep it where it is
       } else {
-        Finish(id, b);  // prefetched: arrived, or arrives now
+        Finish(id, b, *job);  // prefetched: arrived, or arrives now
       }
     }
     const bool stalled = b.tier != 0;
@@ -237,17 +226,12 @@ class TierManagerImpl final : public TierManager {
       SEEDANCE_RETURN_IF_ERROR(MoveUp(id, b));
       ++stalls_;
     }
-    b.acquired = true;
-    b.last_used_step = step_;
+    usage_.Acquire(id, step_);
     ++b.uses;
     LearnPeriod(id, b);
-    if (b.counted_idle) {
-      b.counted_idle = false;
-      idle_bytes_ -= b.size;
-    }
-    if (write) DropCopy(id, b);  // the copy on the slower tier goes stale
+    if (write) DropCopy(id);  // the copy on the slower tier goes stale
     // Acquired by now, so making room for the group cannot move this one.
-    if (stalled && worker_ != nullptr) BringGroupBack(id, b.group);
+    if (stalled && in_flight_ != nullptr) BringGroupBack(id, b.group);
     return b.ptr;
   }
 
@@ -279,8 +263,8 @@ class TierManagerImpl final : public TierManager {
     for (BufferId id : eligible_) {
       const Buffer& b = buffers_.at(id);
       // A buffer being moved is in use as far as the policy is concerned.
-      out.push_back(
-          BufferState{id, b.size, true, b.acquired || b.job != nullptr, b.last_used_step, b.uses});
+      out.push_back(BufferState{id, b.size, true, usage_.in_use(id) || Moving(id),
+                                usage_.last_used(id), b.uses});
     }
     return out;
   }
@@ -301,10 +285,16 @@ class TierManagerImpl final : public TierManager {
   }
 
   // ---- moves in flight (async_copies) ----
+  bool Moving(BufferId id) const { return in_flight_ != nullptr && in_flight_->Find(id); }
+  // Waits for the buffer's move, if any, and detaches it.
+  std::shared_ptr<MovesInFlight::Job> Settle(BufferId id) {
+    return in_flight_ != nullptr ? in_flight_->Settle(id) : nullptr;
+  }
+
   // `encoded`: the length of the zero-block encoding on the slower tier (0: a plain copy).
   void Start(BufferId id, Buffer& b, void* dst, const void* src, Tier* to, const Tier* from,
              bool down, uint64_t encoded) {
-    auto job = std::make_shared<CopyWorker::Job>();
+    auto job = std::make_shared<MovesInFlight::Job>();
     job->dst = dst;
     job->src = src;
     job->size = b.size;
@@ -313,9 +303,7 @@ class TierManagerImpl final : public TierManager {
     job->down = down;
     job->codec = encoded != 0 ? tiers_[0].get() : nullptr;
     job->encoded = encoded;
-    b.job = job;
-    in_flight_.push_back(id);
-    worker_->Submit(std::move(job));
+    in_flight_->Start(id, std::move(job));
   }
 
   // A prefetch: room on tier 0 (or the kept address backed again) now, the copy in flight.
@@ -327,39 +315,38 @@ class TierManagerImpl final : public TierManager {
   }
 
   // Completes a finished move: frees (or evicts) the source and switches the pointer.
-  void Finish(BufferId id, Buffer& b) {
-    std::shared_ptr<CopyWorker::Job> job = std::move(b.job);
-    moves_.Account(b.size, job->encoded, job->seconds);
-    if (!job->result.ok()) {
-      Discard(b, *job);
+  void Finish(BufferId id, Buffer& b, const MovesInFlight::Job& job) {
+    moves_.Account(b.size, job.encoded, job.seconds);
+    if (!job.result.ok()) {
+      Discard(b, job);
       return;
     }
     Unindex(b);
-    if (job->down) {
+    if (job.down) {
       if (!LeaveFastTier(b)) {
-        tiers_[1]->Free(job->dst);
+        tiers_[1]->Free(job.dst);
         Index(id, b);
         return;
       }
       b.tier = 1;
-      b.encoded = job->encoded;
+      b.encoded = job.encoded;
       moved_down_ += b.size;
     } else {
-      KeepCopy(id, b, b.ptr, b.tier, b.encoded);
+      KeepCopy(id, b);
       b.home = nullptr;
       b.tier = 0;
       b.encoded = 0;
       moved_up_ += b.size;
       ++prefetches_;
     }
-    moves_.CountLanded(b.size, job->encoded);
-    b.ptr = job->dst;
+    moves_.CountLanded(b.size, job.encoded);
+    b.ptr = job.dst;
     Index(id, b);
     UpdateEligible(id, b);
   }
 
   // Undoes a move's destination; the buffer stays where it was.
-  void Discard(Buffer& b, const CopyWorker::Job& job) {
+  void Discard(Buffer& b, const MovesInFlight::Job& job) {
     if (job.down) {
       tiers_[1]->Free(job.dst);
     } else if (job.dst == b.home) {
@@ -368,31 +355,21 @@ class TierManagerImpl final : public TierManager {
       tiers_[0]->Free(job.dst);
     }
   }
+  // A settled move not wanted any more: its time counted, its destination undone.
+  void Abandon(Buffer& b, const MovesInFlight::Job& job) {
+    moves_.Account(b.size, job.encoded, job.seconds);
+    Discard(b, job);
+  }
 
   // Waits for the buffer's move, if any, and calls it off.
-  void CallOff(Buffer& b) {
-    if (!b.job) return;
-    worker_->Wait(*b.job);
-    std::shared_ptr<CopyWorker::Job> job = std::move(b.job);
-    moves_.Account(b.size, job->encoded, job->seconds);
-    Discard(b, *job);
+  void CallOff(BufferId id, Buffer& b) {
+    if (auto job = Settle(id)) Abandon(b, *job);
   }
 
   // Completes the moves that have finished (all of them, waiting, with `wait`).
   void Reap(bool wait) {
-    if (in_flight_.empty()) return;
-    std::vector<BufferId> still;
-    for (BufferId id : in_flight_) {
-      auto it = buffers_.find(id);
-      if (it == buffers_.end() || !it->second.job) continue;  // settled elsewhere
-      if (wait) worker_->Wait(*it->second.job);
-      if (it->second.job->done.load()) {
-        Finish(id, it->second);
-      } else {
-        still.push_back(id);
-      }
-    }
-    in_flight_.swap(still);
+    if (in_flight_ == nullptr || in_flight_->empty()) return;
+    for (auto& [id, job] : in_flight_->TakeDone(wait)) Finish(id, buffers_.at(id), *job);
   }
 
   // Brings back buffers expected soon (learned period), so their use is no stall.
@@ -408,12 +385,12 @@ class TierManagerImpl final : public TierManager {
           b->second.period.prefetch_step() != step_ || b->second.tier == 0) {
         continue;
       }
-      if (b->second.job) continue;
-      if (worker_ != nullptr) {
-        if (StartMoveUp(id, b->second).ok()) MarkTouched(id, b->second);
+      if (Moving(id)) continue;
+      if (in_flight_ != nullptr) {
+        if (StartMoveUp(id, b->second).ok()) MarkTouched(id);
       } else if (MoveUp(id, b->second).ok()) {
         ++prefetches_;
-        MarkTouched(id, b->second);
+        MarkTouched(id);
       }
     }
   }
@@ -428,48 +405,15 @@ class TierManagerImpl final : public TierManager {
                                             static_cast<double>(tiers_[0]->capacity()));
     for (BufferId id : g->second) {
       Buffer& b = buffers_.at(id);
-      if (id == stalled || b.tier == 0 || b.job) continue;
+      if (id == stalled || b.tier == 0 || Moving(id)) continue;
       if (tiers_[0]->used() + b.size > room) break;
-      if (StartMoveUp(id, b).ok()) MarkTouched(id, b);
+      if (StartMoveUp(id, b).ok()) MarkTouched(id);
     }
   }
 
   // A buffer brought back for an imminent use counts as used now, so the same step's trim
   // does not send it straight back down.
-  void MarkTouched(BufferId id, Buffer& b) {
-    b.last_used_step = step_;
-    if (b.counted_idle) {
-      b.counted_idle = false;
-      idle_bytes_ -= b.size;
-    }
-    ScheduleIdle(id, b);
-  }
-
-  // Idle bookkeeping, incremental: a buffer released (or registered) at step s becomes idle at
-  // s + idle_steps unless used again; AgeIdle() counts those whose time has come.
-  void ScheduleIdle(BufferId id, const Buffer& b) {
-    becoming_idle_.emplace_back(b.last_used_step + policy_.options().idle_steps, id);
-  }
-  void AgeIdle() {
-    while (!becoming_idle_.empty() && becoming_idle_.front().first <= step_) {
-      auto [due, id] = becoming_idle_.front();
-      becoming_idle_.pop_front();
-      auto it = buffers_.find(id);
-      if (it == buffers_.end()) continue;
-      Buffer& b = it->second;
-      // Stale entries (used again since) are skipped: a later entry exists for them.
-      if (b.acquired || b.counted_idle || b.last_used_step + policy_.options().idle_steps != due) {
-        continue;
-      }
-      b.counted_idle = true;
-      idle_bytes_ += b.size;
-    }
-  }
-  double IdleShare() const {
-    return registered_bytes_ == 0
-               ? 0.0
-               : static_cast<double>(idle_bytes_) / static_cast<double>(registered_bytes_);
-  }
+  void MarkTouched(BufferId id) { usage_.Touch(id, step_); }
 
   // Allocates on tier `t`, trimming idle buffers off it (never `keep`) when it is tier 0.
   // On a slower tier, copies kept there are dropped to make room.
@@ -502,7 +446,7 @@ class TierManagerImpl final : public TierManager {
     // its fast memory, and a buffer brought back becomes a victim like any other.
     for (bool wait_in_flight : {false, true}) {
       if (wait_in_flight) {
-        if (in_flight_.empty()) break;
+        if (in_flight_ == nullptr || in_flight_->empty()) break;
         Reap(/*wait=*/true);
       }
       for (bool allow_recent : {false, true}) {
@@ -545,7 +489,7 @@ class TierManagerImpl final : public TierManager {
       }
       return copied;
     }
-    KeepCopy(id, b, b.ptr, b.tier, encoded);
+    KeepCopy(id, b);
     Unindex(b);
     b.ptr = *p;
     b.home = nullptr;
@@ -558,44 +502,30 @@ class TierManagerImpl final : public TierManager {
     return Status::Ok();
   }
 
-  // ---- copies kept on a slower tier (see Buffer::copy) ----
-  void KeepCopy(BufferId id, Buffer& b, void* p, int tier, uint64_t encoded) {
-    b.copy = p;
-    b.copy_tier = tier;
-    b.copy_encoded = encoded;
-    retained_.insert(id);
-    retained_bytes_ += encoded != 0 ? encoded : b.size;
+  // ---- copies kept on a slower tier (see KeptCopies) ----
+  // Keeps where the buffer is now, before it moves up, as its copy.
+  void KeepCopy(BufferId id, const Buffer& b) {
+    kept_.Keep(id, KeptCopy{.ptr = b.ptr, .tier = b.tier, .size = b.size, .encoded = b.encoded});
   }
-  // Detaches the kept copy (nullptr when none) from the buffer and the index.
-  void* TakeCopy(BufferId id, Buffer& b) {
-    void* p = std::exchange(b.copy, nullptr);
-    if (p != nullptr) {
-      retained_.erase(id);
-      retained_bytes_ -= b.copy_encoded != 0 ? b.copy_encoded : b.size;
-    }
-    return p;
-  }
-  void DropCopy(BufferId id, Buffer& b) {
-    if (void* p = TakeCopy(id, b)) tiers_[b.copy_tier]->Free(p);
+  void DropCopy(BufferId id) {
+    if (auto copy = kept_.Take(id)) tiers_[copy->tier]->Free(copy->ptr);
   }
   // Frees one kept copy on tier `t`; false when there is none.
   bool DropACopyOn(int t) {
-    for (BufferId id : retained_) {
-      Buffer& b = buffers_.at(id);
-      if (b.copy_tier != t) continue;
-      DropCopy(id, b);
-      return true;
-    }
-    return false;
+    auto copy = kept_.TakeOneOn(t);
+    if (!copy) return false;
+    tiers_[t]->Free(copy->ptr);
+    return true;
   }
   // Moves a buffer down to its kept copy: no bytes to copy, only its fast memory to give up.
   bool MoveDownToCopy(BufferId id, Buffer& b) {
     Unindex(b);
     const bool left = LeaveFastTier(b);
     if (left) {
-      b.tier = b.copy_tier;
-      b.encoded = b.copy_encoded;
-      b.ptr = TakeCopy(id, b);
+      KeptCopy copy = *kept_.Take(id);
+      b.tier = copy.tier;
+      b.encoded = copy.encoded;
+      b.ptr = copy.ptr;
     }
     Index(id, b);
     if (!left) return false;
@@ -622,10 +552,7 @@ class TierManagerImpl final : public TierManager {
     if (reason == TrimReason::kIdleShare || reason == TrimReason::kFragmentation) {
       // Move what has been idle long enough even below the watermark.
       for (BufferId id : eligible_) {
-        const Buffer& b = buffers_.at(id);
-        if (!b.acquired && step_ >= b.last_used_step + policy_.options().idle_steps) {
-          bytes += b.size;
-        }
+        if (usage_.IdleAt(id, step_)) bytes += buffers_.at(id).size;
       }
     }
     return TrimBytes(bytes, keep, /*allow_recent=*/false, async);
@@ -654,7 +581,7 @@ class TierManagerImpl final : public TierManager {
   // Moves a victim down one tier: to its kept copy, else copied (encoded where its codec says
   // so; see EncodingFor) now or, with `async`, by the copy worker. False when it stays.
   bool MoveDown(BufferId id, Buffer& b, bool async) {
-    if (b.copy != nullptr) return MoveDownToCopy(id, b);
+    if (kept_.Find(id) != nullptr) return MoveDownToCopy(id, b);
     const uint64_t encoded = moves_.EncodingFor(*tiers_[0], *tiers_[1], b.ptr, b.size, b.codec);
     auto p = AllocateOn(1, encoded != 0 ? encoded : b.size, 0);
     if (!p) return false;  // the slower tier is full too
@@ -694,17 +621,14 @@ class TierManagerImpl final : public TierManager {
   std::unordered_map<BufferId, Buffer> buffers_;
   std::unordered_set<BufferId> eligible_;                                 // see Candidates()
   std::unordered_map<std::string, std::unordered_set<BufferId>> groups_;  // named groups only
-  std::deque<std::pair<uint64_t, BufferId>> becoming_idle_;  // (step, id), in step order
-  uint64_t idle_bytes_ = 0;
-  uint64_t registered_bytes_ = 0;
+  UsageLedger usage_;
+  KeptCopies kept_;
   BufferId next_id_ = 1;
   uint64_t step_ = 0;
   uint64_t trims_ = 0;
   uint64_t moved_down_ = 0;
   uint64_t moved_up_ = 0;
   uint64_t down_without_copy_ = 0;
-  std::unordered_set<BufferId> retained_;  // buffers with a kept copy (Buffer::copy)
-  uint64_t retained_bytes_ = 0;
   uint64_t stalls_ = 0;
   uint64_t prefetches_ = 0;
   uint64_t peak_fast_ = 0;
@@ -715,8 +639,9 @@ class TierManagerImpl final : public TierManager {
   std::chrono::steady_clock::time_point last_step_at_{};
   std::deque<double> decision_us_;
   uint64_t decisions_ = 0;
-  std::vector<BufferId> in_flight_;     // buffers with a move in flight
-  std::unique_ptr<CopyWorker> worker_;  // last: joined before the tiers go
+  // Moves in the background (async_copies; else null). Last: its worker runs what is queued
+  // and joins before anything it copies between goes.
+  std::unique_ptr<MovesInFlight> in_flight_;
 };
 
 }  // namespace
