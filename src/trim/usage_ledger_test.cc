@@ -55,6 +55,17 @@ TEST(UsageLedgerTest, StaleDueEntriesCountNothing) {
   EXPECT_EQ(l.idle_bytes(), 100u) << "counted once though due twice";
 }
 
+TEST(UsageLedgerTest, AReleaseIsAUseEvenWithoutAnAcquire) {
+  UsageLedger l(2);
+  l.Add(1, 100, 0);
+  l.Age(2);
+  ASSERT_EQ(l.idle_bytes(), 100u);
+  l.Release(1, 2);
+  EXPECT_EQ(l.idle_bytes(), 0u) << "released now: not idle for 2 more steps";
+  l.Age(4);
+  EXPECT_EQ(l.idle_bytes(), 100u);
+}
+
 TEST(UsageLedgerTest, ATouchKeepsAnAcquiredBufferInUse) {
   UsageLedger l(1);
   l.Add(1, 100, 0);
