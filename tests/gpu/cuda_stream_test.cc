@@ -121,6 +121,9 @@ TEST(CudaStreamTest, IterationsIssueWhileTheDeviceIsHeldAndEveryUnitReadsItsByte
     EXPECT_EQ(gate[1], 0) << "the gate timed out: the host waited for the held device";
     EXPECT_LT(issue_seconds, 10.0);
     EXPECT_TRUE((*device)->Health().ok()) << (*device)->Health().ToString();
+    // Events were queried while pending: "not ready" must not be left as the thread's error
+    // (PyTorch checks it after each kernel launch).
+    EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
     EXPECT_EQ((*device)->host_waits(), 0u);
     EXPECT_EQ(ex.stats().issued_at_begin, 1u);
     EXPECT_GE(ex.stats().bytes_copied, kIterations * plan->streamed_bytes);

@@ -61,10 +61,23 @@ class CudaStreamDevice final : public StreamDevice {
     (void)cudaGetLastError();
     static_cast<void>(health_ = RuntimeError(e, what));  // Status is [[nodiscard]]
   }
+  // Whether the work before `e` is done. "Not ready" is an answer, not an error, but the runtime
+  // also leaves it as the thread's last error: it is cleared, as PyTorch does, or the next
+  // kernel launch checked with cudaGetLastError would fail on it.
+  bool Passed(cudaEvent_t e) {
+    const cudaError_t r = cudaEventQuery(e);
+    if (r == cudaSuccess) return true;
+    if (r == cudaErrorNotReady) {
+      (void)cudaGetLastError();
+    } else {
+      Check(r, "cudaEventQuery");
+    }
+    return false;
+  }
   Event Record(Stream s, cudaStream_t stream) {
     std::vector<cudaEvent_t>& handles = handles_[s];
-    const OrderedEvents::Recorded r = events_[s].Record(
-        [&](size_t slot) { return cudaEventQuery(handles[slot]) == cudaSuccess; });
+    const OrderedEvents::Recorded r =
+        events_[s].Record([&](size_t slot) { return Passed(handles[slot]); });
     if (r.new_slot) {
       cudaEvent_t e = nullptr;
       Check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
