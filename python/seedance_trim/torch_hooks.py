@@ -32,8 +32,9 @@ What it does:
   must hold the two largest units; a prefetch that finds no room for a third is skipped
   (stats()["backward_prefetches_refused"]). In train mode the forward acquires for writing (batch
   norm updates its running statistics). `optimizer_step(optimizer)` steps unit by unit, each acquired for
-  writing in turn, so the budget never has to hold the whole model; gradients stay where
-  autograd put them.
+  writing in turn, so the budget never has to hold the whole model. Gradients stay where
+  autograd put them, or with gradients="cpu" move to host memory as they are produced
+  (offloaded_grads.py); optimizer_step brings each back for its update.
 
 Activations: activations="cpu" keeps what autograd saves for the backward pass in pinned host
 memory (torch.autograd.graph.save_on_cpu cannot wrap a TrimmedModel: its hooks come first).
@@ -49,6 +50,7 @@ import torch
 from torch import nn
 
 from .manager import TrimError, TrimManager
+from .offloaded_grads import OffloadedGrads
 
 # Units (modules) whose buffers the backward pass unpacked that stay acquired (module doc).
 _BACKWARD_HELD_UNITS = 2
@@ -121,7 +123,7 @@ def _wrap(ptr, nbytes, dtype, shape, device):
 
 class TrimmedModel(nn.Module):
     def __init__(self, model, manager: TrimManager, units=FUSED_UNITS, codec=None,
-                 backward_prefetch=True, activations="device"):
+                 backward_prefetch=True, activations="device", gradients="device"):
         """codec: how the tensors cross to the slower tier (TrimManager.register): None,
         "zero_blocks" (when it pays) or "zero_blocks_always". For weights with whole zero
         rows or channels (a pruning mask applied without slicing): only their non-zero
@@ -132,9 +134,15 @@ class TrimmedModel(nn.Module):
         activations: "device" (autograd's default) or "cpu": in training, the activations
         autograd saves for the backward pass wait in pinned host memory instead of the GPU
         (torch.autograd.graph.save_on_cpu's method; that context around a TrimmedModel has no
-        effect, since the model's own saved-tensor hooks come first)."""
+        effect, since the model's own saved-tensor hooks come first).
+        gradients: "device" (autograd's default) or "cpu": each parameter's gradient moves to
+        (pinned) host memory once autograd has accumulated it, so the backward pass does not
+        hold the whole model's gradients; optimizer_step brings each back for its update and
+        consumes it, and zero_grad() drops them (offloaded_grads.py)."""
         if activations not in ("device", "cpu"):
             raise ValueError(f"activations must be 'device' or 'cpu', not {activations!r}")
+        if gradients not in ("device", "cpu"):
+            raise ValueError(f"gradients must be 'device' or 'cpu', not {gradients!r}")
         super().__init__()
         self.model = model
         self.manager = manager
@@ -154,6 +162,10 @@ class TrimmedModel(nn.Module):
         self._handles = []
         self._register_tensors()
         self._install_hooks(units)
+        self._grads_off = None
+        if gradients == "cpu":
+            self._grads_off = OffloadedGrads(self.model.parameters())
+            self._handles.extend(self._grads_off.handles)
 
     # ---- registration ----
     def _register_tensors(self):
@@ -342,31 +354,43 @@ class TrimmedModel(nn.Module):
         self._release_backward()
         params = [p for group in optimizer.param_groups for p in group["params"]]
         grads = {id(p): p.grad for p in params}
-        bid_of = {id(p): self._by_storage.get(p.data_ptr()) for p in params}
-        unmanaged = [p for p in params if bid_of[id(p)] is None]
+        off = self._grads_off
+        moved = {id(p) for p in params if off is not None and off.pending(p)}
+
+        def show(mine):  # only `mine` have a gradient: the optimizer skips the others
+            for p in params:
+                p.grad = None
+            for p in mine:
+                p.grad = off.take(p) if id(p) in moved else grads[id(p)]
+
+        with_grad = [p for p in params if grads[id(p)] is not None or id(p) in moved]
+        bid_of = {id(p): self._by_storage.get(p.data_ptr()) for p in with_grad}
+        unmanaged = [p for p in with_grad if bid_of[id(p)] is None]
         try:
             for bid in list(self._counts):
-                mine = [p for p in params if bid_of[id(p)] == bid and grads[id(p)] is not None]
+                mine = [p for p in with_grad if bid_of[id(p)] == bid]
                 if not mine:
                     continue
-                for p in params:
-                    p.grad = None
-                for p in mine:
-                    p.grad = grads[id(p)]
+                show(mine)
                 self._acquire([bid], write=True)
                 try:
                     optimizer.step()
                 finally:
                     self._release([bid])
             if unmanaged:
-                for p in params:
-                    p.grad = None
-                for p in unmanaged:
-                    p.grad = grads[id(p)]
+                show(unmanaged)
                 optimizer.step()
         finally:
-            for p in params:
+            for p in params:  # a gradient moved off the device is consumed by the step
                 p.grad = grads[id(p)]
+            if off is not None:
+                off.drop()
+
+    def zero_grad(self, *args, **kwargs):
+        """nn.Module.zero_grad, and the gradients moved to the host are dropped too."""
+        super().zero_grad(*args, **kwargs)
+        if self._grads_off is not None:
+            self._grads_off.drop()
 
     @contextlib.contextmanager
     def all_acquired(self):
@@ -400,6 +424,9 @@ class TrimmedModel(nn.Module):
     def stats(self):
         out = self.manager.stats()
         out["backward_prefetches_refused"] = self._prefetches_refused
+        if self._grads_off is not None:
+            out["gradient_bytes_moved_off"] = self._grads_off.bytes_moved
+            out["gradient_bytes_waiting"] = self._grads_off.pending_bytes()
         return out
 
     def model_bytes(self):

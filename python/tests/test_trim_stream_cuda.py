@@ -108,7 +108,7 @@ def wide_mlp():
     return nn.Sequential(*layers, nn.Linear(4096, 10))
 
 
-def test_trimmed_training_on_cuda_is_exact_and_activations_can_wait_on_the_host():
+def test_trimmed_training_on_cuda_is_exact_and_activations_and_gradients_can_wait_on_the_host():
     from seedance_trim import TrimManager, TrimmedModel
     model = wide_mlp()
     size = model_bytes(model)
@@ -122,23 +122,29 @@ def test_trimmed_training_on_cuda_is_exact_and_activations_can_wait_on_the_host(
         loss_fn(plain(x), y).backward()
         opt.step()
     peaks = {}
-    for activations in ("device", "cpu"):
+    for activations, gradients in (("device", "device"), ("cpu", "device"), ("device", "cpu")):
         manager = TrimManager.cuda(int(size * 0.6), 2 * size, min_victim_bytes=0,
                                    async_copies=1)
-        trimmed = TrimmedModel(copy.deepcopy(model), manager, activations=activations).train()
+        trimmed = TrimmedModel(copy.deepcopy(model), manager, activations=activations,
+                               gradients=gradients).train()
         opt = torch.optim.SGD(trimmed.model.parameters(), lr=0.01, momentum=0.9)
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         for _ in range(3):
             opt.zero_grad()
+            trimmed.zero_grad()
             loss_fn(trimmed(x), y).backward()
             trimmed.optimizer_step(opt)
         torch.cuda.synchronize()
-        peaks[activations] = torch.cuda.max_memory_allocated()  # PyTorch's: not the weights
+        # PyTorch's allocations (not the weights): activations, gradients, momentum.
+        peaks[(activations, gradients)] = torch.cuda.max_memory_allocated()
         stats = trimmed.stats()
         assert stats["fast_peak_used"] <= int(size * 0.6), stats
         got = trimmed.copied_state()
         for name, t in plain.named_parameters():
-            assert torch.equal(t.detach().cpu(), got[name].cpu()), (activations, name)
+            assert torch.equal(t.detach().cpu(), got[name].cpu()), (activations, gradients, name)
+    base = peaks[("device", "device")]
     # 4 saved activations of 1024 x 4096 floats (16 MiB each) wait on the host instead.
-    assert peaks["cpu"] < peaks["device"], peaks
+    assert peaks[("cpu", "device")] < base, peaks
+    # The 4 weight gradients of 64 MiB: one at a time on the device instead of all 4.
+    assert peaks[("device", "cpu")] <= base - (128 << 20), peaks

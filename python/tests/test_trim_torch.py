@@ -310,3 +310,57 @@ def test_activations_on_cpu_is_checked_and_changes_nothing_for_a_cpu_model():
         results.append(trimmed.copied_state())
     for name in results[0]:
         assert torch.equal(results[0][name], results[1][name]), name
+
+
+def test_gradients_moved_off_as_produced_train_the_same_and_accumulate_the_same():
+    with pytest.raises(ValueError, match="gradients"):
+        TrimmedModel(SmallCNN(), TrimManager.host(1 << 20, 8 << 20), gradients="disk")
+    torch.manual_seed(5)
+    model = SmallCNN()
+    plain = copy.deepcopy(model).train()
+    size = model_bytes(model)
+    manager = TrimManager.host(int(size * 0.4), 2 * size, min_victim_bytes=0)
+    trimmed = TrimmedModel(model, manager, gradients="cpu").train()
+    opt_plain = torch.optim.SGD(plain.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    opt_trim = torch.optim.SGD(trimmed.model.parameters(), lr=0.1, momentum=0.9,
+                               weight_decay=1e-4)
+    loss_fn = nn.CrossEntropyLoss()
+    grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    for step in range(3):
+        # Two backward passes per step: the second adds to the gradients already moved off.
+        batches = [(torch.randn(8, 3, 16, 16), torch.randint(0, 10, (8,))) for _ in range(2)]
+        opt_plain.zero_grad()
+        trimmed.zero_grad()
+        for x, y in batches:
+            loss_fn(plain(x), y).backward()
+            loss_fn(trimmed(x), y).backward()
+            # Every gradient left its parameter as soon as autograd had accumulated it.
+            assert all(p.grad is None for p in trimmed.model.parameters())
+        assert trimmed.stats()["gradient_bytes_waiting"] == grad_bytes
+        opt_plain.step()
+        trimmed.optimizer_step(opt_trim)
+        assert trimmed.stats()["gradient_bytes_waiting"] == 0, "the step consumed them"
+    assert trimmed.stats()["gradient_bytes_moved_off"] == 3 * 2 * grad_bytes
+    assert trimmed.stats()["fast_peak_used"] <= int(size * 0.4)
+    got = trimmed.copied_state()
+    for name, t in list(plain.named_parameters()) + list(plain.named_buffers()):
+        assert torch.equal(t.detach(), got[name]), name
+
+
+def test_zero_grad_drops_the_gradients_moved_off():
+    torch.manual_seed(6)
+    model = SmallCNN()
+    reference = copy.deepcopy(model)
+    size = model_bytes(model)
+    trimmed = TrimmedModel(model, TrimManager.host(size, 2 * size, min_victim_bytes=0),
+                           gradients="cpu").train()
+    opt = torch.optim.SGD(trimmed.model.parameters(), lr=0.1)
+    x, y = torch.randn(8, 3, 16, 16), torch.randint(0, 10, (8,))
+    nn.CrossEntropyLoss()(trimmed(x), y).backward()
+    assert trimmed.stats()["gradient_bytes_waiting"] > 0
+    trimmed.zero_grad()  # a skipped step: nothing of it may reach the next one
+    assert trimmed.stats()["gradient_bytes_waiting"] == 0
+    trimmed.optimizer_step(opt)
+    got = trimmed.copied_state()
+    for name, t in reference.named_parameters():
+        assert torch.equal(t.detach(), got[name]), f"{name} changed without a gradient"
