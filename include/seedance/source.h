@@ -62,6 +62,10 @@ class SourceOutput {
                           uint32_t stream = 0, uint64_t first_end = 0) = 0;
   // Runs `callback` on the event loop once TryEmit may succeed again.
   virtual void WhenWritable(std::function<void()> callback) = 0;
+  // Runs `callback` on the event loop once TryEmitAll of `events` events may succeed (a
+  // source that hands on inputs whole waits for room for all of one). A batch larger than the
+  // pipeline's whole ingest queue is taken once that queue is empty.
+  virtual void WhenRoomFor(size_t events, std::function<void()> callback) = 0;
   // A new event id, unique in this process.
   virtual uint64_t NextEventId() = 0;
   // An empty event whose strings may have storage from earlier events (a pool): fill it with

@@ -21,7 +21,7 @@ bool IngestQueue::TryPushAll(std::vector<Event>& events, Acknowledger* owner, ui
                              uint32_t stream, uint64_t first_end) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (closed_ || items_.size() + events.size() > capacity_) return false;
+    if (closed_ || !Fits(events.size())) return false;
     uint64_t total = 0;
     if (budget_) {
       for (const Event& e : events) total += e.MemoryBytes();
@@ -40,12 +40,21 @@ bool IngestQueue::TryPushAll(std::vector<Event>& events, Acknowledger* owner, ui
   return true;
 }
 
-void IngestQueue::WhenWritable(std::function<void()> callback) {
+bool IngestQueue::Fits(size_t events) const {
+  return items_.empty() || items_.size() + events <= capacity_;
+}
+
+bool IngestQueue::Wakes(size_t events) const {
+  if (items_.empty()) return true;
+  return items_.size() <= capacity_ / 2 && Fits(events) && (!budget_ || bytes_ < max_bytes_ / 2);
+}
+
+void IngestQueue::WhenRoomFor(size_t events, std::function<void()> callback) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return;  // the source is being stopped; nothing more will be taken
-    if (items_.size() >= capacity_ || (budget_ && bytes_ >= max_bytes_ / 2)) {
-      waiters_.push_back(std::move(callback));
+    if (!Fits(events) || (budget_ && !items_.empty() && bytes_ >= max_bytes_ / 2)) {
+      waiters_.push_back(Waiter{events, std::move(callback)});
       return;
     }
   }
@@ -68,9 +77,16 @@ bool IngestQueue::PopBatch(std::vector<IngestItem>& out, size_t max,
     }
     bytes_ -= popped;
     if (budget_) budget_->Credit(popped);
-    if (!waiters_.empty() && items_.size() <= capacity_ / 2 &&
-        (!budget_ || bytes_ < max_bytes_ / 2)) {
-      wake.swap(waiters_);
+    if (!waiters_.empty()) {
+      auto keep = waiters_.begin();
+      for (Waiter& w : waiters_) {
+        if (Wakes(w.events)) {
+          wake.push_back(std::move(w.callback));
+        } else {
+          *keep++ = std::move(w);
+        }
+      }
+      waiters_.erase(keep, waiters_.end());
     }
   }
   for (auto& w : wake) loop_.Post(std::move(w));

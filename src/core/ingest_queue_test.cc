@@ -45,6 +45,59 @@ TEST(IngestQueueTest, TryPushAllTakesEverythingOrNothing) {
   EXPECT_EQ(items[4].event.payload, "{\"i\":1}");
 }
 
+// Runs the callbacks the queue posted to the loop (on this thread).
+void RunPosted(EventLoop& loop) {
+  loop.io().restart();
+  loop.io().poll();
+}
+
+// A scraped page may hold more samples than the queue: all of it or nothing, so it enters an
+// empty queue, never beside other events, and its waiter is woken once the queue is empty.
+TEST(IngestQueueTest, ABatchLargerThanTheQueueEntersOnlyAnEmptyOne) {
+  EventLoop loop;
+  IngestQueue queue(5, loop);
+  Recorder owner;
+  auto one = Events(1);
+  ASSERT_TRUE(queue.TryPushAll(one, &owner, 1));
+  auto page = Events(8);
+  EXPECT_FALSE(queue.TryPushAll(page, &owner, 10)) << "8 beside another event: none";
+  bool woken = false;
+  queue.WhenRoomFor(8, [&] { woken = true; });
+  RunPosted(loop);
+  EXPECT_FALSE(woken) << "no room for 8 yet";
+  std::vector<IngestItem> items;
+  ASSERT_TRUE(queue.PopBatch(items, 10, std::chrono::milliseconds(10)));
+  RunPosted(loop);
+  EXPECT_TRUE(woken) << "empty: the page may enter";
+  ASSERT_TRUE(queue.TryPushAll(page, &owner, 10));
+  EXPECT_EQ(queue.size(), 8u);
+  Event more;
+  EXPECT_FALSE(queue.TryPush(more, AckHandle{})) << "over capacity until drained";
+}
+
+TEST(IngestQueueTest, AWaiterForSeveralEventsIsWokenOnceAllOfThemFit) {
+  EventLoop loop;
+  IngestQueue queue(10, loop);
+  Recorder owner;
+  auto nine = Events(9);
+  ASSERT_TRUE(queue.TryPushAll(nine, &owner, 1));
+  bool four = false, one = false;
+  queue.WhenRoomFor(4, [&] { four = true; });
+  queue.WhenWritable([&] { one = true; });  // 9 of 10: room for one now
+  RunPosted(loop);
+  EXPECT_TRUE(one);
+  EXPECT_FALSE(four);
+  std::vector<IngestItem> items;
+  ASSERT_TRUE(queue.PopBatch(items, 3, std::chrono::milliseconds(10)));  // 6 left
+  RunPosted(loop);
+  EXPECT_FALSE(four) << "6 + 4 fit, but the queue has not drained to half";
+  ASSERT_TRUE(queue.PopBatch(items, 1, std::chrono::milliseconds(10)));  // 5 left: half
+  RunPosted(loop);
+  EXPECT_TRUE(four);
+  auto page = Events(4);
+  EXPECT_TRUE(queue.TryPushAll(page, &owner, 100));
+}
+
 // Pushes made by one event-loop handler wake the processing thread once, after the handler:
 // the consumer gets them as one batch even though the handler paused between pushes.
 TEST(IngestQueueTest, OneWakeUpPerEventLoopTurn) {

@@ -494,6 +494,10 @@ void Pipeline::WhenWritable(std::function<void()> callback) {
   ingest_->WhenWritable(std::move(callback));
 }
 
+void Pipeline::WhenRoomFor(size_t events, std::function<void()> callback) {
+  ingest_->WhenRoomFor(events, std::move(callback));
+}
+
 uint64_t Pipeline::NextEventId() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
 
 Event Pipeline::TakeEvent() { return event_pool_.Take(); }

@@ -151,6 +151,7 @@ class Pipeline : private SourceOutput {
   bool TryEmitAll(std::vector<Event>& events, Acknowledger* owner, uint64_t first_token,
                   uint32_t stream, uint64_t first_end) override;
   void WhenWritable(std::function<void()> callback) override;
+  void WhenRoomFor(size_t events, std::function<void()> callback) override;
   uint64_t NextEventId() override;
   Event TakeEvent() override;
   // Processing thread: the batch's events are done with (in the durable queue); their storage

@@ -227,6 +227,28 @@ def test_a_full_pipeline_holds_one_page_per_target_and_skips_its_scrapes(receive
         assert len(labels) == 100, f"page {n} arrived with {len(labels)} of its 100 samples"
 
 
+def test_a_page_still_waiting_at_a_stop_is_not_taken_and_the_log_says_so(receiver, tmp_path):
+    """docs/prometheus-scrape.md, Backpressure: a page enters the pipeline whole, so a stop
+    leaves no part of one in the source; a page still waiting then is not taken, and the log
+    says how many samples. (Before, a page went in piecewise through the 20-event ingest queue
+    and a stop dropped its remainder silently: a cut page, seen once in CI.)"""
+    targets = Targets()
+    port = free_port()
+    receiver.fail_next(1_000_000, 503)
+    sd = Seedance(blocked_pipeline(targets.url('/counting'), "200ms", receiver, port,
+                                   tmp_path)).start()
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        # A skipped scrape: the target's page still waits in the source.
+        assert wait_until(lambda: metric(scrape(url), "seedance_events_dropped_total",
+                                         reason="scrape_skipped") >= 2, timeout=20)
+    finally:
+        sd.stop()
+        targets.stop()
+    assert "stopping: 1 scraped page(s) (100 samples) still waiting for room" in sd.stderr(), \
+        sd.stderr()[-2000:]
+
+
 def test_a_waiting_page_is_charged_to_limits_memory(receiver, tmp_path):
     """docs/governor.md: a page that waits in the source for a full pipeline is counted by
     limits.memory like the queue it waits for (so the governor sees it), and given back once

@@ -186,6 +186,16 @@ class ScrapeSource final : public Source {
     stopped_ = true;
     timer_.cancel();
     for (auto& t : targets_) t->Stop();
+    // The pipeline takes nothing more: a page still waiting for room is not taken, whole.
+    if (!pending_.empty()) {
+      size_t samples = 0;
+      for (const Page& p : pending_) samples += p.events.size() - 1;  // less its up event
+      skipped_->Add(pending_.size());
+      SEEDANCE_LOG_INFO(ctx_.name,
+                        "stopping: {} scraped page(s) ({} samples) still waiting for room in the "
+                        "pipeline are not taken (counted as scrape_skipped)",
+                        pending_.size(), samples);
+    }
   }
 
   // The scrape of `t` ended: `page` when it answered 200, else why it failed.
@@ -200,8 +210,10 @@ class ScrapeSource final : public Source {
       util::AppendJsonString(out, ctx_.name);
     };
     size_t samples = 0;
+    Page out{.target = &t};
     if (page) {
       samples = page->size();
+      out.events.reserve(samples + 1);
       for (const observe::Sample& s : *page) {
         Event e = output_->TakeEvent();
         e.payload.clear();
@@ -219,7 +231,7 @@ class ScrapeSource final : public Source {
         common(e.payload);
         e.payload += '}';
         e.event_time_ns = s.timestamp_ms ? *s.timestamp_ms * 1000000 : t.started_ns;
-        Hold(std::move(e), t, /*last=*/false);
+        out.events.push_back(std::move(e));
       }
       if (t.failing) {
         t.failing = false;
@@ -245,27 +257,35 @@ class ScrapeSource final : public Source {
     }
     up.payload += '}';
     up.event_time_ns = t.started_ns;
-    Hold(std::move(up), t, /*last=*/true);
+    out.events.push_back(std::move(up));
+    Hold(std::move(out));
     Emit();
   }
 
  private:
-  struct Pending {
-    Event event;
-    Target* target;
-    bool last = false;   // the scrape's up event: its target is free again once emitted
+  // A scrape's events, its samples then its up event: handed on whole (TryEmitAll), so no
+  // page is ever cut, by backpressure or by a stop.
+  struct Page {
+    std::vector<Event> events;
+    Target* target = nullptr;
     uint64_t bytes = 0;  // charged to limits.memory while it waits here
   };
 
-  // A page waits here while the pipeline is full (one per target: a target is not scraped
-  // again before its page left), charged to limits.memory like the ingest queue it waits for.
-  void Hold(Event event, Target& t, bool last) {
-    const uint64_t bytes = ctx_.memory != nullptr ? event.MemoryBytes() : 0;
-    if (bytes > 0) {
-      ctx_.memory->Charge(bytes);
-      pending_bytes_ += bytes;
+  // A page waits here while the pipeline has no room for it (one per target: a target is not
+  // scraped again before its page left), charged to limits.memory like the ingest queue it
+  // waits for.
+  void Hold(Page page) {
+    for (Event& e : page.events) {
+      e.source.assign(ctx_.name);
+      e.topic.assign(settings_.topic);
+      e.format = PayloadFormat::kJson;
+      if (ctx_.memory != nullptr) page.bytes += e.MemoryBytes();
     }
-    pending_.push_back({std::move(event), &t, last, bytes});
+    if (page.bytes > 0) {
+      ctx_.memory->Charge(page.bytes);
+      pending_bytes_ += page.bytes;
+    }
+    pending_.push_back(std::move(page));
   }
 
   void Tick() {
@@ -292,24 +312,23 @@ class ScrapeSource final : public Source {
 
   void Emit() {
     while (!pending_.empty() && !stopped_) {
-      Pending& p = pending_.front();
-      p.event.source.assign(ctx_.name);
-      p.event.topic.assign(settings_.topic);
-      p.event.format = PayloadFormat::kJson;
-      p.event.ingest_time_ns = ctx_.now_ns();
-      if (!output_->TryEmit(p.event, AckHandle{})) {
+      Page& p = pending_.front();
+      const int64_t now = ctx_.now_ns();
+      for (Event& e : p.events) e.ingest_time_ns = now;
+      const size_t n = p.events.size();
+      if (!output_->TryEmitAll(p.events, nullptr, 0)) {
         if (!waiting_) {
           waiting_ = true;
-          output_->WhenWritable([this] {
+          output_->WhenRoomFor(n, [this] {
             waiting_ = false;
             Emit();
           });
         }
         return;
       }
-      ctx_.stats->events_in.Add();
-      ctx_.stats->events_out.Add();
-      if (p.last) p.target->busy = false;
+      ctx_.stats->events_in.Add(n);
+      ctx_.stats->events_out.Add(n);
+      p.target->busy = false;
       if (p.bytes > 0) {
         ctx_.memory->Credit(p.bytes);
         pending_bytes_ -= p.bytes;
@@ -323,7 +342,7 @@ class ScrapeSource final : public Source {
   boost::asio::steady_timer timer_;
   observe::Counter* skipped_;
   std::vector<std::unique_ptr<Target>> targets_;
-  std::deque<Pending> pending_;
+  std::deque<Page> pending_;
   uint64_t pending_bytes_ = 0;  // of pending_, charged to ctx_.memory
   SourceOutput* output_ = nullptr;
   Clock::time_point start_;
