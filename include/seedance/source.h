@@ -64,7 +64,7 @@ class SourceOutput {
   virtual void WhenWritable(std::function<void()> callback) = 0;
   // Runs `callback` on the event loop once TryEmitAll of `events` events may succeed (a
   // source that hands on inputs whole waits for room for all of one). A batch larger than the
-  // pipeline's whole ingest queue is taken once that queue is empty.
+  // room the pipeline has is taken once its ingest queue has drained to half.
   virtual void WhenRoomFor(size_t events, std::function<void()> callback) = 0;
   // A new event id, unique in this process.
   virtual uint64_t NextEventId() = 0;

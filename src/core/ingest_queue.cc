@@ -41,12 +41,11 @@ bool IngestQueue::TryPushAll(std::vector<Event>& events, Acknowledger* owner, ui
 }
 
 bool IngestQueue::Fits(size_t events) const {
-  return items_.empty() || items_.size() + events <= capacity_;
+  return items_.size() + events <= capacity_ || items_.size() <= capacity_ / 2;
 }
 
-bool IngestQueue::Wakes(size_t events) const {
-  if (items_.empty()) return true;
-  return items_.size() <= capacity_ / 2 && Fits(events) && (!budget_ || bytes_ < max_bytes_ / 2);
+bool IngestQueue::Wakes() const {
+  return items_.size() <= capacity_ / 2 && (!budget_ || bytes_ < max_bytes_ / 2);
 }
 
 void IngestQueue::WhenRoomFor(size_t events, std::function<void()> callback) {
@@ -54,7 +53,7 @@ void IngestQueue::WhenRoomFor(size_t events, std::function<void()> callback) {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return;  // the source is being stopped; nothing more will be taken
     if (!Fits(events) || (budget_ && !items_.empty() && bytes_ >= max_bytes_ / 2)) {
-      waiters_.push_back(Waiter{events, std::move(callback)});
+      waiters_.push_back(std::move(callback));
       return;
     }
   }
@@ -77,17 +76,7 @@ bool IngestQueue::PopBatch(std::vector<IngestItem>& out, size_t max,
     }
     bytes_ -= popped;
     if (budget_) budget_->Credit(popped);
-    if (!waiters_.empty()) {
-      auto keep = waiters_.begin();
-      for (Waiter& w : waiters_) {
-        if (Wakes(w.events)) {
-          wake.push_back(std::move(w.callback));
-        } else {
-          *keep++ = std::move(w);
-        }
-      }
-      waiters_.erase(keep, waiters_.end());
-    }
+    if (!waiters_.empty() && Wakes()) wake.swap(waiters_);
   }
   for (auto& w : wake) loop_.Post(std::move(w));
   return true;

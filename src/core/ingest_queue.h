@@ -46,15 +46,16 @@ class IngestQueue {
   bool TryPush(Event& event, AckHandle ack, std::string_view invalid = {});
   // Moves all of `events` in (event i acknowledged to `owner` with `first_token + i`) and
   // returns true, or returns false with none taken when there is no room for all of them.
-  // Event i: token first_token + i; with a `stream`, its end first_end + i + 1. A batch larger
-  // than the whole queue enters an empty one (it could never enter otherwise), as a batch over
-  // `max_bytes` does: a source bounds its batches (a scraped page by max_samples).
+  // Event i: token first_token + i; with a `stream`, its end first_end + i + 1. A batch that
+  // does not fit beside what is queued still enters once the queue has drained to half, when
+  // single events would be let in again: a large batch (a scraped page, bounded by
+  // max_samples) is neither refused for ever nor starved by other sources.
   bool TryPushAll(std::vector<Event>& events, Acknowledger* owner, uint64_t first_token,
                   uint32_t stream = 0, uint64_t first_end = 0);
   // Runs `callback` on the event loop once there is room again (at once if there is now).
   void WhenWritable(std::function<void()> callback) { WhenRoomFor(1, std::move(callback)); }
   // Runs `callback` on the event loop once TryPushAll of `events` events may succeed: at once
-  // if it may now, else once the queue has drained to half and they fit, or it is empty.
+  // if it may now, else once the queue has drained to half.
   void WhenRoomFor(size_t events, std::function<void()> callback);
   // Waits up to `timeout` for items and moves up to `max` of them into `out`. Returns false
   // once the queue is closed and empty.
@@ -79,16 +80,12 @@ class IngestQueue {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   util::RingQueue<IngestItem> items_;
-  // Whether `events` more may enter now (TryPush, TryPushAll), and whether a waiter for them
-  // is woken (the queue drained to half: one wake-up per half queue, not one per event).
+  // Whether a batch of `events` may enter now (TryPushAll), and whether waiters are woken (the
+  // queue drained to half: one wake-up per half queue, not one per event).
   bool Fits(size_t events) const;
-  bool Wakes(size_t events) const;
+  bool Wakes() const;
 
-  struct Waiter {
-    size_t events;
-    std::function<void()> callback;
-  };
-  std::vector<Waiter> waiters_;
+  std::vector<std::function<void()>> waiters_;
   bool closed_ = false;
   // Wakes the processing thread after the current event-loop handler (coalesced).
   util::LoopSignal wake_;

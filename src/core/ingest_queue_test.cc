@@ -51,31 +51,34 @@ void RunPosted(EventLoop& loop) {
   loop.io().poll();
 }
 
-// A scraped page may hold more samples than the queue: all of it or nothing, so it enters an
-// empty queue, never beside other events, and its waiter is woken once the queue is empty.
-TEST(IngestQueueTest, ABatchLargerThanTheQueueEntersOnlyAnEmptyOne) {
+// A scraped page may hold more samples than fit beside what is queued, or than the whole
+// queue: all of it or nothing, so it enters once the queue has drained to half (when single
+// events would be let in again: never refused for ever, never starved by other sources).
+TEST(IngestQueueTest, ABatchThatDoesNotFitEntersOnceTheQueueDrainedToHalf) {
   EventLoop loop;
   IngestQueue queue(5, loop);
   Recorder owner;
-  auto one = Events(1);
-  ASSERT_TRUE(queue.TryPushAll(one, &owner, 1));
+  auto three = Events(3);
+  ASSERT_TRUE(queue.TryPushAll(three, &owner, 1));
   auto page = Events(8);
-  EXPECT_FALSE(queue.TryPushAll(page, &owner, 10)) << "8 beside another event: none";
+  EXPECT_FALSE(queue.TryPushAll(page, &owner, 10)) << "8 beside 3 in a queue of 5: none";
   bool woken = false;
   queue.WhenRoomFor(8, [&] { woken = true; });
   RunPosted(loop);
-  EXPECT_FALSE(woken) << "no room for 8 yet";
+  EXPECT_FALSE(woken) << "3 of 5: not drained to half";
   std::vector<IngestItem> items;
-  ASSERT_TRUE(queue.PopBatch(items, 10, std::chrono::milliseconds(10)));
+  ASSERT_TRUE(queue.PopBatch(items, 1, std::chrono::milliseconds(10)));  // 2 left: half
   RunPosted(loop);
-  EXPECT_TRUE(woken) << "empty: the page may enter";
+  EXPECT_TRUE(woken);
   ASSERT_TRUE(queue.TryPushAll(page, &owner, 10));
-  EXPECT_EQ(queue.size(), 8u);
+  EXPECT_EQ(queue.size(), 10u) << "the whole page, over the capacity";
   Event more;
-  EXPECT_FALSE(queue.TryPush(more, AckHandle{})) << "over capacity until drained";
+  EXPECT_FALSE(queue.TryPush(more, AckHandle{})) << "nothing else until drained";
+  auto another = Events(1);
+  EXPECT_FALSE(queue.TryPushAll(another, &owner, 20));
 }
 
-TEST(IngestQueueTest, AWaiterForSeveralEventsIsWokenOnceAllOfThemFit) {
+TEST(IngestQueueTest, AWaiterForSeveralEventsIsWokenAtHalfNotWhileTheQueueIsFuller) {
   EventLoop loop;
   IngestQueue queue(10, loop);
   Recorder owner;
@@ -90,7 +93,7 @@ TEST(IngestQueueTest, AWaiterForSeveralEventsIsWokenOnceAllOfThemFit) {
   std::vector<IngestItem> items;
   ASSERT_TRUE(queue.PopBatch(items, 3, std::chrono::milliseconds(10)));  // 6 left
   RunPosted(loop);
-  EXPECT_FALSE(four) << "6 + 4 fit, but the queue has not drained to half";
+  EXPECT_FALSE(four) << "not drained to half: one wake-up per half queue";
   ASSERT_TRUE(queue.PopBatch(items, 1, std::chrono::milliseconds(10)));  // 5 left: half
   RunPosted(loop);
   EXPECT_TRUE(four);
