@@ -5,10 +5,13 @@
 #include <cstring>
 #include <vector>
 
+#include "trim/copy_job_testing.h"
 #include "trim/zero_block_codec.h"
 
 namespace seedance::trim {
 namespace {
+
+using copy_testing::PlainJob;
 
 // A host tier that records the order of the copies it runs, and can fail them.
 class RecordingTier final : public Tier {
@@ -33,16 +36,6 @@ class RecordingTier final : public Tier {
   std::string name_ = "recording";
 };
 
-std::shared_ptr<CopyWorker::Job> Job(void* dst, const void* src, uint64_t size, Tier* tier) {
-  auto job = std::make_shared<CopyWorker::Job>();
-  job->dst = dst;
-  job->src = src;
-  job->size = size;
-  job->to = tier;
-  job->from = tier;
-  return job;
-}
-
 TEST(CopyWorkerTest, RunsJobsInSubmissionOrderAndReportsEach) {
   RecordingTier tier;
   std::vector<char> src(1000, 'x'), dst(1000, 0);
@@ -50,7 +43,7 @@ TEST(CopyWorkerTest, RunsJobsInSubmissionOrderAndReportsEach) {
   {
     CopyWorker worker;
     for (uint64_t size : {100, 13, 300, 200}) {
-      jobs.push_back(Job(dst.data(), src.data(), size, &tier));
+      jobs.push_back(PlainJob(dst.data(), src.data(), size, &tier));
       worker.Submit(jobs.back());
     }
     worker.Wait(*jobs.back());
@@ -72,11 +65,11 @@ TEST(CopyWorkerTest, ACodecJobEncodesDownAndDecodesBack) {
   const uint64_t encoded = ZeroBlockEncodedSize(std::as_bytes(std::span(data.data(), data.size())));
   std::vector<unsigned char> packed(encoded), back(data.size(), 0xEE);
   CopyWorker worker;
-  auto down = Job(packed.data(), data.data(), data.size(), slow.get());
+  auto down = PlainJob(packed.data(), data.data(), data.size(), slow.get());
   down->from = fast.get();
   down->codec = fast.get();
   down->encoded = encoded;
-  auto up = Job(back.data(), packed.data(), data.size(), fast.get());
+  auto up = PlainJob(back.data(), packed.data(), data.size(), fast.get());
   up->from = slow.get();
   up->down = false;
   up->codec = fast.get();

@@ -7,8 +7,12 @@
 #include <future>
 #include <vector>
 
+#include "trim/copy_job_testing.h"
+
 namespace seedance::trim {
 namespace {
+
+using copy_testing::PlainJob;
 
 // A host tier whose copies wait for the test to open its gate (bounded: 10 s).
 class GatedTier final : public Tier {
@@ -34,23 +38,13 @@ class GatedTier final : public Tier {
   std::shared_future<void> gate_ = open_.get_future().share();
 };
 
-std::shared_ptr<MovesInFlight::Job> Job(void* dst, const void* src, uint64_t size, Tier* tier) {
-  auto job = std::make_shared<MovesInFlight::Job>();
-  job->dst = dst;
-  job->src = src;
-  job->size = size;
-  job->to = tier;
-  job->from = tier;
-  return job;
-}
-
 TEST(MovesInFlightTest, MovesNotDoneStayInFlightAndDoneOnesComeOutInStartOrder) {
   GatedTier tier;
   std::vector<char> src(100, 'x'), dst(300, 0);
   MovesInFlight moves;
-  moves.Start(3, Job(dst.data(), src.data(), 100, &tier));
-  moves.Start(1, Job(dst.data() + 100, src.data(), 100, &tier));
-  moves.Start(2, Job(dst.data() + 200, src.data(), 100, &tier));
+  moves.Start(3, PlainJob(dst.data(), src.data(), 100, &tier));
+  moves.Start(1, PlainJob(dst.data() + 100, src.data(), 100, &tier));
+  moves.Start(2, PlainJob(dst.data() + 200, src.data(), 100, &tier));
   EXPECT_TRUE(moves.TakeDone(/*wait=*/false).empty()) << "the gate holds every copy";
   EXPECT_EQ(moves.size(), 3u);
   ASSERT_NE(moves.Find(1), nullptr);
@@ -71,8 +65,8 @@ TEST(MovesInFlightTest, SettlingAMoveWaitsForItAndDetachesOnlyIt) {
   GatedTier tier;
   std::vector<char> src(100, 'y'), dst(200, 0);
   MovesInFlight moves;
-  moves.Start(1, Job(dst.data(), src.data(), 100, &tier));
-  moves.Start(2, Job(dst.data() + 100, src.data(), 100, &tier));
+  moves.Start(1, PlainJob(dst.data(), src.data(), 100, &tier));
+  moves.Start(2, PlainJob(dst.data() + 100, src.data(), 100, &tier));
   EXPECT_EQ(moves.Settle(5), nullptr) << "nothing in flight for it";
   tier.Open();
   auto job = moves.Settle(2);
@@ -81,7 +75,7 @@ TEST(MovesInFlightTest, SettlingAMoveWaitsForItAndDetachesOnlyIt) {
   EXPECT_EQ(dst[199], 'y');
   EXPECT_EQ(moves.Find(2), nullptr);
   // The same buffer may move again; the earlier move of 1 is still the first to come out.
-  moves.Start(2, Job(dst.data() + 100, src.data(), 100, &tier));
+  moves.Start(2, PlainJob(dst.data() + 100, src.data(), 100, &tier));
   auto done = moves.TakeDone(/*wait=*/true);
   ASSERT_EQ(done.size(), 2u);
   EXPECT_EQ(done[0].first, 1u);
