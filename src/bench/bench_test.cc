@@ -169,6 +169,9 @@ class BenchJobTest : public ::testing::Test {
     options.workdir = "/tmp/w";
     return MakeBenchJob(*config, options);
   }
+  void TearDown() override {
+    if (!path_.empty()) std::remove(path_.c_str());
+  }
   std::string path_;
 };
 
