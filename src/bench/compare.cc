@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <rapidjson/document.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "bench/report.h"
