@@ -81,7 +81,7 @@ Options<Settings> Schema() {
 }
 
 // Checks `yaml` (one component of a test plugin with Schema()) the way the config layer does.
-Result<Settings> Load(const std::string& body) {
+Result<Settings> LoadSettings(const std::string& body) {
   PluginRegistry registry;
   SourceFactory f;
   f.info.type = "test";
@@ -134,7 +134,7 @@ TEST(OptionsTest, TypesFollowTheMembers) {
 }
 
 TEST(OptionsTest, BindsDefaultsAndGivenValues) {
-  auto s = Load("    label: a\n");
+  auto s = LoadSettings("    label: a\n");
   ASSERT_TRUE(s.has_value()) << s.error().message();
   EXPECT_EQ(s->name, "a");
   EXPECT_FALSE(s->nickname.has_value());
@@ -146,7 +146,7 @@ TEST(OptionsTest, BindsDefaultsAndGivenValues) {
   EXPECT_FALSE(s->inner.on);  // absent section: the member as it was
   EXPECT_FALSE(s->maybe.has_value());
 
-  s = Load(
+  s = LoadSettings(
       "    label: b\n    nickname: bee\n    count: 9\n    bytes: 1MiB\n    wait: 2s\n"
       "    tags: [x, y]\n    headers: {K: v}\n    color: blue\n    inner: {level: 4}\n"
       "    maybe: {on: true}\n    host: h1\n    parsed: text\n");
@@ -167,24 +167,24 @@ TEST(OptionsTest, BindsDefaultsAndGivenValues) {
 }
 
 TEST(OptionsTest, ScalarStandsForTheSection) {
-  auto s = Load("    label: a\n    inner: 12\n");
+  auto s = LoadSettings("    label: a\n    inner: 12\n");
   ASSERT_TRUE(s.has_value()) << s.error().message();
   EXPECT_EQ(s->inner.level, 12);
   EXPECT_FALSE(s->inner.on);
 }
 
 TEST(OptionsTest, ChecksAndParseErrorsNameTheLocation) {
-  auto s = Load("    label: a\n    count: 101\n");
+  auto s = LoadSettings("    label: a\n    count: 101\n");
   ASSERT_FALSE(s.has_value());
   EXPECT_EQ(s.error().message(), "o.yaml:4:12: too many");
-  s = Load("    label: a\n    parsed: bad\n");
+  s = LoadSettings("    label: a\n    parsed: bad\n");
   ASSERT_FALSE(s.has_value());
   EXPECT_EQ(s.error().message(), "o.yaml:4:13: parsed: not this one");
 }
 
 TEST(OptionsTest, AListOfSectionsChecksAndBindsEachItemAtItsLocation) {
-  auto s =
-      Load("    label: a\n    items:\n      - {on: true}\n      - on: false\n        level: 2\n");
+  auto s = LoadSettings(
+      "    label: a\n    items:\n      - {on: true}\n      - on: false\n        level: 2\n");
   ASSERT_TRUE(s.has_value()) << s.error().message();
   ASSERT_EQ(s->items.size(), 2u);
   EXPECT_TRUE(s->items[0].on);
@@ -193,18 +193,18 @@ TEST(OptionsTest, AListOfSectionsChecksAndBindsEachItemAtItsLocation) {
   EXPECT_EQ(s->items[1].level, 2);
 
   // A key error names the item's path and line; a check names the item's line.
-  s = Load("    label: a\n    items:\n      - {on: true}\n      - {on: true, levle: 2}\n");
+  s = LoadSettings("    label: a\n    items:\n      - {on: true}\n      - {on: true, levle: 2}\n");
   ASSERT_FALSE(s.has_value());
   EXPECT_NE(s.error().message().find("o.yaml:6:"), std::string::npos) << s.error().message();
   EXPECT_NE(s.error().message().find("items[1]"), std::string::npos) << s.error().message();
   EXPECT_NE(s.error().message().find("did you mean \"level\""), std::string::npos);
-  s = Load("    label: a\n    items:\n      - {level: 1}\n");
+  s = LoadSettings("    label: a\n    items:\n      - {level: 1}\n");
   ASSERT_FALSE(s.has_value());
   EXPECT_NE(s.error().message().find("missing required key \"on\""), std::string::npos);
-  s = Load("    label: a\n    items:\n      - {on: true}\n      - {on: true, level: -1}\n");
+  s = LoadSettings("    label: a\n    items:\n      - {on: true}\n      - {on: true, level: -1}\n");
   ASSERT_FALSE(s.has_value());
   EXPECT_EQ(s.error().message(), "o.yaml:6:9: negative");
-  s = Load("    label: a\n    items: [1, 2]\n");
+  s = LoadSettings("    label: a\n    items: [1, 2]\n");
   ASSERT_FALSE(s.has_value());
   EXPECT_NE(s.error().message().find("expected a section"), std::string::npos);
 }

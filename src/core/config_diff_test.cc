@@ -20,7 +20,7 @@ metrics:
   listen: "127.0.0.1:9464"
 )";
 
-config::PipelineConfig Load(const std::string& text) {
+config::PipelineConfig LoadPipeline(const std::string& text) {
   PluginRegistry registry;
   RegisterBuiltinPlugins(registry);
   auto c = config::LoadConfigText(text, "test.yaml", registry);
@@ -36,13 +36,14 @@ std::string With(std::string from, const std::string& what) {
 }
 
 TEST(ConfigDiffTest, TheSameFileChangesNothing) {
-  const ConfigDiff d = DiffConfigs(Load(kBase), Load(kBase));
+  const ConfigDiff d = DiffConfigs(LoadPipeline(kBase), LoadPipeline(kBase));
   EXPECT_TRUE(d.empty());
   EXPECT_FALSE(d.rebuild);
 }
 
 TEST(ConfigDiffTest, ProcessorParametersAreTakenInPlace) {
-  const ConfigDiff d = DiffConfigs(Load(kBase), Load(With("size: 10s", "size: 20s")));
+  const ConfigDiff d =
+      DiffConfigs(LoadPipeline(kBase), LoadPipeline(With("size: 10s", "size: 20s")));
   EXPECT_TRUE(d.processor_params);
   EXPECT_FALSE(d.rebuild);
   EXPECT_EQ(d.changes, std::vector<std::string>{"processor \"w\" parameters"});
@@ -50,7 +51,7 @@ TEST(ConfigDiffTest, ProcessorParametersAreTakenInPlace) {
 
 TEST(ConfigDiffTest, ASinkChangedAddedOrRemovedIsNamedAndRebuiltAlone) {
   const std::string changed = With("path: /tmp/out}", "path: /tmp/other}");
-  ConfigDiff d = DiffConfigs(Load(kBase), Load(changed));
+  ConfigDiff d = DiffConfigs(LoadPipeline(kBase), LoadPipeline(changed));
   EXPECT_TRUE(d.rebuild);
   EXPECT_FALSE(d.whole);
   EXPECT_EQ(d.changes, std::vector<std::string>{"sink \"out\" changed"});
@@ -60,24 +61,25 @@ TEST(ConfigDiffTest, ASinkChangedAddedOrRemovedIsNamedAndRebuiltAlone) {
   const std::string added =
       With("  - {name: out, type: file, path: /tmp/out}",
            "  - {name: out, type: file, path: /tmp/out}\n  - {name: two, type: stdout}");
-  d = DiffConfigs(Load(kBase), Load(added));
+  d = DiffConfigs(LoadPipeline(kBase), LoadPipeline(added));
   EXPECT_TRUE(d.rebuild);
   EXPECT_FALSE(d.whole);
   EXPECT_EQ(d.sinks.added, std::vector<std::string>{"two"});
-  d = DiffConfigs(Load(added), Load(kBase));
+  d = DiffConfigs(LoadPipeline(added), LoadPipeline(kBase));
   EXPECT_EQ(d.sinks.removed, std::vector<std::string>{"two"});
   EXPECT_EQ(d.changes, std::vector<std::string>{"sink \"two\" removed"});
   EXPECT_FALSE(d.whole);
 }
 
 TEST(ConfigDiffTest, ASourceIsRebuiltAloneAQueueLimitRebuildsEverything) {
-  ConfigDiff d = DiffConfigs(Load(kBase), Load(With("rate: 10", "rate: 20")));
+  ConfigDiff d = DiffConfigs(LoadPipeline(kBase), LoadPipeline(With("rate: 10", "rate: 20")));
   EXPECT_TRUE(d.rebuild);
   EXPECT_FALSE(d.whole);
   EXPECT_EQ(d.changes, std::vector<std::string>{"source \"generate\" changed"});
   EXPECT_EQ(d.sources.changed, std::vector<std::string>{"generate"});
-  d = DiffConfigs(Load(kBase), Load(With("data_dir: /tmp/seedance-diff-test",
-                                         "data_dir: /tmp/seedance-diff-test\n  max_disk: 10MiB")));
+  d = DiffConfigs(LoadPipeline(kBase),
+                  LoadPipeline(With("data_dir: /tmp/seedance-diff-test",
+                                    "data_dir: /tmp/seedance-diff-test\n  max_disk: 10MiB")));
   EXPECT_TRUE(d.rebuild);
   EXPECT_TRUE(d.whole);
   EXPECT_EQ(d.changes, std::vector<std::string>{"queue"});
@@ -85,13 +87,13 @@ TEST(ConfigDiffTest, ASourceIsRebuiltAloneAQueueLimitRebuildsEverything) {
 
 TEST(ConfigDiffTest, TracingRebuildsThePipelineWithItsTracer) {
   const std::string on = std::string(kBase) + "tracing:\n  url: http://127.0.0.1:4318/v1/traces\n";
-  ConfigDiff d = DiffConfigs(Load(kBase), Load(on));
+  ConfigDiff d = DiffConfigs(LoadPipeline(kBase), LoadPipeline(on));
   EXPECT_TRUE(d.rebuild);
   EXPECT_TRUE(d.whole);
   EXPECT_EQ(d.changes, std::vector<std::string>{"tracing"});
-  d = DiffConfigs(Load(on), Load(on + "  sample_ratio: 0.5\n"));
+  d = DiffConfigs(LoadPipeline(on), LoadPipeline(on + "  sample_ratio: 0.5\n"));
   EXPECT_TRUE(d.whole);
-  EXPECT_TRUE(DiffConfigs(Load(on), Load(on)).empty());
+  EXPECT_TRUE(DiffConfigs(LoadPipeline(on), LoadPipeline(on)).empty());
 }
 
 TEST(ConfigDiffTest, ReorderedSinksOrMemoryBuffersRebuildEverything) {
@@ -101,7 +103,7 @@ TEST(ConfigDiffTest, ReorderedSinksOrMemoryBuffersRebuildEverything) {
   const std::string swapped =
       With("  - {name: out, type: file, path: /tmp/out}",
            "  - {name: two, type: stdout}\n  - {name: out, type: file, path: /tmp/out}");
-  ConfigDiff d = DiffConfigs(Load(two), Load(swapped));
+  ConfigDiff d = DiffConfigs(LoadPipeline(two), LoadPipeline(swapped));
   EXPECT_TRUE(d.whole);
   EXPECT_EQ(d.changes, std::vector<std::string>{"sinks reordered"});
 
@@ -109,31 +111,34 @@ TEST(ConfigDiffTest, ReorderedSinksOrMemoryBuffersRebuildEverything) {
                                   "data_dir: /tmp/seedance-diff-test\n  buffer: memory");
   std::string memory_changed = memory;
   memory_changed.replace(memory_changed.find("path: /tmp/out}"), 15, "path: /tmp/other}");
-  d = DiffConfigs(Load(memory), Load(memory_changed));
+  d = DiffConfigs(LoadPipeline(memory), LoadPipeline(memory_changed));
   EXPECT_TRUE(d.whole);
   std::string memory_source = memory;
   memory_source.replace(memory_source.find("rate: 10"), 8, "rate: 20");
-  d = DiffConfigs(Load(memory), Load(memory_source));
+  d = DiffConfigs(LoadPipeline(memory), LoadPipeline(memory_source));
   EXPECT_TRUE(d.rebuild);
   EXPECT_FALSE(d.whole);
 }
 
 TEST(ConfigDiffTest, TheListenerAndTheLogLevelChangeWithoutARebuild) {
-  ConfigDiff d = DiffConfigs(Load(kBase), Load(With("127.0.0.1:9464", "127.0.0.1:9465")));
+  ConfigDiff d =
+      DiffConfigs(LoadPipeline(kBase), LoadPipeline(With("127.0.0.1:9464", "127.0.0.1:9465")));
   EXPECT_TRUE(d.listener);
   EXPECT_FALSE(d.rebuild);
-  d = DiffConfigs(Load(kBase), Load(std::string(kBase) + "log:\n  level: debug\n"));
+  d = DiffConfigs(LoadPipeline(kBase), LoadPipeline(std::string(kBase) + "log:\n  level: debug\n"));
   EXPECT_TRUE(d.log_level);
   EXPECT_FALSE(d.rebuild);
 }
 
 TEST(ConfigDiffTest, WhatAReloadCannotChangeIsRefusedWithWhy) {
-  ConfigDiff d = DiffConfigs(Load(kBase), Load(With("name: w,", "name: v,")));
+  ConfigDiff d = DiffConfigs(LoadPipeline(kBase), LoadPipeline(With("name: w,", "name: v,")));
   EXPECT_NE(d.refused.find("processor list changed"), std::string::npos) << d.refused;
-  d = DiffConfigs(Load(kBase), Load(With("/tmp/seedance-diff-test", "/tmp/elsewhere")));
+  d = DiffConfigs(LoadPipeline(kBase),
+                  LoadPipeline(With("/tmp/seedance-diff-test", "/tmp/elsewhere")));
   EXPECT_NE(d.refused.find("queue.data_dir"), std::string::npos) << d.refused;
-  d = DiffConfigs(Load(kBase), Load(With("data_dir: /tmp/seedance-diff-test",
-                                         "data_dir: /tmp/seedance-diff-test\n  buffer: memory")));
+  d = DiffConfigs(LoadPipeline(kBase),
+                  LoadPipeline(With("data_dir: /tmp/seedance-diff-test",
+                                    "data_dir: /tmp/seedance-diff-test\n  buffer: memory")));
   EXPECT_NE(d.refused.find("queue.buffer"), std::string::npos) << d.refused;
 }
 

@@ -55,7 +55,7 @@ class NullSink : public Sink {
 };
 
 // Records acknowledged tokens and, at each, how many commits the durable queue had made.
-class Recorder : public Acknowledger {
+class CommitRecorder : public Acknowledger {
  public:
   void Acknowledge(uint64_t token) override {
     acked.insert(token);
@@ -134,7 +134,7 @@ class ProcessingLoopTest : public ::testing::Test {
   std::unique_ptr<Router> router_;
   std::unique_ptr<ComponentStats> sink_stats_;
   std::unique_ptr<SinkRunner> consumer_;
-  Recorder recorder_;
+  CommitRecorder recorder_;
   std::vector<std::unique_ptr<Tagger>> taggers_;
   std::vector<std::unique_ptr<ComponentStats>> stats_;
   std::vector<std::string> invalid_from_;

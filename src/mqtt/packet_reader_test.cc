@@ -7,7 +7,7 @@
 namespace seedance::mqtt {
 namespace {
 
-std::string EncodeOrDie(const Packet& p, Version v = Version::kV311) {
+std::string Encoded(const Packet& p, Version v = Version::kV311) {
   std::string out;
   Status s = Encode(p, v, out);
   EXPECT_TRUE(s.ok()) << s.ToString();
@@ -23,8 +23,8 @@ void Feed(PacketReader& r, const std::string& bytes) { r.Append(bytes.data(), by
 
 TEST(PacketReaderTest, TakesAPacketCutAcrossReadsOnlyWhenWhole) {
   PacketReader r(Version::kV311, 1024);
-  const std::string publish = EncodeOrDie(Message("a/b", "hello"));
-  const std::string bytes = publish + EncodeOrDie(PingResp{});
+  const std::string publish = Encoded(Message("a/b", "hello"));
+  const std::string bytes = publish + Encoded(PingResp{});
   for (size_t i = 0; i + 1 < publish.size(); ++i) {  // all of the PUBLISH but its last byte
     r.Append(&bytes[i], 1);
     Result<bool> taken = r.Next();
@@ -47,8 +47,8 @@ TEST(PacketReaderTest, TakesAPacketCutAcrossReadsOnlyWhenWhole) {
 
 TEST(PacketReaderTest, AnOversizedPublishIsTakenByItsHeadAndTheRestSkippedAsItArrives) {
   PacketReader r(Version::kV311, 64);
-  const std::string big = EncodeOrDie(Message("big/one", std::string(10000, 'x'), 9));
-  const std::string next = EncodeOrDie(Message("small", "ok", 10));
+  const std::string big = Encoded(Message("big/one", std::string(10000, 'x'), 9));
+  const std::string next = Encoded(Message("small", "ok", 10));
   Feed(r, big.substr(0, 100));
   Result<bool> taken = r.Next();
   ASSERT_TRUE(taken.has_value() && *taken);
@@ -76,13 +76,13 @@ TEST(PacketReaderTest, ResetForgetsASkipInProgress) {
   // Regression: the skip of an oversized PUBLISH used to survive a reconnect and eat the
   // first bytes of the next connection (its CONNACK).
   PacketReader r(Version::kV311, 64);
-  const std::string big = EncodeOrDie(Message("big", std::string(5000, 'x')));
+  const std::string big = Encoded(Message("big", std::string(5000, 'x')));
   Feed(r, big.substr(0, 50));
   ASSERT_TRUE(r.Next().value());
   ASSERT_GT(r.skipping(), 0u);
   r.Reset();
   EXPECT_EQ(r.skipping(), 0u);
-  Feed(r, EncodeOrDie(Connack{}));
+  Feed(r, Encoded(Connack{}));
   Result<bool> taken = r.Next();
   ASSERT_TRUE(taken.has_value() && *taken);
   EXPECT_TRUE(std::holds_alternative<Connack>(r.packet()));
@@ -90,12 +90,12 @@ TEST(PacketReaderTest, ResetForgetsASkipInProgress) {
 
 TEST(PacketReaderTest, APublishThatCannotBeTakenSaysWhyAndKeepsItsIdentity) {
   PacketReader r(Version::kV5, 1024);
-  Feed(r, EncodeOrDie(Message("a/+/b", "payload", 3), Version::kV5));
-  Feed(r, EncodeOrDie(Message(std::string("a\0b", 3), "payload", 4), Version::kV5));
+  Feed(r, Encoded(Message("a/+/b", "payload", 3), Version::kV5));
+  Feed(r, Encoded(Message(std::string("a\0b", 3), "payload", 4), Version::kV5));
   Publish alias = Message("", "payload", 5);
   alias.props = {{.id = prop::kTopicAlias, .number = 1}};
-  Feed(r, EncodeOrDie(alias, Version::kV5));
-  Feed(r, EncodeOrDie(Message("fine", "payload", 6), Version::kV5));
+  Feed(r, Encoded(alias, Version::kV5));
+  Feed(r, Encoded(Message("fine", "payload", 6), Version::kV5));
 
   ASSERT_TRUE(r.Next().value());
   EXPECT_EQ(std::get<Publish>(r.packet()).packet_id, 3);
@@ -117,7 +117,7 @@ TEST(PacketReaderTest, BytesThatAreNotMqttAreAnError) {
   Feed(r, std::string("\x30\xff\xff\xff\xff\x01", 6));  // a length of five bytes
   EXPECT_FALSE(r.Next().has_value());
   PacketReader large(Version::kV311, 64);
-  Feed(large, EncodeOrDie(Suback{.packet_id = 1, .reasons = std::vector<uint8_t>(100, 0)}));
+  Feed(large, Encoded(Suback{.packet_id = 1, .reasons = std::vector<uint8_t>(100, 0)}));
   Result<bool> taken = large.Next();  // only a PUBLISH may exceed the limit and be skipped
   ASSERT_FALSE(taken.has_value());
   EXPECT_EQ(taken.error().code(), StatusCode::kResourceExhausted);

@@ -28,10 +28,10 @@ namespace seedance::trim {
 namespace {
 
 // One stream: a thread that runs its operations in order.
-class FakeStream {
+class FakeCopyStream {
  public:
-  FakeStream() : thread_([this] { Loop(); }) {}
-  ~FakeStream() {
+  FakeCopyStream() : thread_([this] { Loop(); }) {}
+  ~FakeCopyStream() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
@@ -175,8 +175,8 @@ class FakeDevice final : public StreamDevice {
   std::atomic<uint64_t> computed_{0};
   std::latch gate_{1};
   std::atomic<bool> started_{false};
-  FakeStream copy_;  // last: their threads stop before what they use goes
-  FakeStream compute_;
+  FakeCopyStream copy_;  // last: their threads stop before what they use goes
+  FakeCopyStream compute_;
 };
 
 struct Model {

@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "seedance/trim.h"
+#include "trim/size_units_testing.h"
 #include "trim/zero_block_codec.h"
 
 namespace seedance::trim {
 namespace {
 
-constexpr uint64_t kKiB = 1024;
-constexpr uint64_t kSize = 512 * kKiB;
+constexpr uint64_t kTrimmedSize = 512 * kKiB;
 
 std::unique_ptr<TierManager> Make(std::unique_ptr<Tier> fast, bool async) {
   std::vector<std::unique_ptr<Tier>> tiers;
@@ -71,11 +71,11 @@ void TrimAll(TierManager& m) {
 TEST(TierManagerCodecTest, AMostlyZeroBufferTakesOnlyItsNonZeroBlocksOnTheSlowerTier) {
   for (bool async : {false, true}) {
     SCOPED_TRACE(async ? "async copies" : "sync copies");
-    auto m = Make(MakeHostTier("fast", kSize + 4 * kKiB), async);
-    const auto data = Sparse(kSize);
+    auto m = Make(MakeHostTier("fast", kTrimmedSize + 4 * kKiB), async);
+    const auto data = Sparse(kTrimmedSize);
     std::vector<std::byte> reference;
     ZeroBlockEncode(std::as_bytes(std::span(data)), reference);
-    auto id = *m->Register(kSize);
+    auto id = *m->Register(kTrimmedSize);
     ASSERT_TRUE(m->SetCodec(id, BufferCodec::kZeroBlocksAlways).ok());
     Write(*m, id, data);
     TrimAll(*m);
@@ -83,22 +83,22 @@ TEST(TierManagerCodecTest, AMostlyZeroBufferTakesOnlyItsNonZeroBlocksOnTheSlower
     TrimStats s = m->Stats();
     // 205 of 2048 blocks: about a tenth of the buffer, plus the header and bitmap.
     EXPECT_EQ(s.tiers[1].used, (reference.size() + 255) / 256 * 256) << "the encoding only";
-    EXPECT_LT(s.tiers[1].used, kSize / 9);
+    EXPECT_LT(s.tiers[1].used, kTrimmedSize / 9);
     EXPECT_EQ(s.tiers[0].used, 0u);
-    EXPECT_EQ(s.bytes_moved_down, kSize);
-    EXPECT_EQ(s.bytes_moved_encoded, kSize);
-    EXPECT_EQ(s.bytes_codec_saved, kSize - reference.size());
+    EXPECT_EQ(s.bytes_moved_down, kTrimmedSize);
+    EXPECT_EQ(s.bytes_moved_encoded, kTrimmedSize);
+    EXPECT_EQ(s.bytes_codec_saved, kTrimmedSize - reference.size());
     EXPECT_GT(s.codec_seconds, 0.0);
     // Back (a stall), the bytes as written; read only, so the encoding stays as its copy ...
     ExpectContent(*m, id, data, /*read_only=*/true);
     s = m->Stats();
-    EXPECT_EQ(s.bytes_moved_encoded, 2 * kSize);
+    EXPECT_EQ(s.bytes_moved_encoded, 2 * kTrimmedSize);
     EXPECT_EQ(s.retained_bytes, reference.size());
     // ... and the next move down needs no pass at all.
     TrimAll(*m);
     s = m->Stats();
-    EXPECT_EQ(s.bytes_down_without_copy, kSize);
-    EXPECT_EQ(s.bytes_moved_encoded, 2 * kSize);
+    EXPECT_EQ(s.bytes_down_without_copy, kTrimmedSize);
+    EXPECT_EQ(s.bytes_moved_encoded, 2 * kTrimmedSize);
     ExpectContent(*m, id, data, /*read_only=*/false);
     // Written: the kept encoding is stale and dropped; new content is encoded anew.
     auto changed = data;
@@ -108,7 +108,7 @@ TEST(TierManagerCodecTest, AMostlyZeroBufferTakesOnlyItsNonZeroBlocksOnTheSlower
     EXPECT_EQ(m->Stats().retained_bytes, 0u);
     TrimAll(*m);
     ASSERT_EQ(*m->TierOf(id), 1);
-    EXPECT_EQ(m->Stats().bytes_moved_encoded, 4 * kSize);
+    EXPECT_EQ(m->Stats().bytes_moved_encoded, 4 * kTrimmedSize);
     ExpectContent(*m, id, changed, /*read_only=*/false);
     ASSERT_TRUE(m->Unregister(id).ok());
     EXPECT_EQ(m->Stats().tiers[1].used, 0u);
@@ -116,25 +116,25 @@ TEST(TierManagerCodecTest, AMostlyZeroBufferTakesOnlyItsNonZeroBlocksOnTheSlower
 }
 
 TEST(TierManagerCodecTest, ADenseBufferCrossesAsItIs) {
-  auto m = Make(MakeHostTier("fast", kSize + 4 * kKiB), /*async=*/false);
-  std::vector<unsigned char> dense(kSize);
-  for (uint64_t i = 0; i < kSize; ++i) dense[i] = static_cast<unsigned char>(i % 251 + 1);
-  auto id = *m->Register(kSize);
+  auto m = Make(MakeHostTier("fast", kTrimmedSize + 4 * kKiB), /*async=*/false);
+  std::vector<unsigned char> dense(kTrimmedSize);
+  for (uint64_t i = 0; i < kTrimmedSize; ++i) dense[i] = static_cast<unsigned char>(i % 251 + 1);
+  auto id = *m->Register(kTrimmedSize);
   ASSERT_TRUE(m->SetCodec(id, BufferCodec::kZeroBlocksAlways).ok());
   Write(*m, id, dense);
   TrimAll(*m);
   ASSERT_EQ(*m->TierOf(id), 1);
   TrimStats s = m->Stats();
-  EXPECT_EQ(s.tiers[1].used, kSize) << "an encoding no smaller is not used";
+  EXPECT_EQ(s.tiers[1].used, kTrimmedSize) << "an encoding no smaller is not used";
   EXPECT_EQ(s.bytes_moved_encoded, 0u);
   EXPECT_EQ(s.codec_declined, 1u);
   ExpectContent(*m, id, dense, /*read_only=*/false);
 }
 
 TEST(TierManagerCodecTest, WhenItPaysNothingIsEncodedBeforeTheLinkIsMeasured) {
-  auto m = Make(MakeHostTier("fast", kSize + 4 * kKiB), /*async=*/false);
-  const std::vector<unsigned char> zeros(kSize, 0);
-  auto id = *m->Register(kSize);
+  auto m = Make(MakeHostTier("fast", kTrimmedSize + 4 * kKiB), /*async=*/false);
+  const std::vector<unsigned char> zeros(kTrimmedSize, 0);
+  auto id = *m->Register(kTrimmedSize);
   ASSERT_TRUE(m->SetCodec(id, BufferCodec::kZeroBlocks).ok());
   Write(*m, id, zeros);
   TrimAll(*m);
@@ -150,27 +150,27 @@ TEST(TierManagerCodecTest, WhenItPaysNothingIsEncodedBeforeTheLinkIsMeasured) {
 TEST(TierManagerCodecTest, AddressKeepingBuffersComeBackToTheirAddress) {
   for (bool async : {false, true}) {
     SCOPED_TRACE(async ? "async copies" : "sync copies");
-    auto m = Make(MakeAddressKeepingHostTier("keeping", kSize + 4 * kKiB), async);
-    const auto data = Sparse(kSize);
-    auto id = *m->Register(kSize, "w", "", /*stable_address=*/true);
+    auto m = Make(MakeAddressKeepingHostTier("keeping", kTrimmedSize + 4 * kKiB), async);
+    const auto data = Sparse(kTrimmedSize);
+    auto id = *m->Register(kTrimmedSize, "w", "", /*stable_address=*/true);
     ASSERT_TRUE(m->SetCodec(id, BufferCodec::kZeroBlocksAlways).ok());
     void* home = *m->Acquire(id);
-    std::memcpy(home, data.data(), kSize);
+    std::memcpy(home, data.data(), kTrimmedSize);
     ASSERT_TRUE(m->Release(id).ok());
     TrimAll(*m);
     ASSERT_EQ(*m->TierOf(id), 1);
-    EXPECT_LT(m->Stats().tiers[1].used, kSize / 9);
+    EXPECT_LT(m->Stats().tiers[1].used, kTrimmedSize / 9);
     EXPECT_EQ(*m->Lookup(home), id) << "found by the address it keeps";
     auto back = m->Acquire(id);
     ASSERT_TRUE(back.has_value());
     EXPECT_EQ(*back, home);
-    EXPECT_EQ(std::memcmp(*back, data.data(), kSize), 0);
+    EXPECT_EQ(std::memcmp(*back, data.data(), kTrimmedSize), 0);
     ASSERT_TRUE(m->Release(id).ok());
   }
 }
 
 TEST(TierManagerCodecTest, UnknownBufferIsNotFound) {
-  auto m = Make(MakeHostTier("fast", kSize), /*async=*/false);
+  auto m = Make(MakeHostTier("fast", kTrimmedSize), /*async=*/false);
   EXPECT_EQ(m->SetCodec(42, BufferCodec::kZeroBlocks).code(), StatusCode::kNotFound);
 }
 

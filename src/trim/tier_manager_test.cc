@@ -6,11 +6,10 @@
 #include <random>
 
 #include "seedance/trim.h"
+#include "trim/size_units_testing.h"
 
 namespace seedance::trim {
 namespace {
-
-constexpr uint64_t kKiB = 1024;
 
 std::unique_ptr<TierManager> Make(uint64_t fast, uint64_t slow, PolicyOptions o = {}) {
   std::vector<std::unique_ptr<Tier>> tiers;

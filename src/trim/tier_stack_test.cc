@@ -9,11 +9,10 @@
 #include <thread>
 
 #include "seedance/trim.h"
+#include "trim/size_units_testing.h"
 
 namespace seedance::trim {
 namespace {
-
-constexpr uint64_t kKiB = 1024;
 
 // A tier over host memory that says it is device memory (like the CUDA device tier) and can
 // be told to fail allocations with a given code.

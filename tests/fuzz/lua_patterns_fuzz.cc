@@ -12,7 +12,7 @@
 
 namespace {
 
-constexpr const char* kScript = R"lua(instruction_limit: 200000
+constexpr const char* kPatternScript = R"lua(instruction_limit: 200000
 max_time: 200ms
 max_memory: 8MiB
 code: |
@@ -37,7 +37,7 @@ struct Matcher {
   Matcher() {
     auto ctx = harness.Context("lua");
     auto made = seedance::processors::LuaProcessorFactory().create(
-        seedance::testing::ProcessorParams("lua", kScript), ctx);
+        seedance::testing::ProcessorParams("lua", kPatternScript), ctx);
     if (!made) std::abort();
     processor = std::move(made).value();
   }

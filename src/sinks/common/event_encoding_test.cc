@@ -5,7 +5,7 @@
 namespace seedance::sinks {
 namespace {
 
-Event Make(std::string payload, PayloadFormat f = PayloadFormat::kJson) {
+Event EncodingEvent(std::string payload, PayloadFormat f = PayloadFormat::kJson) {
   Event e;
   e.id = 7;
   e.source = "mqtt";
@@ -17,7 +17,8 @@ Event Make(std::string payload, PayloadFormat f = PayloadFormat::kJson) {
 }
 
 TEST(EventEncodingTest, BatchesAsArrayOrNdjsonKeepingPayloadBytes) {
-  std::vector<Event> events = {Make(R"({"a": 1})"), Make("raw\"text", PayloadFormat::kRaw)};
+  std::vector<Event> events = {EncodingEvent(R"({"a": 1})"),
+                               EncodingEvent("raw\"text", PayloadFormat::kRaw)};
   std::string array, nd, single;
   AppendBatch(events, EventEncoding::kPayload, BatchFormat::kJsonArray, array);
   AppendBatch(events, EventEncoding::kPayload, BatchFormat::kNdjson, nd);
@@ -28,7 +29,7 @@ TEST(EventEncodingTest, BatchesAsArrayOrNdjsonKeepingPayloadBytes) {
 }
 
 TEST(EventEncodingTest, EnvelopeCarriesTopicTimeAndHeaders) {
-  Event e = Make(R"({"a":1})");
+  Event e = EncodingEvent(R"({"a":1})");
   e.SetHeader("reason", "bad");
   std::string out;
   AppendEvent(e, EventEncoding::kEnvelope, true, out);
@@ -39,7 +40,7 @@ TEST(EventEncodingTest, EnvelopeCarriesTopicTimeAndHeaders) {
 
 TEST(EventEncodingTest, BytesThatAreNotUtf8StayValidJsonAndLoseNothing) {
   const std::string bytes("ok\xff\xfe\xc3(", 6);  // invalid UTF-8
-  Event raw = Make(bytes, PayloadFormat::kRaw);
+  Event raw = EncodingEvent(bytes, PayloadFormat::kRaw);
   raw.SetHeader("reason", std::string("bad \xe2\x82", 6));  // truncated sequence
   raw.topic = std::string("t/\xc0\xaf", 4);                 // overlong '/'
   std::string envelope, alone;
@@ -51,7 +52,7 @@ TEST(EventEncodingTest, BytesThatAreNotUtf8StayValidJsonAndLoseNothing) {
   EXPECT_EQ(alone, R"({"payload_base64":"b2v//sMo"})");
   // Valid UTF-8 (2-, 3- and 4-byte forms) is kept as it is.
   std::string text;
-  AppendEvent(Make("h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", PayloadFormat::kRaw),
+  AppendEvent(EncodingEvent("h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", PayloadFormat::kRaw),
               EventEncoding::kPayload, true, text);
   EXPECT_EQ(text, "\"h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
 }
@@ -61,7 +62,7 @@ TEST(EventEncodingTest, ABatchBodyIsAllocatedOnceAtItsEstimatedSize) {
   for (EventEncoding encoding : {EventEncoding::kPayload, EventEncoding::kEnvelope}) {
     std::vector<Event> events;
     for (int i = 0; i < 500; ++i) {
-      Event e = Make(
+      Event e = EncodingEvent(
           R"({"device":")" + std::to_string(i) + R"(","pad":")" + std::string(1000, 'x') + R"("})",
           i % 7 == 0 ? PayloadFormat::kRaw : PayloadFormat::kJson);
       e.id = 1'000'000'000'000u + static_cast<uint64_t>(i);

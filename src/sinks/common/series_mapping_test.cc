@@ -8,7 +8,7 @@
 namespace seedance::sinks {
 namespace {
 
-Event Make(std::string payload, std::string topic = "site/north/climate") {
+Event SeriesEvent(std::string payload, std::string topic = "site/north/climate") {
   Event e;
   e.topic = std::move(topic);
   e.payload = std::move(payload);
@@ -34,8 +34,9 @@ std::vector<SeriesSample> Samples(const SeriesMapping& m, const Event& e, std::s
 
 TEST(SeriesMappingTest, AScrapedSampleKeepsItsNameLabelsAndValue) {
   // What the prometheus_scrape source emits: the defaults give the series Prometheus scrapes.
-  const Event e = Make(R"({"name":"node_load1","labels":{"cpu":"0","mode":"idle"},"value":0.25,)"
-                       R"("instance":"127.0.0.1:9100","job":"node"})");
+  const Event e =
+      SeriesEvent(R"({"name":"node_load1","labels":{"cpu":"0","mode":"idle"},"value":0.25,)"
+                  R"("instance":"127.0.0.1:9100","job":"node"})");
   std::string why;
   const auto s = Samples(Mapping(), e, &why);
   ASSERT_EQ(s.size(), 1u) << why;
@@ -52,13 +53,14 @@ TEST(SeriesMappingTest, AScrapedSampleKeepsItsNameLabelsAndValue) {
 TEST(SeriesMappingTest, ValuesJsonCannotHoldAndBooleansAreSamples) {
   const auto m = Mapping();
   std::string why;
-  EXPECT_TRUE(std::isnan(Samples(m, Make(R"({"name":"a","value":"NaN"})"), &why).at(0).value));
-  EXPECT_EQ(Samples(m, Make(R"({"name":"a","value":"+Inf"})"), &why).at(0).value, INFINITY);
-  EXPECT_EQ(Samples(m, Make(R"({"name":"a","value":"-Inf"})"), &why).at(0).value, -INFINITY);
-  EXPECT_EQ(Samples(m, Make(R"({"name":"a","value":true})"), &why).at(0).value, 1);
-  EXPECT_TRUE(Samples(m, Make(R"({"name":"a","value":"high"})"), &why).empty());
+  EXPECT_TRUE(
+      std::isnan(Samples(m, SeriesEvent(R"({"name":"a","value":"NaN"})"), &why).at(0).value));
+  EXPECT_EQ(Samples(m, SeriesEvent(R"({"name":"a","value":"+Inf"})"), &why).at(0).value, INFINITY);
+  EXPECT_EQ(Samples(m, SeriesEvent(R"({"name":"a","value":"-Inf"})"), &why).at(0).value, -INFINITY);
+  EXPECT_EQ(Samples(m, SeriesEvent(R"({"name":"a","value":true})"), &why).at(0).value, 1);
+  EXPECT_TRUE(Samples(m, SeriesEvent(R"({"name":"a","value":"high"})"), &why).empty());
   EXPECT_NE(why.find("no value: payload field value"), std::string::npos) << why;
-  EXPECT_TRUE(Samples(m, Make(R"({"name":"a"})"), &why).empty());
+  EXPECT_TRUE(Samples(m, SeriesEvent(R"({"name":"a"})"), &why).empty());
 }
 
 TEST(SeriesMappingTest, FieldsMakeOneSeriesEachAndConfiguredLabelsWin) {
@@ -71,8 +73,8 @@ TEST(SeriesMappingTest, FieldsMakeOneSeriesEachAndConfiguredLabelsWin) {
   std::string why;
   const auto s =
       Samples(m,
-              Make(R"({"device":"d1","id":"x9","labels":{"unit":"C","empty":""},"avg":21.5,)"
-                   R"("stats":{"max":30}})"),
+              SeriesEvent(R"({"device":"d1","id":"x9","labels":{"unit":"C","empty":""},"avg":21.5,)"
+                          R"("stats":{"max":30}})"),
               &why);
   ASSERT_EQ(s.size(), 2u) << why;
   const Labels avg = {
@@ -82,10 +84,10 @@ TEST(SeriesMappingTest, FieldsMakeOneSeriesEachAndConfiguredLabelsWin) {
   EXPECT_EQ(s[1].labels[0].second, "climate_stats_max");
   EXPECT_EQ(s[1].value, 30);
   // No metric for the event: the field alone names the series.
-  const auto alone = Samples(m, Make(R"({"avg":1})", "x"), &why);
+  const auto alone = Samples(m, SeriesEvent(R"({"avg":1})", "x"), &why);
   ASSERT_EQ(alone.size(), 1u) << why;
   EXPECT_EQ(alone[0].labels[0].second, "avg");
-  EXPECT_TRUE(Samples(m, Make(R"({"other":1})"), &why).empty());
+  EXPECT_TRUE(Samples(m, SeriesEvent(R"({"other":1})"), &why).empty());
   EXPECT_NE(why.find("no field `fields` names"), std::string::npos) << why;
 }
 
@@ -98,7 +100,7 @@ TEST(SeriesMappingTest, AHugeLabelObjectIsReadOnceWithTheLastOfEachNameKept) {
   SeriesMappingConfig c;
   c.labels = {{"site", "config"}};
   std::string why;
-  const auto s = Samples(Mapping(c), Make(payload), &why);
+  const auto s = Samples(Mapping(c), SeriesEvent(payload), &why);
   ASSERT_EQ(s.size(), 1u) << why;
   ASSERT_EQ(s[0].labels.size(), 50000u + 2);  // l0..l49999, site, __name__
   EXPECT_TRUE(std::is_sorted(s[0].labels.begin(), s[0].labels.end()));
@@ -119,25 +121,26 @@ TEST(SeriesMappingTest, OpenTelemetryNamesTakeAnyTextButNotTheSeriesNamesLabel) 
   c.fields = {"a.b"};
   std::string why;
   const auto s =
-      Samples(Mapping(c), Make(R"({"name":"x-y","labels":{"k.1":"v"},"a":{"b":2}})"), &why);
+      Samples(Mapping(c), SeriesEvent(R"({"name":"x-y","labels":{"k.1":"v"},"a":{"b":2}})"), &why);
   ASSERT_EQ(s.size(), 1u) << why;
   EXPECT_EQ(s[0].labels, (Labels{{"__name__", "x-y.a.b"}, {"k.1", "v"}}));
-  EXPECT_TRUE(
-      Samples(Mapping(c), Make(R"({"name":"x","labels":{"__name__":"y"},"a":{"b":2}})"), &why)
-          .empty());
+  EXPECT_TRUE(Samples(Mapping(c),
+                      SeriesEvent(R"({"name":"x","labels":{"__name__":"y"},"a":{"b":2}})"), &why)
+                  .empty());
   EXPECT_NE(why.find("__name__"), std::string::npos) << why;
 }
 
 TEST(SeriesMappingTest, NamesOutsidePrometheusDataModelRejectTheEvent) {
   const auto m = Mapping();
   std::string why;
-  EXPECT_TRUE(Samples(m, Make(R"({"name":"cpu-temp","value":1})"), &why).empty());
+  EXPECT_TRUE(Samples(m, SeriesEvent(R"({"name":"cpu-temp","value":1})"), &why).empty());
   EXPECT_NE(why.find("metric name \"cpu-temp\" is not valid"), std::string::npos) << why;
-  EXPECT_TRUE(Samples(m, Make(R"({"name":"a","labels":{"a b":"1"},"value":1})"), &why).empty());
+  EXPECT_TRUE(
+      Samples(m, SeriesEvent(R"({"name":"a","labels":{"a b":"1"},"value":1})"), &why).empty());
   EXPECT_NE(why.find("label name \"a b\""), std::string::npos) << why;
   EXPECT_TRUE(
-      Samples(m, Make(R"({"name":"a","labels":{"__name__":"b"},"value":1})"), &why).empty());
-  EXPECT_TRUE(Samples(m, Make(R"({"name":"9a","value":1})"), &why).empty());
+      Samples(m, SeriesEvent(R"({"name":"a","labels":{"__name__":"b"},"value":1})"), &why).empty());
+  EXPECT_TRUE(Samples(m, SeriesEvent(R"({"name":"9a","value":1})"), &why).empty());
   EXPECT_TRUE(IsValidMetricName("a:b_c9"));
   EXPECT_TRUE(IsValidLabelName("_a9"));
   EXPECT_FALSE(IsValidLabelName("a:b"));

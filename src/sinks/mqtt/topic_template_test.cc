@@ -5,7 +5,7 @@
 namespace seedance::sinks {
 namespace {
 
-Event Make(std::string topic, std::string payload, PayloadFormat f = PayloadFormat::kJson) {
+Event TopicEvent(std::string topic, std::string payload, PayloadFormat f = PayloadFormat::kJson) {
   Event e;
   e.topic = std::move(topic);
   e.payload = std::move(payload);
@@ -25,9 +25,9 @@ std::string Render(std::string_view tmpl, const Event& e, std::string* why = nul
 }
 
 TEST(TopicTemplateTest, FillsTopicLevelsPayloadFieldsAndHeaders) {
-  Event e =
-      Make("sensor/abc/temperature",
-           R"({"device":"d-7","site":{"id":42,"ok":true},"v":21.5,"big":18446744073709551615})");
+  Event e = TopicEvent(
+      "sensor/abc/temperature",
+      R"({"device":"d-7","site":{"id":42,"ok":true},"v":21.5,"big":18446744073709551615})");
   e.SetHeader("region", "eu");
   EXPECT_EQ(Render("site/42/{topic.2}/{payload.device}", e), "site/42/abc/d-7");
   EXPECT_EQ(Render("relay/{topic}", e), "relay/sensor/abc/temperature");
@@ -42,7 +42,7 @@ TEST(TopicTemplateTest, FillsTopicLevelsPayloadFieldsAndHeaders) {
 }
 
 TEST(TopicTemplateTest, SaysWhyAnEventCannotFillIt) {
-  Event e = Make("a/b", R"({"obj":{},"arr":[1],"nul":null,"empty":"","wild":"x/+/y"})");
+  Event e = TopicEvent("a/b", R"({"obj":{},"arr":[1],"nul":null,"empty":"","wild":"x/+/y"})");
   std::string why;
   EXPECT_EQ(Render("{topic.3}", e, &why), "<unfilled>");
   EXPECT_EQ(why, "topic template: topic \"a/b\" has no level 3");
@@ -60,11 +60,12 @@ TEST(TopicTemplateTest, SaysWhyAnEventCannotFillIt) {
   EXPECT_EQ(Render("{header.none}", e, &why), "<unfilled>");
   EXPECT_EQ(why, "topic template: the event has no header \"none\"");
   // A payload that is not JSON (or not an object) has no fields.
-  EXPECT_EQ(Render("{payload.a}", Make("t", "raw bytes", PayloadFormat::kRaw), &why), "<unfilled>");
-  EXPECT_EQ(Render("{payload.a}", Make("t", "[1,2]"), &why), "<unfilled>");
+  EXPECT_EQ(Render("{payload.a}", TopicEvent("t", "raw bytes", PayloadFormat::kRaw), &why),
+            "<unfilled>");
+  EXPECT_EQ(Render("{payload.a}", TopicEvent("t", "[1,2]"), &why), "<unfilled>");
   // A hostile depth is parsed without recursion.
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  EXPECT_EQ(Render("{payload.a}", Make("t", deep), &why), "<unfilled>");
+  EXPECT_EQ(Render("{payload.a}", TopicEvent("t", deep), &why), "<unfilled>");
 }
 
 TEST(TopicTemplateTest, RefusesBadTemplatesWithTheReason) {

@@ -30,7 +30,7 @@ std::string_view One(const std::multimap<uint32_t, ProtobufField>& m, uint32_t n
   return it == m.end() ? std::string_view() : it->second.bytes;
 }
 
-Event Make(std::string payload) {
+Event OtlpEvent(std::string payload) {
   Event e;
   e.topic = "site/north/climate";
   e.source = "mqtt";
@@ -55,7 +55,7 @@ std::map<std::string, std::string> StringAttributes(
 
 TEST(OtlpRequestTest, ALogRecordCarriesTimesBodySeverityAttributesAndTraceContext) {
   Batch batch;
-  batch.events.push_back(Make(R"({"level":"WARN","msg":"hot","t":21.5,"n":3,"tags":["a"]})"));
+  batch.events.push_back(OtlpEvent(R"({"level":"WARN","msg":"hot","t":21.5,"n":3,"tags":["a"]})"));
   batch.events[0].SetHeader("traceparent",
                             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
   LogMapping m;
@@ -102,9 +102,9 @@ TEST(OtlpRequestTest, ALogRecordCarriesTimesBodySeverityAttributesAndTraceContex
 
 TEST(OtlpRequestTest, APayloadThatIsNotJsonIsAStringOrBytesBody) {
   Batch batch;
-  batch.events.push_back(Make("plain text"));
+  batch.events.push_back(OtlpEvent("plain text"));
   batch.events[0].format = PayloadFormat::kRaw;
-  batch.events.push_back(Make(std::string("\xff\x00", 2)));
+  batch.events.push_back(OtlpEvent(std::string("\xff\x00", 2)));
   batch.events[1].format = PayloadFormat::kRaw;
   std::string out;
   AppendLogsRequest(batch, {}, {}, out);
@@ -165,7 +165,7 @@ TEST(OtlpRequestTest, AnswersSayWhatWasRejected) {
 TEST(OtlpRequestTest, SpanPayloadsBecomeSpansGroupedByTheirResourceAndScope) {
   Batch batch;
   // As the otlp source writes spans.
-  batch.events.push_back(Make(R"({"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736",
+  batch.events.push_back(OtlpEvent(R"({"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736",
       "span_id":"00f067aa0ba902b7","parent_span_id":"1111111111111111","trace_state":"v=1",
       "flags":1,"name":"GET /","kind":"server","start_time_unix_nano":1700000000000000000,
       "end_time_unix_nano":1700000000500000000,"attributes":{"http.status":200},
@@ -173,11 +173,11 @@ TEST(OtlpRequestTest, SpanPayloadsBecomeSpansGroupedByTheirResourceAndScope) {
       "links":[{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"2222222222222222"}],
       "status":{"code":"error","message":"boom"},
       "resource":{"service.name":"checkout"},"scope":{"name":"lib","version":"2"}})"));
-  batch.events.push_back(Make(R"({"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736",
+  batch.events.push_back(OtlpEvent(R"({"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736",
       "span_id":"00f067aa0ba902b8","resource":{"service.name":"checkout"},
       "scope":{"name":"lib","version":"2"}})"));
-  batch.events.push_back(Make(R"({"trace_id":"abc","span_id":"00f067aa0ba902b8"})"));
-  batch.events.push_back(Make(R"({"trace_id":"5bf92f3577b34da6a3ce929d0e0e4736",
+  batch.events.push_back(OtlpEvent(R"({"trace_id":"abc","span_id":"00f067aa0ba902b8"})"));
+  batch.events.push_back(OtlpEvent(R"({"trace_id":"5bf92f3577b34da6a3ce929d0e0e4736",
       "span_id":"00f067aa0ba902b9","kind":3})"));
   std::string body;
   std::vector<RejectedEvent> unwritable;

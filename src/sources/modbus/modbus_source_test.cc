@@ -29,7 +29,7 @@ TEST(ModbusEndpoint, ParsesTcpAndRtuAndRefusesTheRest) {
   }
 }
 
-Result<ModbusSettings> Load(const std::string& source) {
+Result<ModbusSettings> LoadModbus(const std::string& source) {
   PluginRegistry registry;
   RegisterBuiltinPlugins(registry);
   auto config =
@@ -43,7 +43,7 @@ Result<ModbusSettings> Load(const std::string& source) {
 }
 
 TEST(ModbusSettingsTest, GroupsAndTagsBindWithDefaults) {
-  auto s = Load(
+  auto s = LoadModbus(
       "    url: tcp://127.0.0.1:5020\n"
       "    groups:\n"
       "      - name: energy\n"
@@ -63,7 +63,7 @@ TEST(ModbusSettingsTest, GroupsAndTagsBindWithDefaults) {
 }
 
 TEST(ModbusSettingsTest, ImpossibleTagsFailAtTheirLine) {
-  auto s = Load(
+  auto s = LoadModbus(
       "    url: rtu:/dev/ttyS0\n"
       "    groups:\n"
       "      - name: g\n"
@@ -72,7 +72,7 @@ TEST(ModbusSettingsTest, ImpossibleTagsFailAtTheirLine) {
       "          - {name: v, address: 0}\n");
   ASSERT_FALSE(s.has_value());
   EXPECT_NE(s.error().message().find("on a serial line units are 1-247"), std::string::npos);
-  s = Load(
+  s = LoadModbus(
       "    url: tcp://h\n"
       "    groups:\n"
       "      - name: g\n"
@@ -85,7 +85,7 @@ TEST(ModbusSettingsTest, ImpossibleTagsFailAtTheirLine) {
   EXPECT_NE(s.error().message().find("m.yaml:8:9: group \"g\" of unit 1 named twice"),
             std::string::npos)
       << s.error().message();
-  s = Load(
+  s = LoadModbus(
       "    url: tcp://h\n"
       "    groups:\n"
       "      - name: g\n"
