@@ -115,13 +115,14 @@ def hook_overhead(device):
     units = [_UnitIds(ids) for ids in (trimmed._unit_buffers(m, False) for m in model.modules())
              if ids]
     best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(20):
-            for u in units:
-                trimmed._acquire_unit(u)
-                trimmed._release_unit(u)
-        best = min(best, (time.perf_counter() - t0) / (20 * len(units)))
+    with torch.no_grad():  # an inference forward's hooks (with grad outside forward(), a unit
+        for _ in range(5):  # would push saved-tensor hooks: a recomputation)
+            t0 = time.perf_counter()
+            for _ in range(20):
+                for u in units:
+                    trimmed._acquire_unit(u)
+                    trimmed._release_unit(u)
+            best = min(best, (time.perf_counter() - t0) / (20 * len(units)))
     return {"model": "resnet50", "units": len(units), "us_per_unit": round(best * 1e6, 2)}
 
 

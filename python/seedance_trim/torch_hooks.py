@@ -30,15 +30,19 @@ What it does:
   weights: when it reaches one, the one before it starts coming back (backward_prefetch; on
   the copy worker with async_copies, so the copy overlaps this unit's gradients). The budget
   must hold the two largest units; a prefetch that finds no room for a third is skipped
-  (stats()["backward_prefetches_refused"]). In train mode the forward acquires for writing (batch
-  norm updates its running statistics). `optimizer_step(optimizer)` steps unit by unit, each acquired for
-  writing in turn, so the budget never has to hold the whole model. Gradients stay where
-  autograd put them, or with gradients="cpu" move to host memory as they are produced
-  (offloaded_grads.py); optimizer_step brings each back for its update.
+  (stats()["backward_prefetches_refused"]). In train mode the forward acquires for writing
+  (batch norm updates its running statistics). `optimizer_step(optimizer)` steps unit by unit,
+  each acquired for writing in turn, so the budget never has to hold the whole model.
+  Gradients stay where autograd put them, or with gradients="cpu" move to host memory as they
+  are produced (offloaded_grads.py); optimizer_step brings each back for its update.
 
 Activations: activations="cpu" keeps what autograd saves for the backward pass in pinned host
 memory (torch.autograd.graph.save_on_cpu cannot wrap a TrimmedModel: its hooks come first).
-torch.utils.checkpoint is not supported inside a TrimmedModel (docs/trim.md).
+Or checkpoint them: torch.utils.checkpoint(use_reentrant=True) inside the model runs a segment
+again in the backward pass, outside forward(). A unit that runs with grad enabled outside
+forward() pushes the saved-tensor hooks itself, so the recomputation's weights come back one
+unit at a time like the rest; a new segment first lets go of the units the backward pass held.
+use_reentrant=False is refused with the reason (recomputation.py).
 
 While a unit is moved its memory is inaccessible (CPU: PROT_NONE; CUDA: unmapped): touching a
 parameter outside forward() or all_acquired() faults instead of reading stale bytes.
@@ -51,6 +55,7 @@ from torch import nn
 
 from .manager import TrimError, TrimManager
 from .offloaded_grads import OffloadedGrads
+from .recomputation import RunPhase, refuse_non_reentrant
 
 # Units (modules) whose buffers the backward pass unpacked that stay acquired (module doc).
 _BACKWARD_HELD_UNITS = 2
@@ -156,9 +161,12 @@ class TrimmedModel(nn.Module):
         self._backward_prefetch = backward_prefetch
         self._activations_on_cpu = activations == "cpu"
         self._prefetches_refused = 0  # backward prefetches the fast tier had no room for
-        self._saved_order = []  # units in the order the forward saved their weights
+        self._saved_order = []  # units in the order the forward saved their weights; None
+        #                         between recomputed segments (no prefetch across one)
         self._saved_at = {}     # unit -> its place in _saved_order
         self._saved_ids = {}    # unit -> ctypes array of its saved buffers (for prefetch_many)
+        self._phase = RunPhase()  # in forward(), or recomputing outside it (plain attributes:
+        #                           each nn.Module.__setattr__ costs about 2 µs)
         self._handles = []
         self._register_tensors()
         self._install_hooks(units)
@@ -240,7 +248,11 @@ class TrimmedModel(nn.Module):
                 lambda _m, _in, _out, unit=unit: self._release_unit(unit)))
 
     def _acquire_unit(self, unit):
-        """A unit's buffers in one library call when none is held yet (the common case)."""
+        """The forward pre-hook: a unit's buffers in one library call when none is held yet
+        (the common case)."""
+        phase = self._phase
+        if not phase.in_forward and phase.unit is None and torch.is_grad_enabled():
+            self._begin_recomputation(unit)
         counts = self._counts
         if any(counts[bid] for bid in unit.ids):  # nested units: one by one
             return self._acquire(unit.ids)
@@ -249,6 +261,9 @@ class TrimmedModel(nn.Module):
             counts[bid] = 1
 
     def _release_unit(self, unit):
+        """The forward hook."""
+        if self._phase.unit is unit:
+            self._phase.end()
         counts = self._counts
         if any(counts[bid] != 1 for bid in unit.ids):
             return self._release(unit.ids)
@@ -276,11 +291,31 @@ class TrimmedModel(nn.Module):
             if self._counts[bid] == 0:
                 self.manager.release(bid)
 
+    # ---- recomputation (activation checkpointing) ----
+    def _begin_recomputation(self, unit):
+        """A unit runs with grad enabled outside forward(): a reentrant checkpoint's
+        recomputation in the backward pass (or a direct call). Its weights are marked for the
+        backward pass like the forward's (recomputation.py)."""
+        refuse_non_reentrant()
+        phase = self._phase
+        if phase.new_segment:  # the backward nodes before this segment have run
+            self._release_backward()
+            self._saved_order.append(None)
+            phase.new_segment = False
+        phase.begin(unit, torch.autograd.graph.saved_tensors_hooks(self._pack_recomputed,
+                                                                    self._unpack))
+
     # ---- the backward pass ----
     def _pack(self, t):
+        return self._mark(t, self._activations_on_cpu)
+
+    def _pack_recomputed(self, t):
+        return self._mark(t, False)  # the backward pass uses it right away: no copy to the host
+
+    def _mark(self, t, activation_to_cpu):
         bid = self._by_storage.get(_storage_ptr(t))
         if bid is None:
-            if self._activations_on_cpu and t.device.type != "cpu":
+            if activation_to_cpu and t.device.type != "cpu":
                 return _OnCpu(t)
             return t
         if self._backward_prefetch:
@@ -296,11 +331,12 @@ class TrimmedModel(nn.Module):
     def _prefetch_before(self, unit):
         """The unit the forward saved before `unit`: the backward pass needs it next."""
         at = self._saved_at.get(unit, 0)
-        if at == 0:
+        before = self._saved_order[at - 1] if at else None
+        if before is None:  # the first unit, or the first of a recomputed segment
             return
-        ids = self._saved_ids[self._saved_order[at - 1]]
+        ids = self._saved_ids[before]
         if not isinstance(ids, ctypes.Array):
-            ids = self._saved_ids[self._saved_order[at - 1]] = (ctypes.c_uint64 * len(ids))(*ids)
+            ids = self._saved_ids[before] = (ctypes.c_uint64 * len(ids))(*ids)
         try:
             self.manager.prefetch_many(ids)
         except TrimError as e:
@@ -313,6 +349,7 @@ class TrimmedModel(nn.Module):
             return saved.back()
         if not isinstance(saved, _Saved):
             return saved
+        self._phase.new_segment = True  # a recomputation after this one is another segment
         unit = self._group_of[saved.bid]
         held = self._backward_held.pop(unit, None)
         if held is None:  # a new unit: the one two units back is done with
@@ -337,12 +374,17 @@ class TrimmedModel(nn.Module):
     # ---- use ----
     def forward(self, *args, **kwargs):
         self._release_backward()  # the last backward pass is over
-        if torch.is_grad_enabled():
-            self._saved_order, self._saved_at, self._saved_ids = [], {}, {}
-            with torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack):
+        phase = self._phase
+        phase.enter_forward()
+        try:
+            if torch.is_grad_enabled():
+                self._saved_order, self._saved_at, self._saved_ids = [], {}, {}
+                with torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack):
+                    out = self.model(*args, **kwargs)
+            else:
                 out = self.model(*args, **kwargs)
-        else:
-            out = self.model(*args, **kwargs)
+        finally:
+            phase.in_forward = False
         self.manager.step()  # once per iteration
         return out
 

@@ -148,3 +148,35 @@ def test_trimmed_training_on_cuda_is_exact_and_activations_and_gradients_can_wai
     assert peaks[("cpu", "device")] < base, peaks
     # The 4 weight gradients of 64 MiB: one at a time on the device instead of all 4.
     assert peaks[("device", "cpu")] <= base - (128 << 20), peaks
+
+
+def test_a_reentrant_checkpoint_on_cuda_trains_exactly_under_the_budget():
+    # The recomputation runs on autograd's device thread, inside the backward pass: its units
+    # push TrimmedModel's hooks there, and their weights come back one unit at a time. Layers
+    # of 1024 x 1024 (4 MiB): tensors under 1 MiB would stay on the GPU and nothing would move.
+    from seedance_trim import TrimManager, TrimmedModel
+    from test_trim_torch import CheckpointedMLP
+    torch.manual_seed(7)
+    model = CheckpointedMLP(width=1024)
+    size = model_bytes(model)
+    plain = copy.deepcopy(model).cuda().train()
+    manager = TrimManager.cuda(int(size * 0.4), 2 * size, min_victim_bytes=0, async_copies=1)
+    trimmed = TrimmedModel(model, manager).train()
+    opt_plain = torch.optim.SGD(plain.parameters(), lr=0.01, momentum=0.9)
+    opt_trim = torch.optim.SGD(trimmed.model.parameters(), lr=0.01, momentum=0.9)
+    for _ in range(3):
+        x = torch.randn(256, 64, device="cuda")
+        y = torch.randint(0, 10, (256,), device="cuda")
+        opt_plain.zero_grad()
+        nn.functional.cross_entropy(plain(x), y).backward()
+        opt_plain.step()
+        opt_trim.zero_grad()
+        nn.functional.cross_entropy(trimmed(x), y).backward()
+        trimmed.optimizer_step(opt_trim)
+    torch.cuda.synchronize()
+    stats = trimmed.stats()
+    assert stats["fast_peak_used"] <= int(size * 0.4), stats
+    assert stats["bytes_moved_up"] > 3 * size, stats
+    got = trimmed.copied_state()
+    for name, t in plain.named_parameters():
+        assert torch.equal(t.detach().cpu(), got[name].cpu()), name
