@@ -35,6 +35,8 @@ What it does:
   each acquired for writing in turn, so the budget never has to hold the whole model.
   Gradients stay where autograd put them, or with gradients="cpu" move to host memory as they
   are produced (offloaded_grads.py); optimizer_step brings each back for its update.
+  With create_graph=True (double backward), a weight unpacked with grad enabled pushes the
+  hooks for the rest of its node, so the weights the recorded backward saves are marked too.
 
 Activations: activations="cpu" keeps what autograd saves for the backward pass in pinned host
 memory (torch.autograd.graph.save_on_cpu cannot wrap a TrimmedModel: its hooks come first).
@@ -364,6 +366,13 @@ class TrimmedModel(nn.Module):
             if not held and self._backward_prefetch:  # this unit's first: start the next
                 self._prefetch_before(unit)
             held.append(saved.bid)
+        if torch.is_grad_enabled():
+            # create_graph=True (a gradient penalty, double backward): this node's formula is
+            # recorded and saves the weight again, for the next backward pass. The hooks mark
+            # it like the forward's. They stay pushed only to the end of this node: autograd
+            # restores a node's thread-local state, saved-tensor hooks included, after it.
+            torch.autograd.graph.saved_tensors_hooks(self._pack_recomputed,
+                                                     self._unpack).__enter__()
         return saved.tensor
 
     def _release_backward(self):

@@ -440,3 +440,62 @@ def test_a_non_reentrant_checkpoint_is_refused_with_the_reason():
     loss = trimmed(torch.randn(4, 64)).sum()
     with pytest.raises(RuntimeError, match="use_reentrant=True"):
         loss.backward()
+
+
+def test_a_gradient_penalty_double_backward_gives_the_plain_gradients_under_the_budget():
+    # create_graph=True records the backward pass, and its nodes save the weights again for
+    # the second backward pass: they are marked like the forward's (before, the second pass
+    # read them at moved memory and the process died of a segmentation fault).
+    torch.manual_seed(8)
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.Tanh()) for _ in range(8)])
+    plain = copy.deepcopy(model)
+    size = model_bytes(model)
+    budget = int(size * 0.4)
+    trimmed = TrimmedModel(model, TrimManager.host(budget, 2 * size, min_victim_bytes=0))
+    for m in (plain, trimmed):
+        torch.manual_seed(9)
+        x = torch.randn(16, 256, requires_grad=True)
+        grad_x, = torch.autograd.grad(m(x).sum(), x, create_graph=True)
+        ((grad_x.norm() - 1) ** 2).backward()
+    got = dict(trimmed.model.named_parameters())
+    for name, p in plain.named_parameters():
+        assert torch.equal(p.grad, got[name].grad), name
+    stats = trimmed.stats()
+    assert stats["fast_peak_used"] <= budget, stats
+    assert stats["bytes_moved_up"] > 2 * size, "weights came back for both backward passes"
+
+
+def test_autograd_drops_the_saved_tensor_hooks_a_node_pushed_when_the_node_ends():
+    # What the double backward above relies on: hooks pushed inside a node's backward (and
+    # never popped) are gone for the next node and after the backward pass.
+    packed = []
+
+    class PushesHooks(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            torch.autograd.graph.saved_tensors_hooks(
+                lambda t: packed.append(t) or t, lambda t: t).__enter__()
+            return g * 2
+
+    class SavesATensor(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            with torch.enable_grad():
+                y = torch.ones(2, requires_grad=True)
+                (y * y).sum()  # saves y: a leaked pack hook would see it
+            return g * 3
+
+    x = torch.ones(2, requires_grad=True)
+    PushesHooks.apply(SavesATensor.apply(x)).sum().backward()  # PushesHooks' node runs first
+    assert not packed, "the hooks outlived their node"
+    y = torch.ones(2, requires_grad=True)
+    (y * y).sum()
+    assert not packed, "the hooks outlived the backward pass"
