@@ -499,3 +499,22 @@ def test_autograd_drops_the_saved_tensor_hooks_a_node_pushed_when_the_node_ends(
     y = torch.ones(2, requires_grad=True)
     (y * y).sum()
     assert not packed, "the hooks outlived the backward pass"
+
+
+def test_units_called_outside_forward_with_grad_keep_their_weights_for_the_backward_pass():
+    # The wrapped model called directly, not through TrimmedModel.forward(): each unit pushes
+    # the saved-tensor hooks itself, so the backward pass brings the weights back (before, it
+    # read them at moved memory).
+    torch.manual_seed(10)
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.Tanh()) for _ in range(8)])
+    plain = copy.deepcopy(model)
+    size = model_bytes(model)
+    budget = int(size * 0.4)
+    trimmed = TrimmedModel(model, TrimManager.host(budget, 2 * size, min_victim_bytes=0))
+    x = torch.randn(16, 256)
+    plain(x).sum().backward()
+    trimmed.model(x).sum().backward()
+    got = dict(trimmed.model.named_parameters())
+    for name, p in plain.named_parameters():
+        assert torch.equal(p.grad, got[name].grad), name
+    assert trimmed.stats()["fast_peak_used"] <= budget
