@@ -19,9 +19,10 @@ What it does:
   pre-hook acquires a unit's tensors (nested units count references), a forward hook
   releases them, and the model's own forward hook calls step() once per iteration.
 - Units are acquired for reading (inference): a unit that came back keeps its copy on the
-  slower tier, so moving it down again costs nothing. To write the tensors (load a state
-  dict, an optimizer step) do it inside `with model.all_acquired():`, which needs a budget
-  that holds the whole model.
+  slower tier, so moving it down again costs nothing. state_dict() copies each module's
+  tensors out and load_state_dict() copies in, one module at a time (state_dict_hooks.py);
+  optimizer_step() steps one buffer at a time. To write the tensors any other way, do it
+  inside `with model.all_acquired():`, which needs a budget that holds the whole model.
 - Training (issue 41): with grad enabled, a saved-tensor hook marks each weight autograd saves
   for the backward pass, and brings its buffer back when the backward pass unpacks it. The
   buffers of the unit (module) being unpacked and of the one before stay acquired: autograd
@@ -47,7 +48,8 @@ unit at a time like the rest; a new segment first lets go of the units the backw
 use_reentrant=False is refused with the reason (recomputation.py).
 
 While a unit is moved its memory is inaccessible (CPU: PROT_NONE; CUDA: unmapped): touching a
-parameter outside forward() or all_acquired() faults instead of reading stale bytes.
+parameter outside forward() or all_acquired() faults instead of reading stale bytes (a
+state_dict() holds copies, so torch.save of it is safe).
 """
 import contextlib
 import ctypes
@@ -55,6 +57,7 @@ import ctypes
 import torch
 from torch import nn
 
+from . import state_dict_hooks
 from .manager import TrimError, TrimManager
 from .offloaded_grads import OffloadedGrads
 from .recomputation import RunPhase, refuse_non_reentrant
@@ -172,6 +175,7 @@ class TrimmedModel(nn.Module):
         self._handles = []
         self._register_tensors()
         self._install_hooks(units)
+        self._handles.extend(state_dict_hooks.install(self))
         self._grads_off = None
         if gradients == "cpu":
             self._grads_off = OffloadedGrads(self.model.parameters())
@@ -457,19 +461,16 @@ class TrimmedModel(nn.Module):
             self._release(ids)
 
     def copied_state(self):
-        """A copy of every parameter and buffer by name (the model's state_dict names), each
-        buffer acquired in turn: for saving or checking a model larger than the budget."""
+        """A copy of every parameter and buffer by name (the wrapped model's names,
+        non-persistent buffers included), each buffer acquired in turn; what TrimmedModel keeps
+        is copied to host memory. For checking a model larger than the budget. To save or load
+        one, state_dict() and load_state_dict() work as usual (state_dict_hooks.py)."""
         out = {}
         for name, t in list(self.model.named_parameters()) + list(self.model.named_buffers()):
-            bid = self._by_storage.get(t.data_ptr())
-            if bid is None:
+            if self._by_storage.get(t.data_ptr()) is None:
                 out[name] = t.detach().clone()
-                continue
-            self._acquire([bid], write=False)
-            try:
-                out[name] = t.detach().clone()
-            finally:
-                self._release([bid])
+            else:
+                out[name] = state_dict_hooks.copy_out(self, t)
         return out
 
     def stats(self):

@@ -180,3 +180,35 @@ def test_a_reentrant_checkpoint_on_cuda_trains_exactly_under_the_budget():
     got = trimmed.copied_state()
     for name, t in plain.named_parameters():
         assert torch.equal(t.detach().cpu(), got[name].cpu()), name
+
+
+def test_a_state_dict_on_cuda_is_copied_to_the_host_and_loads_back():
+    # Copies of what TrimmedModel keeps go to host memory: a copy on the GPU would need the
+    # whole model's size there, past the budget.
+    from seedance_trim import TrimManager, TrimmedModel
+    torch.manual_seed(12)
+    model = wide_mlp()
+    plain = copy.deepcopy(model).cuda()
+    size = model_bytes(model)
+    trimmed = TrimmedModel(model, TrimManager.cuda(int(size * 0.4), 2 * size,
+                                                   min_victim_bytes=0)).eval()
+    x = torch.randn(64, 4096, device="cuda")
+    with torch.no_grad():
+        want = plain(x)
+        assert torch.equal(trimmed(x), want)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    state = trimmed.model.state_dict()
+    # The four 64 MiB weights (tensors under 1 MiB stay on the GPU, where they never move).
+    kept = [k for k, v in state.items() if v.numel() * v.element_size() >= 1 << 20]
+    assert len(kept) == 4 and all(state[k].device.type == "cpu" for k in kept), kept
+    assert torch.cuda.memory_allocated() == before, "no device copies"
+    for k, v in plain.state_dict().items():
+        assert torch.equal(state[k], v.cpu()), k
+    with torch.no_grad():
+        for p in plain.parameters():
+            p.mul_(0.5)
+    trimmed.model.load_state_dict(plain.state_dict())
+    with torch.no_grad():
+        assert torch.equal(trimmed(x), plain(x))
+    assert trimmed.stats()["fast_peak_used"] <= int(size * 0.4)
