@@ -38,6 +38,8 @@ What it does:
   are produced (offloaded_grads.py); optimizer_step brings each back for its update.
   With create_graph=True (double backward), a weight unpacked with grad enabled pushes the
   hooks for the rest of its node, so the weights the recorded backward saves are marked too.
+- Under torch.autocast, each unit's forward hook clears autocast's cache of weight copies, and
+  a copy autograd saves is cast again in the backward pass instead (autocast_weights.py).
 
 Activations: activations="cpu" keeps what autograd saves for the backward pass in pinned host
 memory (torch.autograd.graph.save_on_cpu cannot wrap a TrimmedModel: its hooks come first).
@@ -59,6 +61,7 @@ from torch import nn
 
 from . import state_dict_hooks
 from .manager import TrimError, TrimManager
+from .autocast_weights import LOW_PRECISION, SavedCast, autocast_check, cast_weight
 from .offloaded_grads import OffloadedGrads
 from .recomputation import RunPhase, refuse_non_reentrant
 
@@ -75,6 +78,12 @@ class _Saved:
     def __init__(self, bid, tensor):
         self.bid = bid
         self.tensor = tensor
+
+    def value(self):
+        return self.tensor
+
+
+_SAVED_WEIGHTS = (_Saved, SavedCast)
 
 
 class _OnCpu:
@@ -166,6 +175,8 @@ class TrimmedModel(nn.Module):
         self._backward_prefetch = backward_prefetch
         self._activations_on_cpu = activations == "cpu"
         self._prefetches_refused = 0  # backward prefetches the fast tier had no room for
+        self._autocast_on = autocast_check(manager.device)
+        self._weight_casts_redone = 0  # autocast copies of weights cast again in the backward
         self._saved_order = []  # units in the order the forward saved their weights; None
         #                         between recomputed segments (no prefetch across one)
         self._saved_at = {}     # unit -> its place in _saved_order
@@ -270,6 +281,8 @@ class TrimmedModel(nn.Module):
         """The forward hook."""
         if self._phase.unit is unit:
             self._phase.end()
+        if self._autocast_on():  # its copies of this unit's weights (autocast_weights.py)
+            torch.clear_autocast_cache()
         counts = self._counts
         if any(counts[bid] != 1 for bid in unit.ids):
             return self._release(unit.ids)
@@ -321,9 +334,19 @@ class TrimmedModel(nn.Module):
     def _mark(self, t, activation_to_cpu):
         bid = self._by_storage.get(_storage_ptr(t))
         if bid is None:
+            if t.dtype in LOW_PRECISION:  # maybe autocast's copy of a weight
+                cast = cast_weight(t, self._by_storage)
+                if cast is not None:
+                    self._note_saved(cast[0])
+                    return SavedCast(cast[0], cast[1], t)
             if activation_to_cpu and t.device.type != "cpu":
                 return _OnCpu(t)
             return t
+        self._note_saved(bid)
+        return _Saved(bid, t)
+
+    def _note_saved(self, bid):
+        """The order units saved weights in, for the backward prefetch."""
         if self._backward_prefetch:
             unit = self._group_of[bid]
             if unit not in self._saved_at:
@@ -332,7 +355,6 @@ class TrimmedModel(nn.Module):
                 self._saved_ids[unit] = [bid]
             elif bid not in self._saved_ids[unit]:
                 self._saved_ids[unit].append(bid)
-        return _Saved(bid, t)
 
     def _prefetch_before(self, unit):
         """The unit the forward saved before `unit`: the backward pass needs it next."""
@@ -353,7 +375,7 @@ class TrimmedModel(nn.Module):
     def _unpack(self, saved):
         if isinstance(saved, _OnCpu):
             return saved.back()
-        if not isinstance(saved, _Saved):
+        if not isinstance(saved, _SAVED_WEIGHTS):
             return saved
         self._phase.new_segment = True  # a recomputation after this one is another segment
         unit = self._group_of[saved.bid]
@@ -377,7 +399,9 @@ class TrimmedModel(nn.Module):
             # restores a node's thread-local state, saved-tensor hooks included, after it.
             torch.autograd.graph.saved_tensors_hooks(self._pack_recomputed,
                                                      self._unpack).__enter__()
-        return saved.tensor
+        if type(saved) is SavedCast:
+            self._weight_casts_redone += 1
+        return saved.value()
 
     def _release_backward(self):
         held, self._backward_held = self._backward_held, {}
@@ -476,6 +500,7 @@ class TrimmedModel(nn.Module):
     def stats(self):
         out = self.manager.stats()
         out["backward_prefetches_refused"] = self._prefetches_refused
+        out["weight_casts_redone"] = self._weight_casts_redone
         if self._grads_off is not None:
             out["gradient_bytes_moved_off"] = self._grads_off.bytes_moved
             out["gradient_bytes_waiting"] = self._grads_off.pending_bytes()

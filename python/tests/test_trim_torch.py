@@ -582,3 +582,59 @@ def test_a_state_dict_can_be_saved_and_loaded_one_module_at_a_time_under_the_bud
     with pytest.raises(RuntimeError, match="assign=True"):
         trimmed.model.load_state_dict(assigning)
     assert all(n == 0 for n in trimmed._counts.values())
+
+
+# ---- mixed precision (autocast_weights.py) ----
+
+def test_autocast_training_keeps_no_weight_copies_and_gives_the_plain_parameters():
+    # Autocast casts each weight to bf16 (fp16 on CUDA), caches the copy until the region
+    # ends, and autograd saves it for the backward pass: copies of the whole model that the
+    # budget does not see. Each unit's forward hook clears the cache, and a saved copy is
+    # kept as how to make it again. Seen here through the copies themselves: none is alive
+    # once the forward has returned, still inside the autocast region.
+    import gc
+    import weakref
+    torch.manual_seed(13)
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(),
+                          *[nn.Sequential(nn.Linear(256, 256), nn.ReLU()) for _ in range(6)],
+                          nn.Linear(256, 10))
+    plain = copy.deepcopy(model)
+    size = model_bytes(model)
+    budget = int(size * 0.4)
+    trimmed = TrimmedModel(model, TrimManager.host(budget, 2 * size, min_victim_bytes=0))
+    copies = []
+    mark = trimmed._mark
+
+    def spy(t, activation_to_cpu):  # the bf16 weight copies autograd saves (as views)
+        if t.dtype == torch.bfloat16 and t._base is not None:
+            copies.append(weakref.ref(t._base))
+        return mark(t, activation_to_cpu)
+
+    trimmed._mark = spy
+    opt_plain = torch.optim.SGD(plain.parameters(), lr=0.1, momentum=0.9)
+    opt_trim = torch.optim.SGD(trimmed.model.parameters(), lr=0.1, momentum=0.9)
+    for step in range(3):
+        x, y = torch.randn(16, 64), torch.randint(0, 10, (16,))
+        opt_plain.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = nn.functional.cross_entropy(plain(x).float(), y)
+        loss.backward()
+        opt_plain.step()
+        opt_trim.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = nn.functional.cross_entropy(trimmed(x).float(), y)
+            if step == 0:
+                gc.collect()
+                assert len(copies) == 7, "the 7 layers after the first save their weights"
+                assert all(c() is None for c in copies), "a bf16 weight copy is still alive"
+        loss.backward()
+        trimmed.optimizer_step(opt_trim)
+    stats = trimmed.stats()
+    assert stats["weight_casts_redone"] == 3 * 7, stats
+    assert stats["fast_peak_used"] <= budget, stats
+    got = trimmed.copied_state()
+    for name, p in plain.named_parameters():
+        assert torch.equal(p.detach(), got[name]), name
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        x = torch.randn(4, 64)
+        assert torch.equal(trimmed.eval()(x), plain.eval()(x))
