@@ -40,6 +40,7 @@ import torch
 from torch import nn
 
 from . import _lib
+from .autocast_weights import autocast_check
 from .manager import TrimError, _check
 from .torch_hooks import FUSED_UNITS
 
@@ -304,6 +305,7 @@ class StreamedModel(nn.Module):
             device = first.device if first is not None else "cpu"
         device = torch.device(device)
         self._backend = _CudaBackend(device) if device.type == "cuda" else _HostBackend()
+        self._autocast_on = autocast_check("cpu" if device.type == "cpu" else "cuda")
         self._units = self._find_units(units)
         self._pack()
         self._zero_copy = []  # units read in place from their blocks (CUDA)
@@ -461,6 +463,8 @@ class StreamedModel(nn.Module):
             self._backend.start_timing(u)
 
     def _after(self, u):
+        if self._autocast_on():  # its copies of the unit's weights (autocast_weights.py)
+            torch.clear_autocast_cache()
         if self._mode == "stream":
             t0 = time.perf_counter()
             if u.index not in self._resident:

@@ -260,3 +260,34 @@ def test_autocast_training_on_cuda_keeps_no_fp16_weight_copies_and_is_exact():
     got = trimmed.copied_state()
     for name, t in plain.named_parameters():
         assert torch.equal(t.detach().cpu(), got[name].cpu()), name
+
+
+def test_autocast_inference_on_cuda_leaves_no_fp16_weight_copies_on_the_device():
+    # Autocast caches each weight's fp16 copy until its region ends: the four 64 MiB weights'
+    # copies would hold 128 MiB of the device outside the budget. Each wrapper's forward hook
+    # clears the cache, so a forward adds only its output.
+    from seedance_trim import StreamedModel, TrimManager, TrimmedModel
+    torch.manual_seed(16)
+    model = wide_mlp().eval()
+    plain = copy.deepcopy(model).cuda()
+    size = model_bytes(model)
+    x = torch.randn(64, 4096, device="cuda")
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16):
+        want = plain(x)
+    del plain
+    wrappers = {
+        "trimmed": TrimmedModel(copy.deepcopy(model), TrimManager.cuda(
+            int(size * 0.4), 2 * size, min_victim_bytes=0)).eval(),
+        "streamed": StreamedModel(copy.deepcopy(model).cuda(), int(size * 0.4)),
+    }
+    for name, wrapped in wrappers.items():
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16):
+            wrapped(x)  # StreamedModel records and plans here (its ring is allocated)
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16):
+            got = wrapped(x)
+            torch.cuda.synchronize()
+            added = torch.cuda.memory_allocated() - before  # inside the region
+        assert torch.equal(got, want), name
+        assert added < 16 << 20, (name, added)

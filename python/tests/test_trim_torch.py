@@ -638,3 +638,27 @@ def test_autocast_training_keeps_no_weight_copies_and_gives_the_plain_parameters
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
         x = torch.randn(4, 64)
         assert torch.equal(trimmed.eval()(x), plain.eval()(x))
+
+
+def test_autocast_inference_gives_the_plain_outputs_trimmed_and_streamed():
+    # Under autocast each wrapper's forward hook clears autocast's cache of weight copies
+    # (on CUDA, scripts/gpu-check --stream checks that none stays on the device): outputs
+    # stay the plain model's, across forwards in one region and in new ones.
+    from seedance_trim import StreamedModel
+    torch.manual_seed(15)
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.ReLU()) for _ in range(8)])
+    plain = copy.deepcopy(model).eval()
+    size = model_bytes(model)
+    trimmed = TrimmedModel(copy.deepcopy(model),
+                           TrimManager.host(int(size * 0.4), 2 * size, min_victim_bytes=0))
+    streamed = StreamedModel(copy.deepcopy(model).eval(), int(size * 0.4))
+    x = torch.randn(4, 256)
+    for _ in range(2):
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            want = plain(x)
+            assert want.dtype == torch.bfloat16
+            for _ in range(2):
+                assert torch.equal(trimmed.eval()(x), want)
+                assert torch.equal(streamed(x), want)
+    assert streamed.plan()["streamed_bytes"] > 0, streamed.plan()
+    assert streamed.stats()["order_misses"] == 0, streamed.stats()
