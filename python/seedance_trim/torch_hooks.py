@@ -465,6 +465,22 @@ class TrimmedModel(nn.Module):
             if off is not None:
                 off.drop()
 
+    def _apply(self, fn, *args, **kwargs):
+        """What .to(), .half(), .cuda(), .float() and the like run: allowed only where it
+        leaves every tensor TrimmedModel keeps as it is (each is probed with a small tensor of
+        its dtype, device and number of dimensions: fn must return the probe itself).
+        Otherwise it would read every tensor, moved ones too, and put plain copies in their
+        place, outside the budget: refused, with the reason."""
+        for t in self._tensor_of.values():
+            probe = torch.empty((2,) * t.dim(), dtype=t.dtype, device=t.device)
+            out = fn(probe)
+            if out is not probe:
+                raise RuntimeError(
+                    f"TrimmedModel: this would replace its {t.dtype} tensors on {t.device} with "
+                    f"{out.dtype} copies on {out.device}, outside the budget. Convert or move "
+                    "the model before wrapping it")
+        return super()._apply(fn, *args, **kwargs)
+
     def zero_grad(self, *args, **kwargs):
         """nn.Module.zero_grad, and the gradients moved to the host are dropped too."""
         super().zero_grad(*args, **kwargs)

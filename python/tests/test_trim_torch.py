@@ -662,3 +662,27 @@ def test_autocast_inference_gives_the_plain_outputs_trimmed_and_streamed():
                 assert torch.equal(streamed(x), want)
     assert streamed.plan()["streamed_bytes"] > 0, streamed.plan()
     assert streamed.stats()["order_misses"] == 0, streamed.stats()
+
+
+def test_converting_or_moving_the_wrapper_is_refused_unless_it_changes_nothing():
+    # .half() read every tensor (moved ones too: a segmentation fault) and put plain copies
+    # in their place, outside the budget.
+    torch.manual_seed(17)
+    model = nn.Sequential(*[nn.Linear(256, 256) for _ in range(8)]).eval()
+    plain = copy.deepcopy(model)
+    size = model_bytes(model)
+    trimmed = TrimmedModel(model, TrimManager.host(int(size * 0.4), 2 * size,
+                                                   min_victim_bytes=0)).eval()
+    x = torch.randn(4, 256)
+    with torch.no_grad():
+        assert torch.equal(trimmed(x), plain(x))
+    for convert in (lambda m: m.half(), lambda m: m.to(torch.bfloat16), lambda m: m.double()):
+        with pytest.raises(RuntimeError, match="before wrapping"):
+            convert(trimmed)
+    # Changes nothing: allowed (channels_last concerns 4-D tensors only).
+    assert trimmed.to("cpu").float().to(memory_format=torch.channels_last) is trimmed
+    conv = TrimmedModel(nn.Conv2d(3, 8, 3), TrimManager.host(1 << 20, 1 << 20))
+    with pytest.raises(RuntimeError, match="before wrapping"):
+        conv.to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        assert torch.equal(trimmed(x), plain(x))
