@@ -468,13 +468,15 @@ class TrimmedModel(nn.Module):
     def _apply(self, fn, *args, **kwargs):
         """What .to(), .half(), .cuda(), .float() and the like run: allowed only where it
         leaves every tensor TrimmedModel keeps as it is (each is probed with a small tensor of
-        its dtype, device and number of dimensions: fn must return the probe itself).
-        Otherwise it would read every tensor, moved ones too, and put plain copies in their
-        place, outside the budget: refused, with the reason."""
+        its dtype, device and number of dimensions: fn must return the probe itself, at the
+        same address; share_memory() would move it). Otherwise it would read every tensor,
+        moved ones too, and put plain copies in their place, outside the budget: refused, with
+        the reason."""
         for t in self._tensor_of.values():
             probe = torch.empty((2,) * t.dim(), dtype=t.dtype, device=t.device)
+            at = probe.data_ptr()
             out = fn(probe)
-            if out is not probe:
+            if out is not probe or probe.data_ptr() != at:
                 raise RuntimeError(
                     f"TrimmedModel: this would replace its {t.dtype} tensors on {t.device} with "
                     f"{out.dtype} copies on {out.device}, outside the budget. Convert or move "

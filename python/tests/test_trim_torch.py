@@ -676,7 +676,8 @@ def test_converting_or_moving_the_wrapper_is_refused_unless_it_changes_nothing()
     x = torch.randn(4, 256)
     with torch.no_grad():
         assert torch.equal(trimmed(x), plain(x))
-    for convert in (lambda m: m.half(), lambda m: m.to(torch.bfloat16), lambda m: m.double()):
+    for convert in (lambda m: m.half(), lambda m: m.to(torch.bfloat16), lambda m: m.double(),
+                    lambda m: m.share_memory()):
         with pytest.raises(RuntimeError, match="before wrapping"):
             convert(trimmed)
     # Changes nothing: allowed (channels_last concerns 4-D tensors only).
