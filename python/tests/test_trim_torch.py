@@ -403,13 +403,16 @@ def test_a_reentrant_checkpoint_recomputes_under_the_budget_with_the_same_parame
     # The recomputation runs each segment's units again inside the backward pass, outside the
     # model's forward: their weights are brought back one unit at a time, as in a plain
     # backward pass, and never read after they moved (a moved block is PROT_NONE here: before
-    # TrimmedModel handled this, the test died of a segmentation fault). 40% of the model
-    # holds three of its 257 KiB units, not a segment's four.
+    # TrimmedModel handled this, the test died of a segmentation fault). The budget holds two
+    # of the 257 KiB units and the small ones, as in a plain backward pass: not a segment's
+    # four, and not a third either (a segment that kept the units the backward pass held
+    # before it needs three).
     torch.manual_seed(7)
     model = CheckpointedMLP(sequential=sequential)
     plain = copy.deepcopy(model).train()
     size = model_bytes(model)
-    budget = int(size * 0.4)
+    unit = model_bytes(model.blocks[0][0])
+    budget = 2 * unit + model_bytes(model.inp) + model_bytes(model.head) + 4096
     manager = TrimManager.host(budget, 2 * size, min_victim_bytes=0)
     trimmed = TrimmedModel(model, manager, activations="cpu").train()
     opt_plain = torch.optim.SGD(plain.parameters(), lr=0.1, momentum=0.9)
