@@ -58,6 +58,7 @@ import ctypes
 
 import torch
 from torch import nn
+from torch.nn.utils import parametrize
 
 from . import state_dict_hooks
 from .manager import TrimError, TrimManager
@@ -119,7 +120,20 @@ def _storage_ptr(t):
 
 
 # Modules whose forward may use their children's parameters directly (fused fast paths).
+# Parametrized modules (torch.nn.utils.parametrize) are whole units too: their weight is
+# computed from a parameter of a child that is never called.
 FUSED_UNITS = (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
+
+
+def _register_first_pre_hook(module, hook):
+    """A forward pre-hook that runs before the module's others: those may read its
+    parameters (torch.nn.utils.prune and weight_norm compute the weight in one)."""
+    try:
+        return module.register_forward_pre_hook(hook, prepend=True)  # torch >= 2.0
+    except TypeError:
+        handle = module.register_forward_pre_hook(hook)
+        module._forward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
 
 
 class _DeviceBytes:
@@ -248,7 +262,7 @@ class TrimmedModel(nn.Module):
         for module in self.model.modules():
             if id(module) in covered:
                 continue
-            fused = isinstance(module, units)
+            fused = isinstance(module, units) or parametrize.is_parametrized(module)
             own = any(True for _ in module.parameters(recurse=False)) or \
                 any(True for _ in module.buffers(recurse=False))
             if not fused and not own:
@@ -259,9 +273,9 @@ class TrimmedModel(nn.Module):
             if not ids:
                 continue
             unit = _UnitIds(ids)
-            self._handles.append(module.register_forward_pre_hook(
-                lambda _m, _in, unit=unit: self._acquire_unit(unit)))
-            self._handles.append(module.register_forward_hook(
+            self._handles.append(_register_first_pre_hook(
+                module, lambda _m, _in, unit=unit: self._acquire_unit(unit)))
+            self._handles.append(module.register_forward_hook(  # after the module's own
                 lambda _m, _in, _out, unit=unit: self._release_unit(unit)))
 
     def _acquire_unit(self, unit):

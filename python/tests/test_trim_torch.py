@@ -690,3 +690,61 @@ def test_converting_or_moving_the_wrapper_is_refused_unless_it_changes_nothing()
         conv.to(memory_format=torch.channels_last)
     with torch.no_grad():
         assert torch.equal(trimmed(x), plain(x))
+
+
+class Symmetric(nn.Module):
+    """A parametrization: the weight used is the symmetric part of the one stored."""
+
+    def forward(self, w):
+        return (w + w.t()) / 2
+
+
+def reparametrized_stack(kind):
+    """Eight 256-wide layers whose weight is computed before each forward: by a forward
+    pre-hook (torch.nn.utils.prune, weight_norm, spectral_norm) or by a child's parameter never
+    called (torch.nn.utils.parametrize)."""
+    from torch.nn.utils import parametrize, prune
+    torch.manual_seed(18)
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.Tanh()) for _ in range(8)])
+    with torch.no_grad():
+        for block in model:
+            if kind == "prune":
+                prune.l1_unstructured(block[0], "weight", amount=0.5)
+            elif kind == "weight_norm":
+                torch.nn.utils.weight_norm(block[0])
+            elif kind == "spectral_norm":
+                torch.nn.utils.spectral_norm(block[0])
+            else:
+                parametrize.register_parametrization(block[0], "weight", Symmetric())
+    return model
+
+
+@pytest.mark.parametrize("kind", ["prune", "weight_norm", "spectral_norm", "parametrize"])
+def test_weights_computed_before_the_forward_read_their_sources_acquired(kind):
+    # The reparametrizing pre-hook ran before TrimmedModel's, and parametrize reads a child's
+    # parameter without calling the child: both read moved memory (a segmentation fault).
+    # Now TrimmedModel's pre-hook runs first and a parametrized module is one unit.
+    plain = reparametrized_stack(kind)
+    model = reparametrized_stack(kind)
+    size = model_bytes(model)
+    budget = int(size * 0.4)
+    trimmed = TrimmedModel(model, TrimManager.host(budget, 2 * size, min_victim_bytes=0))
+    x, y = torch.randn(16, 256), torch.randn(16, 256)
+    with torch.no_grad():
+        for _ in range(2):
+            assert torch.equal(trimmed.eval()(x), plain.eval()(x))
+    trimmed.train()
+    plain.train()
+    opt_plain = torch.optim.SGD(plain.parameters(), lr=0.1)
+    opt_trim = torch.optim.SGD(trimmed.model.parameters(), lr=0.1)
+    for _ in range(2):
+        opt_plain.zero_grad()
+        nn.functional.mse_loss(plain(x), y).backward()
+        opt_plain.step()
+        opt_trim.zero_grad()
+        nn.functional.mse_loss(trimmed(x), y).backward()
+        trimmed.optimizer_step(opt_trim)
+    got = trimmed.copied_state()
+    for name, p in plain.named_parameters():
+        assert torch.equal(p.detach(), got[name]), name
+    assert trimmed.stats()["fast_peak_used"] <= budget
