@@ -38,11 +38,12 @@ import time
 
 import torch
 from torch import nn
+from torch.nn.utils import parametrize
 
 from . import _lib
 from .autocast_weights import autocast_check
 from .manager import TrimError, _check
-from .torch_hooks import FUSED_UNITS
+from .torch_hooks import FUSED_UNITS, register_first_pre_hook
 
 # Bytes: each tensor of a unit's block starts at a multiple, as in PyTorch's own allocations
 # (kernels pick vectorized paths by alignment, so a weight computes the same bytes wherever
@@ -320,8 +321,8 @@ class StreamedModel(nn.Module):
         self._replans = 0
         self._handles = []
         for u in self._units:
-            self._handles.append(u.module.register_forward_pre_hook(
-                lambda _m, _in, u=u: self._before(u)))
+            self._handles.append(register_first_pre_hook(
+                u.module, lambda _m, _in, u=u: self._before(u)))
             self._handles.append(u.module.register_forward_hook(
                 lambda _m, _in, _out, u=u: self._after(u)))
 
@@ -335,7 +336,7 @@ class StreamedModel(nn.Module):
         for mname, module in self.model.named_modules():
             if id(module) in covered:
                 continue
-            fused = isinstance(module, fused_types)
+            fused = isinstance(module, fused_types) or parametrize.is_parametrized(module)
             own = list(module.named_parameters(recurse=False)) + \
                 list(module.named_buffers(recurse=False))
             if not fused and not any(t is not None for _, t in own):

@@ -125,7 +125,7 @@ def _storage_ptr(t):
 FUSED_UNITS = (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
 
 
-def _register_first_pre_hook(module, hook):
+def register_first_pre_hook(module, hook):
     """A forward pre-hook that runs before the module's others: those may read its
     parameters (torch.nn.utils.prune and weight_norm compute the weight in one)."""
     try:
@@ -273,7 +273,7 @@ class TrimmedModel(nn.Module):
             if not ids:
                 continue
             unit = _UnitIds(ids)
-            self._handles.append(_register_first_pre_hook(
+            self._handles.append(register_first_pre_hook(
                 module, lambda _m, _in, unit=unit: self._acquire_unit(unit)))
             self._handles.append(module.register_forward_hook(  # after the module's own
                 lambda _m, _in, _out, unit=unit: self._release_unit(unit)))

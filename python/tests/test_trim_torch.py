@@ -701,8 +701,8 @@ class Symmetric(nn.Module):
 
 def reparametrized_stack(kind):
     """Eight 256-wide layers whose weight is computed before each forward: by a forward
-    pre-hook (torch.nn.utils.prune, weight_norm, spectral_norm) or by a child's parameter never
-    called (torch.nn.utils.parametrize)."""
+    pre-hook (torch.nn.utils.prune, weight_norm, spectral_norm), or from the parameter of a
+    child that is never called (torch.nn.utils.parametrize)."""
     from torch.nn.utils import parametrize, prune
     torch.manual_seed(18)
     model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.Tanh()) for _ in range(8)])
@@ -748,3 +748,20 @@ def test_weights_computed_before_the_forward_read_their_sources_acquired(kind):
     for name, p in plain.named_parameters():
         assert torch.equal(p.detach(), got[name]), name
     assert trimmed.stats()["fast_peak_used"] <= budget
+
+
+@pytest.mark.parametrize("kind", ["prune", "weight_norm", "spectral_norm", "parametrize"])
+def test_weights_computed_before_the_forward_stream_with_the_plain_outputs(kind):
+    # StreamedModel's pre-hook also runs first, so the sources are in the ring when the
+    # weight is computed (on the CPU their blocks hold the same bytes, so only a GPU could
+    # tell), and a parametrized module is one unit (it was refused as nested units before).
+    from seedance_trim import StreamedModel
+    plain = reparametrized_stack(kind).eval()
+    model = reparametrized_stack(kind).eval()
+    streamed = StreamedModel(model, int(model_bytes(model) * 0.4))
+    x = torch.randn(16, 256)
+    with torch.no_grad():
+        for _ in range(3):
+            assert torch.equal(streamed(x), plain(x))
+    assert streamed.plan()["streamed_bytes"] > 0
+    assert streamed.stats()["order_misses"] == 0, streamed.stats()
