@@ -10,6 +10,8 @@ way, copies of the whole model's weights would stay on the device, outside the b
   back and casts it again (SavedCast). The cast is deterministic, so the values are the same
   bits.
 """
+import functools
+
 import torch
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
@@ -17,13 +19,12 @@ LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 def autocast_check(device):
     """A function that says whether autocast is on for `device` ("cpu" or a CUDA device)."""
-    if device != "cpu":
-        return torch.is_autocast_enabled  # CUDA's, in every supported torch
+    kind = "cpu" if device == "cpu" else "cuda"
     try:
-        torch.is_autocast_enabled("cpu")  # torch >= 2.4 (is_autocast_cpu_enabled deprecated)
-        return lambda: torch.is_autocast_enabled("cpu")
-    except TypeError:
-        return torch.is_autocast_cpu_enabled
+        torch.is_autocast_enabled(kind)  # torch >= 2.4 (is_autocast_cpu_enabled deprecated)
+        return functools.partial(torch.is_autocast_enabled, kind)
+    except TypeError:  # older: one function per device type, CUDA's without an argument
+        return torch.is_autocast_cpu_enabled if kind == "cpu" else torch.is_autocast_enabled
 
 
 def cast_weight(t, by_storage):
