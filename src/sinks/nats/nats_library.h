@@ -29,6 +29,7 @@ namespace seedance::sinks {
   X(natsOptions_SetDisconnectedCB)           \
   X(natsOptions_SetReconnectedCB)            \
   X(natsOptions_SetErrorHandler)             \
+  X(natsOptions_SetClosedCB)                 \
   X(natsConnection_Connect)                  \
   X(natsConnection_Close)                    \
   X(natsConnection_Destroy)                  \

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "seedance/options.h"
@@ -59,6 +62,25 @@ struct NatsSinkOptions {
   milliseconds connect_timeout{2000};
 };
 
+// What the closed callback needs. libnats calls it once per connection, on its own thread,
+// perhaps after the publisher is gone: the callback owns a reference, the publisher another.
+struct ClosedWatch {
+  const NatsLibrary* lib;
+  std::string name;
+  std::string first_refusal;          // why the attempt at start failed (set before connecting)
+  std::atomic<bool> stopping{false};  // closed by Stop: nothing to say
+};
+
+// libnats's per-thread error text without the "(conn.c:1905): " it starts with.
+std::string ThreadErrorText(const NatsLibrary& lib) {
+  const char* text = lib.nats_GetLastError(nullptr);
+  std::string_view t = text != nullptr ? text : "";
+  if (!t.empty() && t.front() == '(') {
+    if (size_t end = t.find("): "); end != std::string_view::npos) t.remove_prefix(end + 3);
+  }
+  return std::string(t);
+}
+
 std::string StatusText(const NatsLibrary& lib, natsStatus s) {
   const char* text = lib.natsStatus_GetText(s);
   return text != nullptr ? text : fmt::format("status {}", static_cast<int>(s));
@@ -86,6 +108,9 @@ class NatsPublisher : public std::enable_shared_from_this<NatsPublisher> {
   static void OnDisconnected(natsConnection* nc, void* closure);
   static void OnConnected(natsConnection* nc, void* closure);
   static void OnError(natsConnection* nc, natsSubscription* sub, natsStatus err, void* closure);
+  // libnats gave the connection up: it does not retry a login refused twice in a row. Said
+  // once, with the reason, however the first attempt's reason was reported.
+  static void OnClosed(natsConnection* nc, void* closure);
   // The connection's last error ("Authorization Violation"), or "".
   std::string LastError(natsConnection* nc) const;
   static void OnReconnected(natsConnection* nc, void* closure);
@@ -111,6 +136,7 @@ class NatsPublisher : public std::enable_shared_from_this<NatsPublisher> {
   bool stream_checked_ = false;                 // loop only: the stream exists (or was made)
   bool stopped_ = false;
   util::LogLimiter limiter_;
+  std::shared_ptr<ClosedWatch> closed_watch_;
 };
 
 Status NatsPublisher::Start() {
@@ -130,6 +156,14 @@ Status NatsPublisher::Start() {
   lib_.natsOptions_SetDisconnectedCB(opts_, &NatsPublisher::OnDisconnected, this);
   lib_.natsOptions_SetReconnectedCB(opts_, &NatsPublisher::OnReconnected, this);
   lib_.natsOptions_SetErrorHandler(opts_, &NatsPublisher::OnError, this);
+  closed_watch_ = std::make_shared<ClosedWatch>();
+  closed_watch_->lib = &lib_;
+  closed_watch_->name = ctx_.name;
+  auto* watch_ref = new std::shared_ptr<ClosedWatch>(closed_watch_);
+  if ((s = lib_.natsOptions_SetClosedCB(opts_, &NatsPublisher::OnClosed, watch_ref)) != NATS_OK) {
+    delete watch_ref;
+    return fail("closed callback", s);
+  }
   if (!o_.username.empty() || !o_.password.empty()) {
     s = lib_.natsOptions_SetUserInfo(opts_, o_.username.c_str(), o_.password.c_str());
     if (s != NATS_OK) return fail("username/password", s);
@@ -154,18 +188,24 @@ Status NatsPublisher::Start() {
     }
     if (!o_.tls.verify) lib_.natsOptions_SkipServerVerification(opts_, true);
   }
-  // Not reachable now: connect in the background (attempts are retried meanwhile). With a
-  // callback the first failure returns at once (without one, libnats blocks retrying).
-  lib_.natsOptions_SetRetryOnFailedConnect(opts_, true, &NatsPublisher::OnConnected, this);
+  // The first attempt without retrying, so that what it met (a refused login, no server
+  // listening) is this thread's to read: with retrying on, libnats's reconnect thread clears
+  // the connection's error at once, and under load the warning said "No server available"
+  // for a refused login.
   s = lib_.natsConnection_Connect(&nc_, opts_);
-  const bool connected = s == NATS_OK;
-  if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) return fail("connect", s);
-  // What the first attempt met (a refused login, no server listening): the connection's last
-  // error, else this thread's.
-  std::string why = connected ? "" : LastError(nc_);
-  if (!connected && why.empty()) {
-    const char* text = lib_.nats_GetLastError(nullptr);
-    if (text != nullptr) why = text;
+  bool connected = s == NATS_OK;
+  std::string why;
+  if (!connected) {
+    nc_ = nullptr;
+    why = ThreadErrorText(lib_);
+    if (why.empty()) why = StatusText(lib_, s);
+    closed_watch_->first_refusal = why;
+    // Then in the background (attempts are retried meanwhile). With a callback the first
+    // failure returns at once (without one, libnats blocks retrying).
+    lib_.natsOptions_SetRetryOnFailedConnect(opts_, true, &NatsPublisher::OnConnected, this);
+    s = lib_.natsConnection_Connect(&nc_, opts_);
+    connected = s == NATS_OK;  // there meanwhile
+    if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) return fail("connect", s);
   }
   jsOptions jo;
   lib_.jsOptions_Init(&jo);
@@ -389,7 +429,25 @@ void NatsPublisher::Stop() {
   acks_->StopAll();
 }
 
+void NatsPublisher::OnClosed(natsConnection* nc, void* closure) {
+  const std::unique_ptr<std::shared_ptr<ClosedWatch>> ref(
+      static_cast<std::shared_ptr<ClosedWatch>*>(closure));
+  const ClosedWatch& w = **ref;
+  if (w.stopping.load()) return;
+  const char* text = nullptr;
+  const natsStatus s = w.lib->natsConnection_GetLastError(nc, &text);
+  // A login refused at start: libnats 3.4 then closes at once, saying only "no server".
+  std::string why = s == NATS_NO_SERVER || s == NATS_OK || text == nullptr ? "" : text;
+  if (why.empty()) why = w.first_refusal;
+  SEEDANCE_LOG_ERROR(w.name,
+                     "connection to NATS closed{}{}; libnats does not retry a refused login: "
+                     "events wait in the queue until seedance restarts with a configuration the "
+                     "server accepts",
+                     why.empty() ? "" : ": ", why);
+}
+
 void NatsPublisher::Close() {
+  if (closed_watch_ != nullptr) closed_watch_->stopping.store(true);
   // Destroying the context and the connection ends libnats's callbacks into this object.
   if (nc_ != nullptr) lib_.natsConnection_Close(nc_);
   if (js_ != nullptr) lib_.jsCtx_Destroy(js_);
