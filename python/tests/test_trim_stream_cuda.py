@@ -218,48 +218,22 @@ def test_autocast_training_on_cuda_keeps_no_fp16_weight_copies_and_is_exact():
     # The fp16 copies autocast makes of the four 64 MiB weights (32 MiB each) would stay on
     # the device until the backward pass, outside the budget: none is alive once the forward
     # has returned, and the parameters are plain AMP training's.
-    import gc
-    import weakref
     from seedance_trim import TrimManager, TrimmedModel
+    from test_trim_torch import train_amp_and_check_copies
     torch.manual_seed(14)
     model = wide_mlp()
     size = model_bytes(model)
     plain = copy.deepcopy(model).cuda()
     trimmed = TrimmedModel(model, TrimManager.cuda(int(size * 0.6), 2 * size,
                                                    min_victim_bytes=0, async_copies=1)).train()
-    copies = []
-    mark = trimmed._mark
-
-    def spy(t, activation_to_cpu):  # the big ones (under 1 MiB, weights stay on the GPU)
-        if t.dtype == torch.float16 and t._base is not None and t.numel() >= 1 << 20:
-            copies.append(weakref.ref(t._base))
-        return mark(t, activation_to_cpu)
-
-    trimmed._mark = spy
     x = torch.randn(1024, 4096, device="cuda")
     y = torch.randint(0, 10, (1024,), device="cuda")
-    opt_plain = torch.optim.SGD(plain.parameters(), lr=0.01, momentum=0.9)
-    opt_trim = torch.optim.SGD(trimmed.model.parameters(), lr=0.01, momentum=0.9)
-    for step in range(3):
-        opt_plain.zero_grad()
-        with torch.autocast("cuda", dtype=torch.float16):
-            loss = nn.functional.cross_entropy(plain(x).float(), y)
-        loss.backward()
-        opt_plain.step()
-        opt_trim.zero_grad()
-        with torch.autocast("cuda", dtype=torch.float16):
-            loss = nn.functional.cross_entropy(trimmed(x).float(), y)
-            if step == 0:
-                gc.collect()
-                assert len(copies) == 3, "the 3 big layers after the first save weights"
-                assert all(c() is None for c in copies), "an fp16 weight copy is alive"
-        loss.backward()
-        trimmed.optimizer_step(opt_trim)
+    # The 3 big layers after the first save their weights (under 1 MiB, weights stay on the
+    # GPU and are not counted).
+    stats = train_amp_and_check_copies(plain, trimmed, [(x, y)] * 3, "cuda", torch.float16,
+                                       0.01, 3, min_numel=1 << 20)
     torch.cuda.synchronize()
-    assert trimmed.stats()["weight_casts_redone"] > 0
-    got = trimmed.copied_state()
-    for name, t in plain.named_parameters():
-        assert torch.equal(t.detach().cpu(), got[name].cpu()), name
+    assert stats["weight_casts_redone"] > 0
 
 
 def test_autocast_inference_on_cuda_leaves_no_fp16_weight_copies_on_the_device():

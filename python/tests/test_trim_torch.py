@@ -445,16 +445,23 @@ def test_a_non_reentrant_checkpoint_is_refused_with_the_reason():
         loss.backward()
 
 
-def test_a_gradient_penalty_double_backward_gives_the_plain_gradients_under_the_budget():
-    # create_graph=True records the backward pass, and its nodes save the weights again for
-    # the second backward pass: they are marked like the forward's (before, the second pass
-    # read them at moved memory and the process died of a segmentation fault).
-    torch.manual_seed(8)
+def tanh_stack_at_40_percent(seed):
+    """Eight 256-wide tanh layers, plain and under TrimmedModel at 40% of their size:
+    (plain, trimmed, size, budget)."""
+    torch.manual_seed(seed)
     model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.Tanh()) for _ in range(8)])
     plain = copy.deepcopy(model)
     size = model_bytes(model)
     budget = int(size * 0.4)
-    trimmed = TrimmedModel(model, TrimManager.host(budget, 2 * size, min_victim_bytes=0))
+    return plain, TrimmedModel(model, TrimManager.host(budget, 2 * size, min_victim_bytes=0)), \
+        size, budget
+
+
+def test_a_gradient_penalty_double_backward_gives_the_plain_gradients_under_the_budget():
+    # create_graph=True records the backward pass, and its nodes save the weights again for
+    # the second backward pass: they are marked like the forward's (before, the second pass
+    # read them at moved memory and the process died of a segmentation fault).
+    plain, trimmed, size, budget = tanh_stack_at_40_percent(seed=8)
     for m in (plain, trimmed):
         torch.manual_seed(9)
         x = torch.randn(16, 256, requires_grad=True)
@@ -508,12 +515,7 @@ def test_units_called_outside_forward_with_grad_keep_their_weights_for_the_backw
     # The wrapped model called directly, not through TrimmedModel.forward(): each unit pushes
     # the saved-tensor hooks itself, so the backward pass brings the weights back (before, it
     # read them at moved memory).
-    torch.manual_seed(10)
-    model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.Tanh()) for _ in range(8)])
-    plain = copy.deepcopy(model)
-    size = model_bytes(model)
-    budget = int(size * 0.4)
-    trimmed = TrimmedModel(model, TrimManager.host(budget, 2 * size, min_victim_bytes=0))
+    plain, trimmed, size, budget = tanh_stack_at_40_percent(seed=10)
     x = torch.randn(16, 256)
     plain(x).sum().backward()
     trimmed.model(x).sum().backward()
@@ -589,14 +591,53 @@ def test_a_state_dict_can_be_saved_and_loaded_one_module_at_a_time_under_the_bud
 
 # ---- mixed precision (autocast_weights.py) ----
 
+def train_amp_and_check_copies(plain, trimmed, batches, device_type, dtype, lr, copies_saved,
+                               min_numel=0):
+    """Plain and trimmed AMP training (SGD with momentum) on `batches`: after the first
+    trimmed forward, still inside the autocast region, none of the `copies_saved` weight
+    copies autograd saved (of at least `min_numel` elements) is alive; at the end the
+    parameters are equal. Returns the trimmed model's stats."""
+    import gc
+    import weakref
+    copies = []
+    mark = trimmed._mark
+
+    def spy(t, activation_to_cpu):  # the weight copies autograd saves (as views)
+        if t.dtype == dtype and t._base is not None and t.numel() >= min_numel:
+            copies.append(weakref.ref(t._base))
+        return mark(t, activation_to_cpu)
+
+    trimmed._mark = spy
+    opt_plain = torch.optim.SGD(plain.parameters(), lr=lr, momentum=0.9)
+    opt_trim = torch.optim.SGD(trimmed.model.parameters(), lr=lr, momentum=0.9)
+    for step, (x, y) in enumerate(batches):
+        opt_plain.zero_grad()
+        with torch.autocast(device_type, dtype=dtype):
+            loss = nn.functional.cross_entropy(plain(x).float(), y)
+        loss.backward()
+        opt_plain.step()
+        opt_trim.zero_grad()
+        with torch.autocast(device_type, dtype=dtype):
+            loss = nn.functional.cross_entropy(trimmed(x).float(), y)
+            if step == 0:
+                gc.collect()
+                assert len(copies) == copies_saved, "the layers after the first save weights"
+                assert all(c() is None for c in copies), "a weight copy is still alive"
+        loss.backward()
+        trimmed.optimizer_step(opt_trim)
+    del trimmed._mark
+    got = trimmed.copied_state()
+    for name, p in plain.named_parameters():
+        assert torch.equal(p.detach().cpu(), got[name].cpu()), name
+    return trimmed.stats()
+
+
 def test_autocast_training_keeps_no_weight_copies_and_gives_the_plain_parameters():
     # Autocast casts each weight to bf16 (fp16 on CUDA), caches the copy until the region
     # ends, and autograd saves it for the backward pass: copies of the whole model that the
     # budget does not see. Each unit's forward hook clears the cache, and a saved copy is
     # kept as how to make it again. Seen here through the copies themselves: none is alive
     # once the forward has returned, still inside the autocast region.
-    import gc
-    import weakref
     torch.manual_seed(13)
     model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(),
                           *[nn.Sequential(nn.Linear(256, 256), nn.ReLU()) for _ in range(6)],
@@ -605,39 +646,11 @@ def test_autocast_training_keeps_no_weight_copies_and_gives_the_plain_parameters
     size = model_bytes(model)
     budget = int(size * 0.4)
     trimmed = TrimmedModel(model, TrimManager.host(budget, 2 * size, min_victim_bytes=0))
-    copies = []
-    mark = trimmed._mark
-
-    def spy(t, activation_to_cpu):  # the bf16 weight copies autograd saves (as views)
-        if t.dtype == torch.bfloat16 and t._base is not None:
-            copies.append(weakref.ref(t._base))
-        return mark(t, activation_to_cpu)
-
-    trimmed._mark = spy
-    opt_plain = torch.optim.SGD(plain.parameters(), lr=0.1, momentum=0.9)
-    opt_trim = torch.optim.SGD(trimmed.model.parameters(), lr=0.1, momentum=0.9)
-    for step in range(3):
-        x, y = torch.randn(16, 64), torch.randint(0, 10, (16,))
-        opt_plain.zero_grad()
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            loss = nn.functional.cross_entropy(plain(x).float(), y)
-        loss.backward()
-        opt_plain.step()
-        opt_trim.zero_grad()
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            loss = nn.functional.cross_entropy(trimmed(x).float(), y)
-            if step == 0:
-                gc.collect()
-                assert len(copies) == 7, "the 7 layers after the first save their weights"
-                assert all(c() is None for c in copies), "a bf16 weight copy is still alive"
-        loss.backward()
-        trimmed.optimizer_step(opt_trim)
-    stats = trimmed.stats()
+    batches = [(torch.randn(16, 64), torch.randint(0, 10, (16,))) for _ in range(3)]
+    # The 7 layers after the first save their weights.
+    stats = train_amp_and_check_copies(plain, trimmed, batches, "cpu", torch.bfloat16, 0.1, 7)
     assert stats["weight_casts_redone"] == 3 * 7, stats
     assert stats["fast_peak_used"] <= budget, stats
-    got = trimmed.copied_state()
-    for name, p in plain.named_parameters():
-        assert torch.equal(p.detach(), got[name]), name
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
         x = torch.randn(4, 64)
         assert torch.equal(trimmed.eval()(x), plain.eval()(x))
