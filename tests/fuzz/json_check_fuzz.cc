@@ -14,28 +14,22 @@
 #include "fuzz/fuzz_target.h"
 #include "util/json_check.h"
 
-namespace {
-
-[[noreturn]] void Fail(const char* what, std::string_view input) {
-  std::fprintf(stderr, "json_check fuzz: %s for input: %.*s\n", what,
-               static_cast<int>(std::min<size_t>(input.size(), 300)), input.data());
-  std::abort();
-}
-
-}  // namespace
-
 SEEDANCE_FUZZ_TARGET(json_check) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const seedance::Status checked = seedance::CheckJson(text);
   rapidjson::Document doc;
   const seedance::Status parsed = seedance::ParseJson(text, doc);
-  if (checked.ok() != parsed.ok()) Fail("CheckJson and ParseJson disagree", text);
+  if (checked.ok() != parsed.ok()) {
+    seedance::fuzz::Fail("json_check", "CheckJson and ParseJson disagree", text);
+  }
   if (!parsed.ok()) return 0;
   rapidjson::StringBuffer out;
   rapidjson::Writer<rapidjson::StringBuffer> writer(out);
-  if (!doc.Accept(writer)) Fail("an accepted document cannot be written", text);
+  if (!doc.Accept(writer)) {
+    seedance::fuzz::Fail("json_check", "an accepted document cannot be written", text);
+  }
   if (!seedance::CheckJson(std::string_view(out.GetString(), out.GetSize())).ok()) {
-    Fail("the written document is refused", text);
+    seedance::fuzz::Fail("json_check", "the written document is refused", text);
   }
   return 0;
 }

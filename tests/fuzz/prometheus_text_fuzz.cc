@@ -16,12 +16,6 @@ namespace {
 using seedance::observe::ExpositionFormat;
 using seedance::observe::Sample;
 
-[[noreturn]] void Fail(const char* what, std::string_view input) {
-  std::fprintf(stderr, "prometheus_text fuzz: %s for input: %.*s\n", what,
-               static_cast<int>(std::min<size_t>(input.size(), 300)), input.data());
-  std::abort();
-}
-
 std::string Write(const std::vector<Sample>& samples) {
   std::string out;
   char number[64];
@@ -69,16 +63,24 @@ SEEDANCE_FUZZ_TARGET(prometheus_text) {
   for (ExpositionFormat format : {ExpositionFormat::kText, ExpositionFormat::kOpenMetrics}) {
     auto parsed = seedance::observe::ParseExposition(text, format, limits);
     if (!parsed) continue;
-    if (parsed->size() > limits.max_samples) Fail("more samples than the limit", text);
+    if (parsed->size() > limits.max_samples) {
+      seedance::fuzz::Fail("prometheus_text", "more samples than the limit", text);
+    }
     for (const Sample& s : *parsed) {
-      if (s.labels.size() > limits.max_labels) Fail("more labels than the limit", text);
+      if (s.labels.size() > limits.max_labels) {
+        seedance::fuzz::Fail("prometheus_text", "more labels than the limit", text);
+      }
     }
     const std::string again = Write(*parsed);
     auto reparsed = seedance::observe::ParseExposition(again, ExpositionFormat::kText);
-    if (!reparsed) Fail("the written page is refused", text);
-    if (reparsed->size() != parsed->size()) Fail("the written page has other samples", text);
+    if (!reparsed) seedance::fuzz::Fail("prometheus_text", "the written page is refused", text);
+    if (reparsed->size() != parsed->size()) {
+      seedance::fuzz::Fail("prometheus_text", "the written page has other samples", text);
+    }
     for (size_t i = 0; i < parsed->size(); ++i) {
-      if (!Same((*parsed)[i], (*reparsed)[i])) Fail("a sample changed when written", text);
+      if (!Same((*parsed)[i], (*reparsed)[i])) {
+        seedance::fuzz::Fail("prometheus_text", "a sample changed when written", text);
+      }
     }
   }
   return 0;

@@ -19,6 +19,7 @@
 #include "sinks/common/message_acks.h"
 #include "sinks/nats/nats_library.h"
 #include "sinks/nats/nats_subject.h"
+#include "util/callback_target.h"
 #include "util/event_loop.h"
 #include "util/log.h"
 #include "util/strings.h"
@@ -62,15 +63,6 @@ struct NatsSinkOptions {
   milliseconds connect_timeout{2000};
 };
 
-// What the closed callback needs. libnats calls it once per connection, on its own thread,
-// perhaps after the publisher is gone: the callback owns a reference, the publisher another.
-struct ClosedWatch {
-  const NatsLibrary* lib;
-  std::string name;
-  std::string first_refusal;          // why the attempt at start failed (set before connecting)
-  std::atomic<bool> stopping{false};  // closed by Stop: nothing to say
-};
-
 // libnats's per-thread error text without the "(conn.c:1905): " it starts with.
 std::string ThreadErrorText(const NatsLibrary& lib) {
   const char* text = lib.nats_GetLastError(nullptr);
@@ -86,8 +78,10 @@ std::string StatusText(const NatsLibrary& lib, natsStatus s) {
   return text != nullptr ? text : fmt::format("status {}", static_cast<int>(s));
 }
 
-// Shared with libnats's callbacks (its own threads), kept alive by the sink and the posted
-// completions.
+// Kept alive by the sink and the posted completions. libnats calls back on its own threads,
+// perhaps after the publisher is gone (its connection handlers run from a queue, its PubAcks on
+// a subscription's thread, and no call waits for them): every callback gets callbacks_'s key,
+// never `this`, and Close detaches it before tearing the connection down.
 class NatsPublisher : public std::enable_shared_from_this<NatsPublisher> {
  public:
   NatsPublisher(const NatsLibrary& lib, NatsSinkOptions o, PluginContext ctx)
@@ -95,7 +89,8 @@ class NatsPublisher : public std::enable_shared_from_this<NatsPublisher> {
         o_(std::move(o)),
         ctx_(std::move(ctx)),
         acks_(std::make_shared<MessageAcks>(*ctx_.loop)),
-        headers_(o_.event_headers, /*text_fields=*/true) {}
+        headers_(o_.event_headers, /*text_fields=*/true),
+        callbacks_(this) {}
   ~NatsPublisher() { Close(); }
 
   Status Start();
@@ -105,6 +100,7 @@ class NatsPublisher : public std::enable_shared_from_this<NatsPublisher> {
 
  private:
   static void OnAck(jsCtx* js, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure);
+  void Acknowledged(natsMsg* msg, jsPubAckErr* pae);
   static void OnDisconnected(natsConnection* nc, void* closure);
   static void OnConnected(natsConnection* nc, void* closure);
   static void OnError(natsConnection* nc, natsSubscription* sub, natsStatus err, void* closure);
@@ -136,7 +132,8 @@ class NatsPublisher : public std::enable_shared_from_this<NatsPublisher> {
   bool stream_checked_ = false;                 // loop only: the stream exists (or was made)
   bool stopped_ = false;
   util::LogLimiter limiter_;
-  std::shared_ptr<ClosedWatch> closed_watch_;
+  std::string first_refusal_;  // why the attempt at start failed (set before retrying)
+  util::CallbackTarget<NatsPublisher> callbacks_;
 };
 
 Status NatsPublisher::Start() {
@@ -153,15 +150,11 @@ Status NatsPublisher::Start() {
   lib_.natsOptions_SetTimeout(opts_, o_.connect_timeout.count());
   lib_.natsOptions_SetMaxReconnect(opts_, -1);  // forever, across the cluster's members
   lib_.natsOptions_SetReconnectWait(opts_, o_.reconnect_wait.count());
-  lib_.natsOptions_SetDisconnectedCB(opts_, &NatsPublisher::OnDisconnected, this);
-  lib_.natsOptions_SetReconnectedCB(opts_, &NatsPublisher::OnReconnected, this);
-  lib_.natsOptions_SetErrorHandler(opts_, &NatsPublisher::OnError, this);
-  closed_watch_ = std::make_shared<ClosedWatch>();
-  closed_watch_->lib = &lib_;
-  closed_watch_->name = ctx_.name;
-  auto* watch_ref = new std::shared_ptr<ClosedWatch>(closed_watch_);
-  if ((s = lib_.natsOptions_SetClosedCB(opts_, &NatsPublisher::OnClosed, watch_ref)) != NATS_OK) {
-    delete watch_ref;
+  void* key = callbacks_.closure();
+  lib_.natsOptions_SetDisconnectedCB(opts_, &NatsPublisher::OnDisconnected, key);
+  lib_.natsOptions_SetReconnectedCB(opts_, &NatsPublisher::OnReconnected, key);
+  lib_.natsOptions_SetErrorHandler(opts_, &NatsPublisher::OnError, key);
+  if ((s = lib_.natsOptions_SetClosedCB(opts_, &NatsPublisher::OnClosed, key)) != NATS_OK) {
     return fail("closed callback", s);
   }
   if (!o_.username.empty() || !o_.password.empty()) {
@@ -199,10 +192,13 @@ Status NatsPublisher::Start() {
     nc_ = nullptr;
     why = ThreadErrorText(lib_);
     if (why.empty()) why = StatusText(lib_, s);
-    closed_watch_->first_refusal = why;
+    {
+      std::lock_guard<std::mutex> lock(mu_);  // OnClosed reads it on libnats's thread
+      first_refusal_ = why;
+    }
     // Then in the background (attempts are retried meanwhile). With a callback the first
     // failure returns at once (without one, libnats blocks retrying).
-    lib_.natsOptions_SetRetryOnFailedConnect(opts_, true, &NatsPublisher::OnConnected, this);
+    lib_.natsOptions_SetRetryOnFailedConnect(opts_, true, &NatsPublisher::OnConnected, key);
     s = lib_.natsConnection_Connect(&nc_, opts_);
     connected = s == NATS_OK;  // there meanwhile
     if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) return fail("connect", s);
@@ -211,7 +207,7 @@ Status NatsPublisher::Start() {
   lib_.jsOptions_Init(&jo);
   jo.PublishAsync.MaxPending = o_.max_pending;
   jo.PublishAsync.AckHandler = &NatsPublisher::OnAck;
-  jo.PublishAsync.AckHandlerClosure = this;
+  jo.PublishAsync.AckHandlerClosure = key;
   if ((s = lib_.natsConnection_JetStream(&js_, nc_, &jo)) != NATS_OK) return fail("JetStream", s);
   if (!connected) {
     SEEDANCE_LOG_WARN(ctx_.name,
@@ -355,26 +351,29 @@ void NatsPublisher::Attempt(uint64_t id, const Batch& batch, AttemptCallback don
 }
 
 void NatsPublisher::OnAck(jsCtx*, natsMsg* msg, jsPubAck*, jsPubAckErr* pae, void* closure) {
-  auto* self = static_cast<NatsPublisher*>(closure);
+  util::CallbackTarget<NatsPublisher>::With(
+      closure, [&](NatsPublisher& self) { self.Acknowledged(msg, pae); });
+}
+
+void NatsPublisher::Acknowledged(natsMsg* msg, jsPubAckErr* pae) {
   Slot slot;
   {
-    std::lock_guard<std::mutex> lock(self->mu_);
-    auto it = self->pending_.find(msg);
-    if (it == self->pending_.end()) return;  // stopped meanwhile
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(msg);
+    if (it == pending_.end()) return;  // stopped meanwhile
     slot = std::move(it->second);
-    self->pending_.erase(it);
+    pending_.erase(it);
   }
-  if (pae == nullptr) return self->acks_->Acked(slot.attempt);
+  if (pae == nullptr) return acks_->Acked(slot.attempt);
   // JetStream refusing this message for good: too large for the stream. Anything else (no
   // responders while the stream's leader moves, a timeout) is worth another try.
   if (pae->ErrCode == JSStreamMessageExceedsMaximumErr) {
-    return self->acks_->Refused(slot.attempt, slot.index,
-                                "nats: larger than the stream's max_msg_size");
+    return acks_->Refused(slot.attempt, slot.index, "nats: larger than the stream's max_msg_size");
   }
-  const std::string connection = self->LastError(self->nc_);
-  self->acks_->Failed(
+  const std::string connection = LastError(nc_);
+  acks_->Failed(
       slot.attempt,
-      fmt::format("nats: no PubAck: {}{}{}", self->lib_.natsStatus_GetText(pae->Err),
+      fmt::format("nats: no PubAck: {}{}{}", lib_.natsStatus_GetText(pae->Err),
                   pae->ErrText != nullptr ? fmt::format(" ({})", pae->ErrText) : std::string(),
                   connection.empty() ? "" : fmt::format("; connection: {}", connection)));
 }
@@ -386,26 +385,28 @@ void NatsPublisher::Abort(uint64_t id) {
 }
 
 void NatsPublisher::OnDisconnected(natsConnection*, void* closure) {
-  auto* self = static_cast<NatsPublisher*>(closure);
-  if (self->stopped_) return;
-  SEEDANCE_LOG_WARN(self->ctx_.name, "disconnected from NATS; reconnecting");
+  util::CallbackTarget<NatsPublisher>::With(closure, [](NatsPublisher& self) {
+    SEEDANCE_LOG_WARN(self.ctx_.name, "disconnected from NATS; reconnecting");
+  });
 }
 
 void NatsPublisher::OnConnected(natsConnection* nc, void* closure) {
-  auto* self = static_cast<NatsPublisher*>(closure);
-  char url[256] = "";
-  self->lib_.natsConnection_GetConnectedUrl(nc, url, sizeof url);
-  SEEDANCE_LOG_INFO(self->ctx_.name, "connected to {}", url);
+  util::CallbackTarget<NatsPublisher>::With(closure, [nc](NatsPublisher& self) {
+    char url[256] = "";
+    self.lib_.natsConnection_GetConnectedUrl(nc, url, sizeof url);
+    SEEDANCE_LOG_INFO(self.ctx_.name, "connected to {}", url);
+  });
 }
 
 void NatsPublisher::OnError(natsConnection* nc, natsSubscription*, natsStatus err, void* closure) {
-  auto* self = static_cast<NatsPublisher*>(closure);
-  uint64_t suppressed = 0;
-  if (!self->limiter_.Allow("async-error", &suppressed)) return;
-  const std::string last = self->LastError(nc);
-  SEEDANCE_LOG_WARN(self->ctx_.name, "nats: {}{}{}{}", StatusText(self->lib_, err),
-                    last.empty() ? "" : ": ", last,
-                    suppressed ? fmt::format(" ({} similar not logged)", suppressed) : "");
+  util::CallbackTarget<NatsPublisher>::With(closure, [&](NatsPublisher& self) {
+    uint64_t suppressed = 0;
+    if (!self.limiter_.Allow("async-error", &suppressed)) return;
+    const std::string last = self.LastError(nc);
+    SEEDANCE_LOG_WARN(self.ctx_.name, "nats: {}{}{}{}", StatusText(self.lib_, err),
+                      last.empty() ? "" : ": ", last,
+                      suppressed ? fmt::format(" ({} similar not logged)", suppressed) : "");
+  });
 }
 
 std::string NatsPublisher::LastError(natsConnection* nc) const {
@@ -417,10 +418,11 @@ std::string NatsPublisher::LastError(natsConnection* nc) const {
 }
 
 void NatsPublisher::OnReconnected(natsConnection* nc, void* closure) {
-  auto* self = static_cast<NatsPublisher*>(closure);
-  char url[256] = "";
-  self->lib_.natsConnection_GetConnectedUrl(nc, url, sizeof url);
-  SEEDANCE_LOG_INFO(self->ctx_.name, "reconnected to {}", url);
+  util::CallbackTarget<NatsPublisher>::With(closure, [nc](NatsPublisher& self) {
+    char url[256] = "";
+    self.lib_.natsConnection_GetConnectedUrl(nc, url, sizeof url);
+    SEEDANCE_LOG_INFO(self.ctx_.name, "reconnected to {}", url);
+  });
 }
 
 void NatsPublisher::Stop() {
@@ -430,25 +432,27 @@ void NatsPublisher::Stop() {
 }
 
 void NatsPublisher::OnClosed(natsConnection* nc, void* closure) {
-  const std::unique_ptr<std::shared_ptr<ClosedWatch>> ref(
-      static_cast<std::shared_ptr<ClosedWatch>*>(closure));
-  const ClosedWatch& w = **ref;
-  if (w.stopping.load()) return;
-  const char* text = nullptr;
-  const natsStatus s = w.lib->natsConnection_GetLastError(nc, &text);
-  // A login refused at start: libnats 3.4 then closes at once, saying only "no server".
-  std::string why = s == NATS_NO_SERVER || s == NATS_OK || text == nullptr ? "" : text;
-  if (why.empty()) why = w.first_refusal;
-  SEEDANCE_LOG_ERROR(w.name,
-                     "connection to NATS closed{}{}; libnats does not retry a refused login: "
-                     "events wait in the queue until seedance restarts with a configuration the "
-                     "server accepts",
-                     why.empty() ? "" : ": ", why);
+  // Closed by Stop or the destructor: detached first, so nothing to say.
+  util::CallbackTarget<NatsPublisher>::With(closure, [nc](NatsPublisher& self) {
+    const char* text = nullptr;
+    const natsStatus s = self.lib_.natsConnection_GetLastError(nc, &text);
+    // A login refused at start: libnats 3.4 then closes at once, saying only "no server".
+    std::string why = s == NATS_NO_SERVER || s == NATS_OK || text == nullptr ? "" : text;
+    if (why.empty()) {
+      std::lock_guard<std::mutex> lock(self.mu_);
+      why = self.first_refusal_;
+    }
+    SEEDANCE_LOG_ERROR(self.ctx_.name,
+                       "connection to NATS closed{}{}; libnats does not retry a refused login: "
+                       "events wait in the queue until seedance restarts with a configuration "
+                       "the server accepts",
+                       why.empty() ? "" : ": ", why);
+  });
 }
 
 void NatsPublisher::Close() {
-  if (closed_watch_ != nullptr) closed_watch_->stopping.store(true);
-  // Destroying the context and the connection ends libnats's callbacks into this object.
+  // First: from here on libnats's callbacks find nothing, and one running has returned.
+  callbacks_.Detach();
   if (nc_ != nullptr) lib_.natsConnection_Close(nc_);
   if (js_ != nullptr) lib_.jsCtx_Destroy(js_);
   js_ = nullptr;
