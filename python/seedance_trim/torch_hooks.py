@@ -60,7 +60,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-from . import state_dict_hooks
+from . import optimizer_guard, state_dict_hooks
 from .manager import TrimError, TrimManager
 from .autocast_weights import LOW_PRECISION, SavedCast, autocast_check, cast_weight
 from .offloaded_grads import OffloadedGrads
@@ -185,6 +185,8 @@ class TrimmedModel(nn.Module):
         self._tensor_of = {}  # id(tensor) -> its view over the library's memory
         self._by_storage = {}  # a view's address -> its buffer id (saved-tensor hooks)
         self._group_of = {}  # buffer id -> its module's name (its unit for the backward pass)
+        self._name_of = {}   # buffer id -> its tensor's name (for messages)
+        self._stepping = False  # inside optimizer_step (optimizer_guard lets its steps pass)
         self._backward_held = {}  # unit -> buffers the backward pass unpacked, oldest unit first
         self._backward_prefetch = backward_prefetch
         self._activations_on_cpu = activations == "cpu"
@@ -205,6 +207,7 @@ class TrimmedModel(nn.Module):
         if gradients == "cpu":
             self._grads_off = OffloadedGrads(self.model.parameters())
             self._handles.extend(self._grads_off.handles)
+        optimizer_guard.watch(self)
 
     # ---- registration ----
     def _register_tensors(self):
@@ -236,6 +239,7 @@ class TrimmedModel(nn.Module):
         self._tensor_of[key] = view
         self._by_storage[view.data_ptr()] = bid
         self._group_of[bid] = group
+        self._name_of[bid] = name.lstrip(".")
         self._counts[bid] = 0
         return view
 
@@ -459,6 +463,7 @@ class TrimmedModel(nn.Module):
         with_grad = [p for p in params if grads[id(p)] is not None or id(p) in moved]
         bid_of = {id(p): self._by_storage.get(p.data_ptr()) for p in with_grad}
         unmanaged = [p for p in with_grad if bid_of[id(p)] is None]
+        self._stepping = True
         try:
             for bid in list(self._counts):
                 mine = [p for p in with_grad if bid_of[id(p)] == bid]
@@ -474,6 +479,7 @@ class TrimmedModel(nn.Module):
                 show(unmanaged)
                 optimizer.step()
         finally:
+            self._stepping = False
             for p in params:  # a gradient moved off the device is consumed by the step
                 p.grad = grads[id(p)]
             if off is not None:

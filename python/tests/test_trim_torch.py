@@ -8,7 +8,7 @@ import torch
 import torchvision
 from torch import nn
 
-from seedance_trim import TrimError, TrimManager, TrimmedModel
+from seedance_trim import TrimError, TrimManager, TrimmedModel, optimizer_guard
 
 torch.manual_seed(0)
 torch.set_num_threads(2)
@@ -358,7 +358,11 @@ def test_zero_grad_drops_the_gradients_moved_off():
     x, y = torch.randn(8, 3, 16, 16), torch.randint(0, 10, (8,))
     nn.CrossEntropyLoss()(trimmed(x), y).backward()
     assert trimmed.stats()["gradient_bytes_waiting"] > 0
+    # A plain step would skip every parameter (p.grad is None): the guard says so.
+    with pytest.raises(RuntimeError, match=r"waits in host memory"):
+        optimizer_guard.check_step(opt)
     trimmed.zero_grad()  # a skipped step: nothing of it may reach the next one
+    optimizer_guard.check_step(opt)  # nothing waits: nothing to skip
     assert trimmed.stats()["gradient_bytes_waiting"] == 0
     trimmed.optimizer_step(opt)
     got = trimmed.copied_state()
@@ -443,6 +447,59 @@ def test_a_non_reentrant_checkpoint_is_refused_with_the_reason():
     loss = trimmed(torch.randn(4, 64)).sum()
     with pytest.raises(RuntimeError, match="use_reentrant=True"):
         loss.backward()
+
+
+def guarded_step_setup():
+    """The tanh stack at 40% after one backward pass, with an SGD over its parameters:
+    (plain, trimmed, optimizer, the plain model's optimizer)."""
+    plain, trimmed, _, _ = tanh_stack_at_40_percent(seed=7)
+    x = torch.randn(4, 256)
+    opt = torch.optim.SGD(trimmed.model.parameters(), lr=0.1)
+    opt_plain = torch.optim.SGD(plain.parameters(), lr=0.1)
+    for m in (plain, trimmed):
+        m(x).square().sum().backward()
+    return plain, trimmed, opt, opt_plain
+
+
+def test_the_optimizer_guard_refuses_a_step_on_moved_weights_and_passes_acquired_ones():
+    # The check the global pre-hook runs (any PyTorch): a step that would write a moved weight
+    # is refused with the way out; a step over acquired weights passes (what optimizer_step
+    # does: one unit's gradients shown, that unit acquired), and so does a step over a plain
+    # model's parameters while a TrimmedModel is alive.
+    plain, trimmed, opt, opt_plain = guarded_step_setup()
+    with pytest.raises(RuntimeError, match=r"model\.optimizer_step\(optimizer\)") as refused:
+        optimizer_guard.check_step(opt)
+    assert "SGD.step() would write" in str(refused.value)
+    optimizer_guard.check_step(opt_plain)
+    first = list(trimmed.model[0].parameters())
+    for p in trimmed.model.parameters():
+        if all(p is not q for q in first):
+            p.grad = None
+    with pytest.raises(RuntimeError, match=r"would write 0\.0\.(weight|bias)"):
+        optimizer_guard.check_step(opt)  # the first unit's, not acquired
+    bids = list(dict.fromkeys(trimmed._ids[id(p)] for p in first))
+    trimmed._acquire(bids, write=True)
+    try:
+        optimizer_guard.check_step(opt)
+    finally:
+        trimmed._release(bids)
+    for p in first:
+        p.grad = None
+    optimizer_guard.check_step(opt)  # nothing with a gradient: nothing written
+
+
+@pytest.mark.skipif(not optimizer_guard.available(),
+                    reason="global optimizer pre-hooks need PyTorch >= 2.0 (this one is "
+                           f"{torch.__version__}); the check itself is tested above")
+def test_a_plain_optimizer_step_is_refused_before_it_writes_and_optimizer_step_works():
+    plain, trimmed, opt, opt_plain = guarded_step_setup()
+    with pytest.raises(RuntimeError, match=r"model\.optimizer_step\(optimizer\)"):
+        opt.step()  # without the guard: a segmentation fault
+    trimmed.optimizer_step(opt)  # the refused step wrote nothing: one step, as plainly
+    opt_plain.step()
+    got = trimmed.copied_state()
+    for name, t in plain.named_parameters():
+        assert torch.equal(t.detach(), got[name]), name
 
 
 def tanh_stack_at_40_percent(seed):
