@@ -355,7 +355,7 @@ void NatsPublisher::OnAck(jsCtx*, natsMsg* msg, jsPubAck*, jsPubAckErr* pae, voi
       closure, [&](NatsPublisher& self) { self.Acknowledged(msg, pae); });
   // The handler owns the message (nats.h, jsPubAckHandler: "the user is responsible for
   // destroying the message"), whether or not the publisher is still there. Not destroying it
-  // leaked every message published, about 260 bytes each with its headers. The library is
+  // leaked every message published: its payload and about 250 bytes more. The library is
   // loaded once per process and never unloaded.
   if (const NatsLibrary* lib = LoadNatsLibrary(nullptr)) lib->natsMsg_Destroy(msg);
 }
