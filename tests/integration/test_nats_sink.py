@@ -3,6 +3,7 @@
 and while Seedance itself is killed with SIGKILL and restarted: the stream holds every event,
 and the re-sends carry the same Nats-Msg-Id, which the stream's duplicate window drops."""
 import json
+import signal
 import threading
 import time
 
@@ -256,4 +257,47 @@ def test_nkey_authentication(broker, tmp_path):
         finally:
             sd.stop()
     finally:
+        server.stop()
+
+
+def test_a_server_that_hangs_then_dies_with_batches_in_flight_loses_and_repeats_nothing():
+    # The server stops answering (SIGSTOP) while batches are in flight: attempts time out and
+    # are retried into the silence, beyond max_pending messages. Then it is killed and
+    # restarted: the PubAcks of what it had taken never come. Every event arrives, once.
+    server = NatsCluster(nodes=1).start()
+    n = 400
+    cfg = f"""
+sources:
+  - type: generate
+    payload: '{{"n":{{n}}}}'
+    topic: site/a/b
+    count: {n}
+    rate: 100
+sinks:
+  - type: nats
+    servers: [{server.urls[0]}]
+    subject: "telemetry.hang"
+    stream: HANG
+    create_stream: {{subjects: ["telemetry.>"]}}
+    max_pending: 5
+    timeout: 1s
+    retry_initial: 50ms
+    retry_max: 200ms
+    reconnect_wait: 100ms
+"""
+    sd = Seedance(cfg).start(timeout=30)
+    try:
+        assert wait_until(lambda: stream_msgs(server, "HANG") >= 50, 20, 0.1), sd.stderr()[-3000:]
+        server.procs[0].send_signal(signal.SIGSTOP)
+        time.sleep(4)  # several attempts time out and are retried
+        server.procs[0].send_signal(signal.SIGKILL)
+        server.procs[0].wait()
+        server.start_node(0)
+        assert wait_until(lambda: stream_msgs(server, "HANG") >= n, 30, 0.2), \
+            f"{stream_msgs(server, 'HANG')} of {n} in the stream\n" + sd.stderr()[-3000:]
+        counted = server.count("HANG", "telemetry.>", timeout=30)
+        assert counted["unique"] == n and counted["repeats"] == 0, counted
+        assert "no answer within the timeout" in sd.stderr(), sd.stderr()[-3000:]
+    finally:
+        assert sd.stop() == 0
         server.stop()
