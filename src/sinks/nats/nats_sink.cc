@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
