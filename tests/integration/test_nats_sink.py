@@ -10,6 +10,7 @@ import time
 import pytest
 
 from testing.mqtt_publish import publish_all
+from testing.nats_ack_dropper import NatsAckDropper
 from testing.nats_cluster import NatsCluster
 from testing.seedance_process import Seedance, validate
 from testing.waiting import wait_until
@@ -300,4 +301,47 @@ sinks:
         assert "no answer within the timeout" in sd.stderr(), sd.stderr()[-3000:]
     finally:
         assert sd.stop() == 0
+        server.stop()
+
+
+def test_lost_pubacks_are_taken_back_from_the_client_and_do_not_wedge_the_sink():
+    # The server stores each message but its PubAck never arrives (the proxy leaves out the
+    # next 12): libnats kept such a message among its max_pending for good, and past
+    # max_pending every publish waited 200 ms and failed. Now the sink takes them back at the
+    # next attempt: every event arrives, once (the retry's copies are dropped by msg id).
+    server = NatsCluster(nodes=1).start()
+    proxy = NatsAckDropper(server.ports[0])
+    n = 300
+    cfg = f"""
+sources:
+  - type: generate
+    payload: '{{"n":{{n}}}}'
+    topic: site/a/b
+    count: {n}
+    rate: 100
+sinks:
+  - type: nats
+    servers: [{proxy.url}]
+    subject: "telemetry.lost"
+    stream: LOST
+    create_stream: {{subjects: ["telemetry.>"]}}
+    max_pending: 5
+    timeout: 1s
+    retry_initial: 50ms
+    retry_max: 200ms
+"""
+    sd = Seedance(cfg).start(timeout=30)
+    try:
+        assert wait_until(lambda: stream_msgs(server, "LOST") >= 30, 20, 0.1), sd.stderr()[-3000:]
+        proxy.drop_acks(12)
+        assert wait_until(lambda: proxy.dropped == 12, 20, 0.1), proxy.dropped
+        assert wait_until(lambda: stream_msgs(server, "LOST") >= n, 30, 0.2), \
+            f"{stream_msgs(server, 'LOST')} of {n} in the stream\n" + sd.stderr()[-3000:]
+        counted = server.count("LOST", "telemetry.>", timeout=30)
+        assert counted["unique"] == n and counted["repeats"] == 0, counted
+        assert "had no PubAck within the timeout and are sent again" in sd.stderr(), \
+            sd.stderr()[-3000:]
+    finally:
+        assert sd.stop() == 0
+        proxy.stop()
         server.stop()

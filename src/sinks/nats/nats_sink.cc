@@ -110,6 +110,8 @@ class NatsPublisher : public std::enable_shared_from_this<NatsPublisher> {
   std::string LastError(natsConnection* nc) const;
   static void OnReconnected(natsConnection* nc, void* closure);
   Status CheckStream();
+  // Takes back from libnats the messages of earlier attempts still awaiting a PubAck.
+  void ReclaimUnanswered();
   // Sets the message's headers: Nats-Msg-Id and the event headers asked for.
   void SetHeaders(natsMsg* m, const Event& e);
   void Close();
@@ -130,6 +132,7 @@ class NatsPublisher : public std::enable_shared_from_this<NatsPublisher> {
   std::unordered_map<natsMsg*, Slot> pending_;  // messages awaiting their PubAck
   bool stream_checked_ = false;                 // loop only: the stream exists (or was made)
   bool stopped_ = false;
+  uint64_t reclaimed_ = 0;  // loop only: messages taken back from libnats (ReclaimUnanswered)
   util::LogLimiter limiter_;
   std::string first_refusal_;  // why the attempt at start failed (set before retrying)
   util::CallbackTarget<NatsPublisher> callbacks_;
@@ -300,6 +303,7 @@ void NatsPublisher::Attempt(uint64_t id, const Batch& batch, AttemptCallback don
     if (Status s = CheckStream(); !s.ok()) return done(AttemptOutcome::Retry(s.message()));
     stream_checked_ = true;
   }
+  ReclaimUnanswered();
   const MessageAcks::Handle a = acks_->Begin(id, std::move(done));
   std::string subject, why, body;
   for (size_t i = 0; i < batch.events.size(); ++i) {
@@ -347,6 +351,35 @@ void NatsPublisher::Attempt(uint64_t id, const Batch& batch, AttemptCallback don
     break;
   }
   acks_->Launched(a);
+}
+
+void NatsPublisher::ReclaimUnanswered() {
+  // One attempt at a time (the sink is not concurrent), so every message still pending here is
+  // an ended attempt's: aborted at the timeout, its PubAck lost (a connection that dropped after
+  // the server stored the message). libnats keeps such a message, without a deadline, among
+  // the max_pending it lets await a PubAck, and past max_pending every publish waits 200 ms and
+  // fails: a few lost PubAcks wedged the sink for good. Taken back, they are sent again by the
+  // retry (the stream drops repeats by Nats-Msg-Id), and a late PubAck finds nothing.
+  // (libnats's deadline per message, jsPubOptions.MaxWait, would keep a record of every message
+  // published for that long: about 80 bytes each, 64 MB at 80,000 messages a second and 10 s.)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_.empty()) return;  // also: js_PublishAsyncGetPendingList faults before a publish
+  }
+  natsMsgList unanswered{};
+  if (lib_.js_PublishAsyncGetPendingList(&unanswered, js_) != NATS_OK) return;  // none left
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int i = 0; i < unanswered.Count; ++i) pending_.erase(unanswered.Msgs[i]);
+  }
+  reclaimed_ += static_cast<uint64_t>(unanswered.Count);
+  if (uint64_t suppressed = 0; limiter_.Allow("reclaimed", &suppressed)) {
+    SEEDANCE_LOG_WARN(ctx_.name,
+                      "{} message(s) in all had no PubAck within the timeout and are sent again "
+                      "(a lost PubAck: the stream drops a repeat by its Nats-Msg-Id)",
+                      reclaimed_);
+  }
+  lib_.natsMsgList_Destroy(&unanswered);  // the messages too
 }
 
 void NatsPublisher::OnAck(jsCtx*, natsMsg* msg, jsPubAck*, jsPubAckErr* pae, void* closure) {
