@@ -73,9 +73,21 @@ Options<DeliveryPolicy> DeliverySchema(const SinkDeliveryTraits& traits) {
               std::function<void(int64_t, ConcurrencyOptions&)>(FixedConcurrency));
   }
   if (traits.timeout) {
-    o.Add(&D::timeout, {.name = "timeout",
-                        .doc = "per attempt (connect, send, answer); then it is retried",
-                        .default_value = traits.default_timeout});
+    // At least 1 ms (kept in milliseconds; 0 would be none): without a deadline an attempt waits
+    // for ever on a peer that takes a request and never answers (or loses the answer), and the sink
+    // delivers nothing more, silently.
+    o.Add(&D::timeout,
+          {.name = "timeout",
+           .doc = "per attempt (connect, send, answer); then it is retried",
+           .default_value = traits.default_timeout,
+           .validator = [](const ParamValue& v) {
+             if (std::get<std::chrono::nanoseconds>(v) >= std::chrono::milliseconds(1)) {
+               return Status::Ok();
+             }
+             return InvalidArgumentError(
+                 "must be at least 1ms (an attempt without a deadline waits for "
+                 "ever on a peer that never answers)");
+           }});
   }
   o.Add(&D::retry_initial,
         {.name = "retry_initial", .doc = "first retry delay", .default_value = "100ms"})

@@ -200,6 +200,21 @@ TEST_F(ConfigTest, KeepAliveOutsideSixteenBitsOfSecondsIsRefusedWithItsLine) {
   EXPECT_TRUE(Load(ok).has_value());
 }
 
+TEST_F(ConfigTest, ASinkTimeoutUnderAMillisecondIsRefusedWithItsLine) {
+  for (const char* value : {"0s", "0ms", "500us"}) {
+    std::string text = kSeed;
+    text += std::string("    timeout: ") + value + "\n";
+    auto c = Load(text);
+    ASSERT_FALSE(c.has_value()) << value;
+    EXPECT_NE(c.error().message().find("c.yaml:9"), std::string::npos) << c.error().message();
+    EXPECT_NE(c.error().message().find("must be at least 1ms"), std::string::npos)
+        << c.error().message();
+  }
+  std::string ok = kSeed;
+  ok += "    timeout: 1ms\n";
+  EXPECT_TRUE(Load(ok).has_value());
+}
+
 TEST_F(ConfigTest, ASectionMayAlsoBeGivenAsAPlainValue) {
   auto fixed = Load(
       "sources:\n  - {type: generate}\nsinks:\n  - {type: http, endpoint: 'http://h/', "
