@@ -41,7 +41,12 @@ TestHttpServer::TestHttpServer(Responder responder) : impl_(std::make_unique<Imp
       std::lock_guard<std::mutex> lock(impl_->mu);
       if (ec || impl_->stopped) return;
       impl_->sockets.push_back(socket);
+      ++open_;
       impl_->threads.emplace_back([this, socket] {
+        struct Closed {
+          std::atomic<int>& open;
+          ~Closed() { --open; }
+        } closed{open_};
         boost::beast::flat_buffer buffer;
         while (true) {
           http::request<http::string_body> req;

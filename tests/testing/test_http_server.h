@@ -35,6 +35,10 @@ class TestHttpServer {
   // "http://127.0.0.1:PORT/ingest"
   std::string url() const;
   int requests() const { return requests_.load(); }
+  // Connections still open: each has its own thread, which answers the requests read on it
+  // and ends once the client closes. 0 after a client closed its connections means every
+  // request it sent has been answered (or refused).
+  int open_connections() const { return open_.load(); }
   // Bodies of the requests answered 2xx, in the order they were answered.
   std::vector<std::string> accepted() const;
   void SetResponder(Responder responder);
@@ -44,6 +48,7 @@ class TestHttpServer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::atomic<int> requests_{0};
+  std::atomic<int> open_{0};
 };
 
 }  // namespace seedance::testing
