@@ -261,13 +261,9 @@ def test_nkey_authentication(broker, tmp_path):
         server.stop()
 
 
-def test_a_server_that_hangs_then_dies_with_batches_in_flight_loses_and_repeats_nothing():
-    # The server stops answering (SIGSTOP) while batches are in flight: attempts time out and
-    # are retried into the silence, beyond max_pending messages. Then it is killed and
-    # restarted: the PubAcks of what it had taken never come. Every event arrives, once.
-    server = NatsCluster(nodes=1).start()
-    n = 400
-    cfg = f"""
+def generated_config(url, n, subject, stream, extra=""):
+    """n generated events at 100/s into one server's stream, max_pending 5, a 1 s timeout."""
+    return f"""
 sources:
   - type: generate
     payload: '{{"n":{{n}}}}'
@@ -276,16 +272,26 @@ sources:
     rate: 100
 sinks:
   - type: nats
-    servers: [{server.urls[0]}]
-    subject: "telemetry.hang"
-    stream: HANG
+    servers: [{url}]
+    subject: "{subject}"
+    stream: {stream}
     create_stream: {{subjects: ["telemetry.>"]}}
     max_pending: 5
     timeout: 1s
     retry_initial: 50ms
     retry_max: 200ms
-    reconnect_wait: 100ms
+    {extra}
 """
+
+
+def test_a_server_that_hangs_then_dies_with_batches_in_flight_loses_and_repeats_nothing():
+    # The server stops answering (SIGSTOP) while batches are in flight: attempts time out and
+    # are retried into the silence, beyond max_pending messages. Then it is killed and
+    # restarted: the PubAcks of what it had taken never come. Every event arrives, once.
+    server = NatsCluster(nodes=1).start()
+    n = 400
+    cfg = generated_config(server.urls[0], n, "telemetry.hang", "HANG",
+                           "reconnect_wait: 100ms")
     sd = Seedance(cfg).start(timeout=30)
     try:
         assert wait_until(lambda: stream_msgs(server, "HANG") >= 50, 20, 0.1), sd.stderr()[-3000:]
@@ -312,24 +318,7 @@ def test_lost_pubacks_are_taken_back_from_the_client_and_do_not_wedge_the_sink()
     server = NatsCluster(nodes=1).start()
     proxy = NatsAckDropper(server.ports[0])
     n = 300
-    cfg = f"""
-sources:
-  - type: generate
-    payload: '{{"n":{{n}}}}'
-    topic: site/a/b
-    count: {n}
-    rate: 100
-sinks:
-  - type: nats
-    servers: [{proxy.url}]
-    subject: "telemetry.lost"
-    stream: LOST
-    create_stream: {{subjects: ["telemetry.>"]}}
-    max_pending: 5
-    timeout: 1s
-    retry_initial: 50ms
-    retry_max: 200ms
-"""
+    cfg = generated_config(proxy.url, n, "telemetry.lost", "LOST")
     sd = Seedance(cfg).start(timeout=30)
     try:
         assert wait_until(lambda: stream_msgs(server, "LOST") >= 30, 20, 0.1), sd.stderr()[-3000:]

@@ -11,6 +11,15 @@ from testing.broker import free_port
 _PREFIX = b"_INBOX."
 
 
+def _shut(*sockets):
+    """Ends both directions of each (the other side then reads its end)."""
+    for s in sockets:
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
 class NatsAckDropper:
     def __init__(self, server_port):
         self.server_port = server_port
@@ -59,11 +68,7 @@ class NatsAckDropper:
                 dst.sendall(data)
         except OSError:
             pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        _shut(src, dst)
 
     def _drop(self, subject):
         if not subject.startswith(_PREFIX):
@@ -100,8 +105,4 @@ class NatsAckDropper:
                     client.sendall(b"".join(out))
         except OSError:
             pass
-        for s in (server, client):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        _shut(server, client)
