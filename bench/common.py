@@ -6,7 +6,8 @@ import sys
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from testing.broker import Broker, free_port  # noqa: E402,F401
+from testing.broker import Broker  # noqa: E402,F401
+from testing.ports import free_port  # noqa: E402,F401
 from testing.http_receiver import Receiver  # noqa: E402,F401
 from testing.proc_stats import status_kb  # noqa: E402
 

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from testing.broker import free_port, wait_port
+from testing.ports import free_port, wait_port
 from testing.seedance_process import BIN, SOURCE_DIR, Seedance
 
 SEED = os.path.join(SOURCE_DIR, "examples", "seed")

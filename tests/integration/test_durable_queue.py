@@ -14,7 +14,7 @@ from testing.mqtt_publish import publish_all
 from testing.process_stats import RssSampler
 from testing.waiting import wait_until
 from testing.seedance_process import Seedance, metric, scrape
-from testing.broker import free_port
+from testing.ports import free_port
 
 
 def config(broker, receiver_url, client_id, queue="", sink_extra="", metrics_port=None):

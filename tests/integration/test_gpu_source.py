@@ -14,7 +14,8 @@ import urllib.request
 
 import pytest
 
-from testing.broker import Broker, free_port
+from testing.broker import Broker
+from testing.ports import free_port
 from testing.influxd import Influxd
 from testing.mqtt_subscribe import Subscriber
 from testing.process_stats import status_kb

@@ -12,7 +12,7 @@ import time
 from testing.mqtt_publish import publish_all
 from testing.process_stats import status_kb
 from testing.seedance_process import Seedance, metric, scrape
-from testing.broker import free_port
+from testing.ports import free_port
 from testing.waiting import wait_until
 
 MAX_MEMORY_MIB = 32

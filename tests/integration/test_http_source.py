@@ -9,7 +9,7 @@ import time
 import urllib.error
 import urllib.request
 
-from testing.broker import free_port
+from testing.ports import free_port
 from testing.ndjson import complete_lines
 from testing.seedance_process import Seedance, validate
 from testing.waiting import wait_until

@@ -5,22 +5,16 @@ body is refused (422), a second request with a key still in flight gets 409. Wit
 the guarantee is at least once, and the test shows it: the retry is counted again.
 Real process kills, a real HTTP client."""
 import json
-import socket
 import threading
 import time
 import urllib.error
 import urllib.request
 
+from testing.ports import free_port
 from testing.seedance_process import Seedance
 from testing.waiting import wait_until
 from testing.windows import BASE_MS, PROCESSORS, file_sink, final_windows
 
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def job(port, tmp_path):

@@ -7,7 +7,7 @@ import resource
 import socket
 import time
 
-from testing.broker import free_port
+from testing.ports import free_port
 from testing.seedance_process import Seedance, metric, scrape
 from testing.waiting import wait_until
 

@@ -7,7 +7,8 @@ import socket
 import subprocess
 import time
 
-from testing.broker import Broker, free_port
+from testing.broker import Broker
+from testing.ports import free_port
 from testing.http_receiver import Receiver
 from testing.process_stats import status_kb
 from testing.seedance_process import BIN, Seedance, metric, scrape, validate

@@ -8,7 +8,7 @@ import resource
 import socket
 import time
 
-from testing.broker import free_port
+from testing.ports import free_port
 from testing.process_stats import rss_kb
 from testing.seedance_process import Seedance, scrape
 from testing.waiting import wait_until

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from testing.broker import free_port
+from testing.ports import free_port
 from testing.http_receiver import Receiver
 from testing.seedance_process import Seedance, metric, scrape, validate
 from testing import modbus_sim as sim

@@ -210,7 +210,7 @@ def test_validate_points_at_a_bad_topic_template(tmp_path):
 
 
 def test_a_source_and_a_sink_both_named_mqtt_report_their_connections_apart(tmp_path):
-    from testing.broker import free_port
+    from testing.ports import free_port
     from testing.seedance_process import metric, scrape
     broker = Broker().start()
     port = free_port()

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import time
 
-from testing.broker import free_port
+from testing.ports import free_port
 from testing.seedance_process import Seedance
 from testing.waiting import wait_until
 

@@ -13,7 +13,7 @@ import pytest
 from testing import otlp_proto
 from testing.otlp_receiver import OtlpReceiver
 from testing.mqtt_publish import publish_all, publish_v5
-from testing.broker import free_port
+from testing.ports import free_port
 from testing.seedance_process import Seedance, metric, scrape, validate
 from testing.waiting import wait_until
 

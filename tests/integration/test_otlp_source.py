@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 
 from testing import otlp_proto
-from testing.broker import free_port
+from testing.ports import free_port
 from testing.ndjson import complete_lines
 from testing.seedance_process import Seedance
 from testing.waiting import wait_until

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from testing.broker import free_port
+from testing.ports import free_port
 from testing.mqtt_publish import publish_all
 from testing.seedance_process import BIN, SOURCE_DIR
 

@@ -7,7 +7,7 @@ import json
 import threading
 import time
 
-from testing.broker import free_port
+from testing.ports import free_port
 from testing.seedance_process import Seedance, metric, scrape, validate
 from testing.waiting import wait_until
 

@@ -9,7 +9,7 @@ import json
 import os
 import subprocess
 
-from testing.broker import free_port
+from testing.ports import free_port
 from testing.mqtt_publish import publish_all
 from testing.seedance_process import SOURCE_DIR, Seedance, metric, scrape, seed_job_config
 

@@ -14,7 +14,8 @@ import urllib.request
 
 import pytest
 
-from testing.broker import Broker, free_port
+from testing.broker import Broker
+from testing.ports import free_port
 from testing.http_receiver import Receiver
 from testing.mqtt_publish import connect
 from testing.mqtt_subscribe import Subscriber

@@ -7,7 +7,8 @@ import json
 import threading
 import time
 
-from testing.broker import Broker, free_port
+from testing.broker import Broker
+from testing.ports import free_port
 from testing.http_receiver import Receiver
 from testing.mqtt_publish import publish_all
 from testing.seedance_process import Seedance, metric, scrape

@@ -19,7 +19,8 @@ import urllib.request
 
 import pytest
 
-from testing.broker import Broker, free_port
+from testing.broker import Broker
+from testing.ports import free_port
 from testing.mqtt_publish import publish_all
 from testing.seedance_process import Seedance
 from testing.waiting import wait_until

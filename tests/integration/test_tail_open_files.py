@@ -9,7 +9,7 @@ import resource
 import time
 
 from testing.seedance_process import Seedance, metric, scrape
-from testing.broker import free_port
+from testing.ports import free_port
 from testing.waiting import wait_until
 
 FILES = 5000

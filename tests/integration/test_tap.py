@@ -11,7 +11,7 @@ import time
 import urllib.error
 import urllib.request
 
-from testing.broker import free_port
+from testing.ports import free_port
 from testing.seedance_process import BIN, Seedance, metric, scrape
 from testing.waiting import wait_until
 

@@ -13,7 +13,7 @@ from testing import otlp_proto
 from testing.mqtt_publish import publish_all, publish_v5
 from testing.otlp_receiver import OtlpReceiver
 from testing.seedance_process import Seedance, metric, scrape
-from testing.broker import free_port
+from testing.ports import free_port
 from testing.waiting import wait_until
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"

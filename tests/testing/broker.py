@@ -1,31 +1,14 @@
 """A real mosquitto broker on a free loopback port, with its own config and log."""
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
+
+from testing.ports import free_port, wait_port
 
 
 # Debian installs the broker in /usr/sbin, which is not on every PATH.
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, timeout=10.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return True
-        except OSError:
-            time.sleep(0.02)
-    return False
 
 
 class Broker:

@@ -8,7 +8,7 @@ import tempfile
 import urllib.parse
 import urllib.request
 
-from testing.broker import free_port
+from testing.ports import free_port
 from testing.waiting import wait_answering
 
 INFLUXD = shutil.which("influxd") or "/usr/bin/influxd"

@@ -6,7 +6,7 @@ the next `n` messages to an _INBOX subject (JetStream's PubAcks and API replies)
 import socket
 import threading
 
-from testing.broker import free_port
+from testing.ports import free_port
 
 _PREFIX = b"_INBOX."
 

@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import time
 
-from testing.broker import free_port, wait_port
+from testing.ports import free_port, wait_port
 from testing.seedance_process import BIN
 
 NATS_SERVER = shutil.which("nats-server") or "/usr/bin/nats-server"

@@ -9,7 +9,7 @@ import tempfile
 import urllib.parse
 import urllib.request
 
-from testing.broker import free_port
+from testing.ports import free_port
 from testing.waiting import wait_answering
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
