@@ -2,7 +2,6 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,12 +12,9 @@ import torch
 from seedance_prune.masks import MaskSet, pack_bits, unpack_bits
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mask_worker.py")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# The project's port picker (reserved against the other test processes, never handed out twice).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
+from testing.ports import free_port  # noqa: E402
 
 
 def start(scenario, tmp_path, world=3, backend="gloo"):
