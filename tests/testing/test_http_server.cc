@@ -2,6 +2,17 @@
 
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <chrono>
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -23,6 +34,16 @@ struct TestHttpServer::Impl {
   std::vector<std::thread> threads;
   bool stopped = false;
   unsigned short port = 0;
+
+  // Connections the kernel has established that accept() has not taken yet (Linux reports a
+  // listening socket's accept queue as tcpi_unacked). REQUIRES: mu held, so that a connection
+  // is either still queued here or already counted in open_.
+  int QueuedLocked() {
+    tcp_info info{};
+    socklen_t len = sizeof info;
+    if (::getsockopt(acceptor.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return 0;
+    return static_cast<int>(info.tcpi_unacked);
+  }
 };
 
 TestHttpServer::TestHttpServer(Responder responder) : impl_(std::make_unique<Impl>()) {
@@ -32,14 +53,30 @@ TestHttpServer::TestHttpServer(Responder responder) : impl_(std::make_unique<Imp
   impl_->acceptor.set_option(tcp::acceptor::reuse_address(true));
   impl_->acceptor.bind(ep);
   impl_->acceptor.listen();
+  const int listen_fd = impl_->acceptor.native_handle();
+  ::fcntl(listen_fd, F_SETFL, ::fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
   impl_->port = impl_->acceptor.local_endpoint().port();
-  impl_->accept_thread = std::thread([this] {
+  impl_->accept_thread = std::thread([this, listen_fd] {
     while (true) {
+      // Wait for a connection, then take it and count it under the lock (the listening socket
+      // does not block), so that WaitUntilIdle never finds it in neither place.
+      pollfd p{.fd = listen_fd, .events = POLLIN, .revents = 0};
+      if (::poll(&p, 1, -1) < 0 && errno != EINTR) return;
+      std::lock_guard<std::mutex> lock(impl_->mu);
+      if (impl_->stopped) return;
+      const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
+          continue;
+        return;
+      }
       auto socket = std::make_shared<tcp::socket>(impl_->io);
       boost::system::error_code ec;
-      impl_->acceptor.accept(*socket, ec);
-      std::lock_guard<std::mutex> lock(impl_->mu);
-      if (ec || impl_->stopped) return;
+      socket->assign(tcp::v4(), fd, ec);
+      if (ec) {
+        ::close(fd);
+        continue;
+      }
       impl_->sockets.push_back(socket);
       ++open_;
       impl_->threads.emplace_back([this, socket] {
@@ -97,6 +134,18 @@ std::string TestHttpServer::url() const {
 std::vector<std::string> TestHttpServer::accepted() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->accepted;
+}
+
+bool TestHttpServer::WaitUntilIdle(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(impl_->mu);
+      if (open_.load() == 0 && impl_->QueuedLocked() == 0) return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 void TestHttpServer::SetResponder(Responder responder) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,10 @@ class TestHttpServer {
   // and ends once the client closes. 0 after a client closed its connections means every
   // request it sent has been answered (or refused).
   int open_connections() const { return open_.load(); }
+  // Waits until no connection is open and none is waiting in the listen queue to be accepted:
+  // once a client has closed its connections, every request it sent has been answered (or
+  // refused), and none can still be read. false at the timeout.
+  bool WaitUntilIdle(std::chrono::milliseconds timeout);
   // Bodies of the requests answered 2xx, in the order they were answered.
   std::vector<std::string> accepted() const;
   void SetResponder(Responder responder);

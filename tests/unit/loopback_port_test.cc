@@ -50,8 +50,8 @@ TEST(LoopbackPortTest, AHandedOutPortStaysReservedAgainstOtherProcesses) {
   // flock belongs to an open file: a second open of the port's lock file is refused the lock
   // exactly as another process would be.
   const char* tmp = std::getenv("TMPDIR");
-  const std::string path =
-      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/seedance-test-ports/" + std::to_string(port);
+  const std::string path = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
+                           "/seedance-test-ports/" + std::to_string(port);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0) << path;
   EXPECT_NE(::flock(fd, LOCK_EX | LOCK_NB), 0);
