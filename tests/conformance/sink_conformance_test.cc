@@ -321,7 +321,7 @@ class KafkaFixture : public SinkFixture {
   // What the partition holds up to the high watermark the broker reports when the read starts.
   // The read ends at that offset, not at the first end-of-partition event or after a quiet
   // second: a read that ended so returned nothing right after one that had found all 30 events
-  // (RetriesATransientFailureUntilItRecovers, once in about 270 runs here; why the fresh
+  // (RetriesATransientFailureUntilItRecovers, once in about 235 runs here; why the fresh
   // consumer saw no message was not found). A short read says on stderr how far it got and the
   // last error it saw.
   std::vector<int> Delivered() override {
