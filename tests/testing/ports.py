@@ -16,11 +16,11 @@ import fcntl
 import os
 import random
 import socket
-import tempfile
 import time
 
 _LOWEST = 10000
-_LOCK_DIR = os.path.join(tempfile.gettempdir(), "seedance-test-ports")
+# The same folder as loopback_port.cc: $TMPDIR, else /tmp.
+_LOCK_DIR = os.path.join(os.environ.get("TMPDIR") or "/tmp", "seedance-test-ports")
 _handed_out = set()
 _locks = []  # open lock files: their flocks last as long as this process
 
