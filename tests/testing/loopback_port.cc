@@ -22,15 +22,6 @@ namespace {
 // C++ test processes running beside each other reserve their ports against one another.
 constexpr int kLowestPort = 10000;
 
-int EphemeralLow() {
-  int low = 32768;
-  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
-    if (std::fscanf(f, "%d", &low) != 1) low = 32768;
-    std::fclose(f);
-  }
-  return low;
-}
-
 sockaddr_in Loopback(int port) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -50,12 +41,9 @@ bool Bindable(int port) {
 // The port's lock file, locked by this process (kept open until it exits), or -1 when another
 // process holds it.
 int Reserve(int port) {
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string dir =
-      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/seedance-test-ports";
-  ::mkdir(dir.c_str(), 0777);
-  const int fd =
-      ::open((dir + "/" + std::to_string(port)).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  const std::string path = PortLockPath(port);
+  ::mkdir(path.substr(0, path.rfind('/')).c_str(), 0777);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0) return -1;
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);
@@ -84,7 +72,7 @@ int FreeLoopbackPort() {
   static std::set<int> handed_out;
   static std::mt19937 rng{std::random_device{}()};
   const std::lock_guard lock(mu);
-  const int high = EphemeralLow();
+  const int high = EphemeralPortRangeLow();
   if (high - kLowestPort >= 1000) {
     std::uniform_int_distribution<int> draw(kLowestPort, high - 1);
     for (int i = 0; i < 1000; ++i) {  // bounded: each try is one bind
@@ -109,11 +97,36 @@ int FreeLoopbackPort() {
 }
 
 bool AcceptingOnLoopback(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const sockaddr_in a = Loopback(port);
-  const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return false;
   ::close(fd);
-  return ok;
+  return true;
+}
+
+int ConnectLoopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const sockaddr_in a = Loopback(port);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int EphemeralPortRangeLow() {
+  int low = 32768;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d", &low) != 1) low = 32768;
+    std::fclose(f);
+  }
+  return low;
+}
+
+std::string PortLockPath(int port) {
+  const char* tmp = std::getenv("TMPDIR");
+  return std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/seedance-test-ports/" +
+         std::to_string(port);
 }
 
 }  // namespace seedance::testing

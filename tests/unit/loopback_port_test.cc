@@ -10,22 +10,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <set>
 #include <string>
 
 namespace seedance::testing {
 namespace {
-
-int EphemeralLowForTest() {
-  int low = 32768;
-  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
-    if (std::fscanf(f, "%d", &low) != 1) low = 32768;
-    std::fclose(f);
-  }
-  return low;
-}
 
 TEST(LoopbackPortTest, ManyCallsNeverGiveOnePortTwiceAndEachIsBindableBelowTheEphemeralRange) {
   std::set<int> seen;
@@ -33,7 +22,7 @@ TEST(LoopbackPortTest, ManyCallsNeverGiveOnePortTwiceAndEachIsBindableBelowTheEp
     const int port = FreeLoopbackPort();
     ASSERT_GT(port, 0);
     EXPECT_TRUE(seen.insert(port).second) << port << " handed out twice";
-    EXPECT_LT(port, EphemeralLowForTest());
+    EXPECT_LT(port, EphemeralPortRangeLow());
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -49,9 +38,7 @@ TEST(LoopbackPortTest, AHandedOutPortStaysReservedAgainstOtherProcesses) {
   ASSERT_GT(port, 0);
   // flock belongs to an open file: a second open of the port's lock file is refused the lock
   // exactly as another process would be.
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string path = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                           "/seedance-test-ports/" + std::to_string(port);
+  const std::string path = PortLockPath(port);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0) << path;
   EXPECT_NE(::flock(fd, LOCK_EX | LOCK_NB), 0);

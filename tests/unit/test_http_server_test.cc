@@ -3,15 +3,15 @@
 // while a request is still to be read, even from a connection not yet accepted.
 #include "testing/test_http_server.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <string>
 #include <vector>
+
+#include "testing/loopback_port.h"
 
 namespace seedance::testing {
 namespace {
@@ -23,13 +23,8 @@ int PortOf(const std::string& url) {  // "http://127.0.0.1:PORT/ingest"
 
 // Connects, sends one whole request and closes without reading the answer.
 void SendAndClose(int port, const std::string& body) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = ConnectLoopback(port);
   ASSERT_GE(fd, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
   const std::string req =
       "POST /ingest HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
       "\r\n\r\n" + body;
@@ -51,12 +46,8 @@ TEST(TestHttpServerTest, IdleOnlyOnceEveryRequestOfClosedConnectionsHasBeenRead)
 
 TEST(TestHttpServerTest, NotIdleWhileAClientHoldsAConnection) {
   TestHttpServer server([](const std::string&, int) { return TestHttpReply{}; });
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(PortOf(server.url())));
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  const int fd = ConnectLoopback(PortOf(server.url()));
+  ASSERT_GE(fd, 0);
   EXPECT_FALSE(server.WaitUntilIdle(std::chrono::milliseconds(100)));
   ::close(fd);
   EXPECT_TRUE(server.WaitUntilIdle(std::chrono::seconds(10)));
