@@ -43,9 +43,13 @@ def _bindable(port):
 
 
 def _reserve(port):
-    """The port's lock file, locked by this process, or None if another process holds it."""
-    os.makedirs(_LOCK_DIR, exist_ok=True)
-    f = open(os.path.join(_LOCK_DIR, str(port)), "w")
+    """The port's lock file, locked by this process; None if another process holds it, or if
+    the lock folder cannot be written (one another user made)."""
+    try:  # a folder another user made, without write access for us: no reservation
+        os.makedirs(_LOCK_DIR, exist_ok=True)
+        f = open(os.path.join(_LOCK_DIR, str(port)), "w")
+    except OSError:
+        return None
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return f
@@ -77,8 +81,9 @@ def free_port():
             _locks.append(lock)
             _handed_out.add(port)
             return port
-    # No room below the ephemeral range on this machine: fall back to the kernel's pick,
-    # still never the same port twice in this process.
+    # No room below the ephemeral range on this machine, or no port could be reserved (an
+    # unwritable lock folder): fall back to the kernel's pick, still never the same port twice
+    # in this process.
     for _ in range(1000):
         port = _kernel_port()
         if port not in _handed_out:
