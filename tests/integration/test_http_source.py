@@ -406,6 +406,8 @@ def test_tls_and_client_certificates(receiver, tmp_path):
         assert receiver.wait_for_events(1, timeout=10)
         time.sleep(0.3)
         assert len(receiver.accepted_events()) == 1
+        # Two handshakes refused within a second, logged once per 10 s (docs/http-source.md).
+        assert len(sd.log_times("refused a TLS connection")) == 1, sd.stderr()[-2000:]
     finally:
         assert sd.stop() == 0, sd.stderr()[-2000:]
 

@@ -2,7 +2,6 @@
 100,000 events relayed from MQTT while one NATS server is killed with SIGKILL and restarted,
 and while Seedance itself is killed with SIGKILL and restarted: the stream holds every event,
 and the re-sends carry the same Nats-Msg-Id, which the stream's duplicate window drops."""
-import datetime
 import json
 import signal
 import threading
@@ -262,12 +261,6 @@ def test_nkey_authentication(broker, tmp_path):
         server.stop()
 
 
-def log_time(line):
-    """The seconds since the epoch of a seedance log line's timestamp."""
-    stamp = line.split(" ", 1)[0]
-    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
-
-
 def generated_config(url, n, subject, stream, extra=""):
     """n generated events at 100/s into one server's stream, max_pending 5, a 1 s timeout."""
     return f"""
@@ -337,11 +330,9 @@ def test_lost_pubacks_are_taken_back_from_the_client_and_do_not_wedge_the_sink()
         assert counted["unique"] == n and counted["repeats"] == 0, counted
         # Logged at most every 10 s (docs/nats-sink.md): the 12 lost PubAcks take about as
         # many timed-out attempts, each followed by a take-back, within a few seconds.
-        said = [line for line in sd.stderr().splitlines()
-                if "had no PubAck within the timeout and are sent again" in line]
-        assert said, sd.stderr()[-3000:]
-        times = [log_time(line) for line in said]
-        assert all(b - a >= 9.9 for a, b in zip(times, times[1:])), said
+        times = sd.log_times("had no PubAck within the timeout and are sent again")
+        assert times, sd.stderr()[-3000:]
+        assert all(b - a >= 9.9 for a, b in zip(times, times[1:])), sd.stderr()[-3000:]
     finally:
         assert sd.stop() == 0
         proxy.stop()

@@ -1,4 +1,5 @@
 """Runs the real seedance binary with a config written by the test."""
+import datetime
 import os
 import re
 import signal
@@ -53,6 +54,13 @@ class Seedance:
 
     def stderr(self):
         return "".join(self.stderr_lines)
+
+    def log_times(self, text):
+        """When each log line containing `text` was written (seconds since the epoch, from the
+        line's UTC timestamp): for checking a message's rate limit."""
+        return [datetime.datetime.strptime(line.split(" ", 1)[0], "%Y-%m-%dT%H:%M:%S.%fZ")
+                .replace(tzinfo=datetime.timezone.utc).timestamp()
+                for line in list(self.stderr_lines) if text in line]
 
     def wait_log(self, pattern, timeout=10.0):
         rx = re.compile(pattern)
