@@ -91,6 +91,11 @@ def test_a_retry_after_a_kill_is_counted_once_with_a_key_and_twice_without(tmp_p
         status, text = post(port, keyed, "k-1")
         assert status == 200 and json.loads(text) == {"accepted": 10, "repeat": True}, text
         assert state["sd"].wait_log("already stored; answered 200, not processed again")
+        # And again: answered the same, logged once per 10 s (docs/http-source.md).
+        status, text = post(port, keyed, "k-1")
+        assert status == 200 and json.loads(text) == {"accepted": 10, "repeat": True}, text
+        assert len(state["sd"].log_times("already stored; answered 200")) == 1, \
+            state["sd"].stderr()[-3000:]
         state["sd"].stop()
         killed_before_the_answer(unkeyed, None)
         assert post(port, unkeyed)[0] == 200
