@@ -212,6 +212,7 @@ def test_answers_partial_success_a_refusal_and_backpressure(broker, tmp_path):
         (200, "application/x-protobuf", partial.SerializeToString()),
         (200, "application/x-protobuf", every.SerializeToString()),
         (400, "application/x-protobuf", status.SerializeToString()),
+        (200, "application/x-protobuf", partial.SerializeToString()),  # logged once per 10 s
     ]
     port = free_port()
     sd = Seedance(f"""
@@ -248,6 +249,12 @@ sinks:
         rejected_file = tmp_path / "rejected.ndjson"
         assert wait_until(lambda: rejected_file.exists() and
                           len(rejected_file.read_text().splitlines()) == 2, 10), sd.stderr()
+        # A second partial success: counted, and not logged again within 10 s (docs/otlp.md).
+        publish_all(broker.port, [("site/a", json.dumps({"n": 5})), ("site/a", json.dumps({"n": 6}))])
+        assert wait_until(lambda: metric(scrape(f"http://127.0.0.1:{port}/metrics"),
+                                         "seedance_otlp_rejected_records_total",
+                                         component="otlp") == 2, 10), sd.stderr()
+        assert len(sd.log_times("without naming them")) == 1, sd.stderr()[-3000:]
     finally:
         assert sd.stop() == 0
         otlp.stop()
