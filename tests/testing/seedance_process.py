@@ -62,6 +62,12 @@ class Seedance:
                 .replace(tzinfo=datetime.timezone.utc).timestamp()
                 for line in list(self.stderr_lines) if text in line]
 
+    def logged_at_most_every(self, text, seconds):
+        """Whether the log lines containing `text` are at least `seconds` apart (0.1 s of slack
+        for the log's millisecond timestamps); true for none or one."""
+        times = self.log_times(text)
+        return all(b - a >= seconds - 0.1 for a, b in zip(times, times[1:]))
+
     def wait_log(self, pattern, timeout=10.0):
         rx = re.compile(pattern)
         deadline = time.time() + timeout

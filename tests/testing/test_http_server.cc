@@ -157,7 +157,8 @@ void TestHttpServer::Stop() {
     if (impl_->stopped) return;
     impl_->stopped = true;
   }
-  // The accept thread blocks in accept(): a connection wakes it, and it sees `stopped`.
+  // The accept thread waits in poll() on the listening socket: a connection wakes it, and it
+  // sees `stopped`.
   {
     boost::system::error_code ec;
     tcp::socket poke(impl_->io);
