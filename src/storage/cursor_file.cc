@@ -51,11 +51,14 @@ Slot ReadSlot(std::string_view bytes, size_t offset) {
 
 // ReadCursorFile, and which slot was the newest (0 or 1; 0 for the older forms).
 CursorFile ReadNewest(FileSystem& fs, const std::string& path, uint64_t* position,
-                      uint64_t* generation, int* slot_index) {
+                      uint64_t* generation, int* slot_index, std::string* why) {
   auto data = fs.ReadFile(path, kMaxFileBytes);
-  if (!data)
-    return data.error().code() == StatusCode::kNotFound ? CursorFile::kMissing
-                                                        : CursorFile::kDamaged;
+  if (!data) {
+    if (data.error().code() == StatusCode::kNotFound) return CursorFile::kMissing;
+    if (data.error().code() == StatusCode::kDataLoss) return CursorFile::kDamaged;  // too long
+    if (why != nullptr) *why = data.error().message();
+    return CursorFile::kUnreadable;
+  }
   const std::string& bytes = *data;
   const Slot first = ReadSlot(bytes, 0);
   const Slot second = ReadSlot(bytes, kCursorSlotStride);
@@ -84,10 +87,11 @@ CursorFile ReadNewest(FileSystem& fs, const std::string& path, uint64_t* positio
 }  // namespace
 
 CursorFile ReadCursorFile(FileSystem& fs, const std::string& path, uint64_t* position,
-                          uint64_t* generation) {
+                          uint64_t* generation, std::string* why) {
   uint64_t unused_generation = 0;
   int unused_slot = 0;
-  return ReadNewest(fs, path, position, generation ? generation : &unused_generation, &unused_slot);
+  return ReadNewest(fs, path, position, generation ? generation : &unused_generation, &unused_slot,
+                    why);
 }
 
 CursorWriter::CursorWriter(FileSystem& fs, std::string path) : fs_(fs), path_(std::move(path)) {
@@ -104,7 +108,8 @@ bool CursorWriter::Write(uint64_t position) {
     // stays as it is until a newer one is whole.
     uint64_t saved = 0, generation = 0;
     int newest = 1;  // no file: the first write goes to slot 0
-    const CursorFile found = ReadNewest(fs_, path_, &saved, &generation, &newest);
+    const CursorFile found = ReadNewest(fs_, path_, &saved, &generation, &newest, nullptr);
+    if (found == CursorFile::kUnreadable) return false;  // its slots unknown: read again next time
     if (found != CursorFile::kOk && found != CursorFile::kText) newest = 1;
     next_generation_ = found == CursorFile::kOk ? generation + 1 : 1;
     next_slot_ = 1 - newest;

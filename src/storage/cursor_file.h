@@ -19,10 +19,11 @@
 namespace seedance::storage {
 
 enum class CursorFile {
-  kMissing,  // no file: the sink starts at the oldest retained record
-  kOk,       // a checked record
-  kText,     // the old text form: no checksum, so never proof of lost records
-  kDamaged,  // unreadable: the sink re-sends from the oldest retained record
+  kMissing,     // no file: the sink starts at the oldest retained record
+  kOk,          // a checked record
+  kText,        // the old text form: no checksum, so never proof of lost records
+  kDamaged,     // read, but no valid slot: the sink re-sends from the oldest retained record
+  kUnreadable,  // not read (out of descriptors, EIO, no permission): nothing is known of it
 };
 
 // Positions are saved at most this often while batches finish, and on a timer when idle.
@@ -33,9 +34,10 @@ inline constexpr auto kCursorSaveInterval = std::chrono::milliseconds(100);
 inline constexpr size_t kCursorSlotStride = 4096;
 
 // The position of the newest valid slot; `generation` (if not null) receives its generation
-// (0 for the older single-record and text forms).
+// (0 for the older single-record and text forms); `why` (if not null), the reason when the
+// file could not be read.
 CursorFile ReadCursorFile(FileSystem& fs, const std::string& path, uint64_t* position,
-                          uint64_t* generation = nullptr);
+                          uint64_t* generation = nullptr, std::string* why = nullptr);
 
 // Saves positions to one file (the format above). Not fsynced: a position lost in a power cut
 // is an older one. Not thread-safe; allocates nothing after the first Write.
@@ -47,7 +49,8 @@ class CursorWriter {
   CursorWriter& operator=(const CursorWriter&) = delete;
 
   // Writes `position` to the older slot. False on any error (the file stays as it was, or
-  // with that slot torn); the next Write tries again, reopening the file.
+  // with that slot torn; one that cannot be read first is not written); the next Write tries
+  // again, reopening the file.
   bool Write(uint64_t position);
   const std::string& path() const { return path_; }
 

@@ -217,5 +217,30 @@ TEST_F(CursorFileTest, AFailedSaveIsRetriedAndLeavesTheNewestPosition) {
   EXPECT_EQ(RecordAt(kCursorSlotStride), 2);
 }
 
+// Out of descriptors, a new writer cannot read the file: it writes nothing (it would not know
+// which slot is older, nor the generation to continue from) and reads it again next time.
+TEST_F(CursorFileTest, AFileThatCannotBeReadIsNotWrittenUntilItIsRead) {
+  {
+    CursorWriter writer(PosixFileSystem(), path_);
+    for (uint64_t p = 1; p <= 3; ++p) ASSERT_TRUE(writer.Write(p));  // slot 0 holds 3
+  }
+  FaultFileSystem faults(dir_);
+  uint64_t position = 0;
+  std::string why;
+  faults.FailNext(FaultFileSystem::Op::kOpen, EMFILE);
+  EXPECT_EQ(ReadCursorFile(faults, path_, &position, nullptr, &why), CursorFile::kUnreadable);
+  EXPECT_NE(why.find("Too many open files"), std::string::npos) << why;
+  CursorWriter writer(faults, path_);
+  faults.FailNext(FaultFileSystem::Op::kOpen, EMFILE);
+  EXPECT_FALSE(writer.Write(4));
+  EXPECT_EQ(RecordAt(0), 3);
+  EXPECT_EQ(RecordAt(kCursorSlotStride), 2);
+  ASSERT_TRUE(writer.Write(4));  // read now: continues after generation 3, in slot 1
+  EXPECT_EQ(RecordAt(0), 3);
+  EXPECT_EQ(RecordAt(kCursorSlotStride), 4);
+  ASSERT_EQ(Read(&position), CursorFile::kOk);
+  EXPECT_EQ(position, 4u);
+}
+
 }  // namespace
 }  // namespace seedance::storage

@@ -217,7 +217,8 @@ std::unique_ptr<SinkCursor> DurableQueue::OpenCursor(const std::string& name,
   uint64_t start = oldest;
   uint64_t saved = 0;
   uint64_t delivered_below = 0;  // this sink delivered every record below (as far as known)
-  switch (ReadCursorFile(log_->fs(), CursorPath(name), &saved)) {
+  std::string why;
+  switch (ReadCursorFile(log_->fs(), CursorPath(name), &saved, nullptr, &why)) {
     case CursorFile::kMissing:
       if (new_at == NewCursorAt::kEnd) start = log_->next_sequence();
       break;
@@ -227,6 +228,16 @@ std::unique_ptr<SinkCursor> DurableQueue::OpenCursor(const std::string& name,
                          "durable queue: saved position {} is damaged; re-sending from the "
                          "oldest retained record {} (duplicates, never loss)",
                          CursorPath(name), oldest);
+      break;
+    case CursorFile::kUnreadable:
+      // Not known to be damaged, but not known at all: re-sending what is retained costs
+      // duplicates; guessing could lose records.
+      metrics_.GetCounter("seedance_queue_cursor_resets_total", "", {{"reason", "unreadable"}})
+          .Add();
+      SEEDANCE_LOG_ERROR(name,
+                         "durable queue: saved position not read ({}); re-sending from the "
+                         "oldest retained record {} (duplicates, never loss)",
+                         why, oldest);
       break;
     case CursorFile::kOk:
     case CursorFile::kText:

@@ -227,6 +227,25 @@ TEST_F(DurableQueueTest, DamagedPositionFileResendsInsteadOfLosing) {
   }
 }
 
+// A position file that cannot be read (out of descriptors at a reload) is not called damaged:
+// the log says why, the reset is counted as "unreadable", and what is retained is re-sent.
+TEST_F(DurableQueueTest, AnUnreadablePositionFileResendsAndSaysWhy) {
+  {
+    auto q = Open(Config());
+    auto c = q->OpenCursor("out", {Output::kMain});
+    ASSERT_TRUE(AppendIds(*q, 0, 10).ok());
+    Drain(*c);
+    c->Save();
+  }
+  FaultFileSystem faults(dir_);
+  auto q = Open(Config(), faults);
+  faults.FailNext(FaultFileSystem::Op::kOpen, EMFILE, 1, "/cursors/out");
+  auto c = q->OpenCursor("out", {Output::kMain});
+  EXPECT_EQ(AsSet(Drain(*c, false)).size(), 10u);  // re-sent: duplicates, never loss
+  EXPECT_EQ(Counter("seedance_queue_cursor_resets_total", {{"reason", "unreadable"}}), 1u);
+  EXPECT_EQ(Counter("seedance_queue_cursor_resets_total", {{"reason", "damaged"}}), 0u);
+}
+
 TEST_F(DurableQueueTest, PositionsAreWrittenAsCheckedRecordsAndTheTextFormIsStillRead) {
   {
     auto q = Open(Config());

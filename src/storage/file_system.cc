@@ -89,8 +89,9 @@ Result<std::string> FileSystem::ReadFile(const std::string& path, size_t max_byt
     if (n == 0) break;
     if (data.size() + static_cast<size_t>(n) > max_bytes) {
       Close(fd);
-      return UnavailableError("read " + path + ": larger than " + std::to_string(max_bytes) +
-                              " bytes, more than such a file may hold");
+      return Status(StatusCode::kDataLoss, "read " + path + ": larger than " +
+                                               std::to_string(max_bytes) +
+                                               " bytes, more than such a file may hold");
     }
     data.append(buf, static_cast<size_t>(n));
   }

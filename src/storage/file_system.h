@@ -38,8 +38,9 @@ class FileSystem {
   int WriteAll(int fd, std::string_view data);
   // The same at `offset`.
   int PWriteAll(int fd, std::string_view data, off_t offset);
-  // The whole file (at most `max_bytes`). kNotFound when it does not exist, kUnavailable on
-  // other errors (the message names the path and the reason).
+  // The whole file (at most `max_bytes`). kNotFound when it does not exist, kDataLoss when it
+  // is larger than `max_bytes` (its content is wrong), kUnavailable on other errors (the
+  // message names the path and the reason).
   Result<std::string> ReadFile(const std::string& path, size_t max_bytes = SIZE_MAX);
 };
 

@@ -13,7 +13,7 @@ constexpr size_t kReadChunk = 256 * 1024;  // bytes read from a segment at a tim
 }  // namespace
 
 QueueReader::QueueReader(const QueueLog& log, uint64_t start_sequence)
-    : log_(log), fs_(log.fs()), next_wanted_(start_sequence) {}
+    : log_(log), fs_(log.fs()), next_wanted_(start_sequence), open_for_(start_sequence) {}
 
 QueueReader::~QueueReader() { CloseSegment(); }
 
@@ -24,6 +24,7 @@ void QueueReader::CloseSegment() {
 }
 
 bool QueueReader::OpenSegmentFor(uint64_t sequence) {
+  open_for_ = sequence;
   auto segments = log_.Segments();
   if (segments.empty()) return false;
   // The last segment whose first sequence is <= sequence; the oldest when all are newer.
@@ -35,6 +36,7 @@ bool QueueReader::OpenSegmentFor(uint64_t sequence) {
   CloseSegment();
   fd_ = fs_.Open(segments[idx].path, O_RDONLY, 0);
   have_segment_ = fd_ >= 0;
+  if (!have_segment_) error_ = errno;
   segment_first_ = segments[idx].first_sequence;
   file_offset_ = 0;
   buffer_.clear();
@@ -42,7 +44,7 @@ bool QueueReader::OpenSegmentFor(uint64_t sequence) {
   return have_segment_;
 }
 
-bool QueueReader::ReadMore(uint64_t limit) {
+QueueReader::Read QueueReader::ReadMore(uint64_t limit) {
   if (pos_ > 0) {
     buffer_.erase(0, pos_);
     pos_ = 0;
@@ -50,7 +52,7 @@ bool QueueReader::ReadMore(uint64_t limit) {
     // reader has caught up and waits: that is when it would otherwise stay held).
     util::ReleaseIfLarger(buffer_, 2 * kReadChunk);
   }
-  if (file_offset_ >= limit) return false;
+  if (file_offset_ >= limit) return Read::kEnd;
   size_t want = static_cast<size_t>(std::min<uint64_t>(limit - file_offset_, kReadChunk));
   size_t old = buffer_.size();
   buffer_.resize(old + want);
@@ -59,12 +61,13 @@ bool QueueReader::ReadMore(uint64_t limit) {
     n = fs_.PRead(fd_, buffer_.data() + old, want, static_cast<off_t>(file_offset_));
   } while (n < 0 && errno == EINTR);
   if (n <= 0) {
+    if (n < 0) error_ = errno;
     buffer_.resize(old);
-    return false;
+    return n < 0 ? Read::kError : Read::kEnd;
   }
   buffer_.resize(old + static_cast<size_t>(n));
   file_offset_ += static_cast<uint64_t>(n);
-  return true;
+  return Read::kMore;
 }
 
 bool QueueReader::Next(uint64_t* sequence, uint8_t* tag, std::string_view* payload) {
@@ -73,7 +76,8 @@ bool QueueReader::Next(uint64_t* sequence, uint8_t* tag, std::string_view* paylo
     gaps_.push_back(SequenceGap{next_wanted_, oldest - 1, LossReason::kDropped});
     next_wanted_ = oldest;
   }
-  if (!have_segment_ && !OpenSegmentFor(next_wanted_)) return false;
+  error_ = 0;
+  if (!have_segment_ && !OpenSegmentFor(std::max(next_wanted_, open_for_))) return false;
   while (true) {
     ScannedRecord r;
     size_t skipped = 0;
@@ -104,7 +108,9 @@ bool QueueReader::Next(uint64_t* sequence, uint8_t* tag, std::string_view* paylo
       if (!OpenSegmentFor(next_wanted_)) return false;
       continue;
     }
-    if (ReadMore(limit)) continue;
+    const Read read = ReadMore(limit);
+    if (read == Read::kMore) continue;
+    if (read == Read::kError) return false;   // tried again from here by the next call
     if (at.found && at.active) return false;  // caught up with the writer
     if (!at.has_next) {
       // Segment gone and nothing newer is known yet.

@@ -5,8 +5,10 @@
 // the log should hold and does not (a sequence gap behind damage, a lost segment) are
 // collected as gaps for the caller to report (TakeGaps). When the segment it is reading was
 // deleted (drop-oldest), it continues with the oldest retained one; records dropped that way
-// are not gaps (the queue counts them when it drops them). Not thread-safe: one reader per
-// consumer; the QueueLog it reads must outlive it.
+// are not gaps (the queue counts them when it drops them). A segment that cannot be opened or
+// read (out of descriptors, EIO) is neither damage nor the end: Next() returns false with
+// error() set, and the next call tries again from the same record. Not thread-safe: one
+// reader per consumer; the QueueLog it reads must outlive it.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +27,11 @@ class QueueReader {
   QueueReader& operator=(const QueueReader&) = delete;
 
   // The next record with sequence >= the start sequence. Returns false when none is
-  // available yet. `payload` is valid until the next call.
+  // available yet, or when error() says why it could not be read. `payload` is valid until
+  // the next call.
   bool Next(uint64_t* sequence, uint8_t* tag, std::string_view* payload);
+  // 0, or the errno of the open or read that stopped the last Next() (EMFILE, EIO, ...).
+  int error() const { return error_; }
 
   // Sequence gaps passed since the last call (their reason is always kCorrupt here: the queue
   // tells them apart from gaps it already knows).
@@ -35,8 +40,11 @@ class QueueReader {
   uint64_t damaged_bytes() const { return damaged_bytes_; }
 
  private:
+  enum class Read { kMore, kEnd, kError };
+  // Opens the segment holding `sequence`; false when there is none, or error_ on a failure
+  // (then the next Next() opens it again).
   bool OpenSegmentFor(uint64_t sequence);
-  bool ReadMore(uint64_t limit);
+  Read ReadMore(uint64_t limit);
   void CloseSegment();
 
   const QueueLog& log_;
@@ -44,7 +52,9 @@ class QueueReader {
   uint64_t next_wanted_;
   uint64_t segment_first_ = 0;
   bool have_segment_ = false;
+  uint64_t open_for_ = 0;  // the sequence whose segment is opened when none is open
   int fd_ = -1;
+  int error_ = 0;
   uint64_t file_offset_ = 0;  // bytes of the segment read into buffer_ so far
   std::string buffer_;
   size_t pos_ = 0;

@@ -73,7 +73,7 @@ void SinkCursor::Truncate(std::vector<Event>* out, size_t n) {
 
 void SinkCursor::Return(uint64_t first, uint64_t last) { returned_.emplace_back(first, last); }
 
-void SinkCursor::ReadAgain(uint64_t first, uint64_t last, std::vector<Event>* out, size_t* n) {
+bool SinkCursor::ReadAgain(uint64_t first, uint64_t last, std::vector<Event>* out, size_t* n) {
   // The range is not finished, so its segments are still there (unless drop_oldest deleted
   // them: then what is left of it).
   storage::QueueReader again(queue_.log(), first);
@@ -81,16 +81,21 @@ void SinkCursor::ReadAgain(uint64_t first, uint64_t last, std::vector<Event>* ou
   uint8_t tag = 0;
   std::string_view payload;
   while (again.Next(&seq, &tag, &payload) && seq <= last) Decode(seq, tag, payload, out, n);
-  ReportGaps(again);
+  ReportGaps(again);  // found again by a retry, a gap is still counted once (the queue's)
+  read_error_ = again.error();
+  return read_error_ == 0;
 }
 
 bool SinkCursor::Read(size_t max, std::vector<Event>* out, uint64_t* first, uint64_t* last) {
   size_t n = 0;
+  read_error_ = 0;
   if (!returned_.empty()) {
     std::tie(*first, *last) = returned_.front();
+    // A range read again in part is not a batch: finishing it would lose the rest.
+    const bool whole = ReadAgain(*first, *last, out, &n);
+    Truncate(out, whole ? n : 0);
+    if (!whole) return false;
     returned_.pop_front();
-    ReadAgain(*first, *last, out, &n);
-    Truncate(out, n);
     return true;
   }
   *first = read_next_;
@@ -117,7 +122,10 @@ bool SinkCursor::Read(size_t max, std::vector<Event>* out, uint64_t* first, uint
   }
   if (dropped) queue_.ReportGaps(name_, {*dropped});
   ReportGaps(reader_);
-  if (!any) return false;  // `out` untouched: its events keep their storage for the next read
+  if (!any) {  // `out` untouched: its events keep their storage for the next read
+    read_error_ = reader_.error();
+    return false;
+  }
   Truncate(out, n);
   return true;
 }

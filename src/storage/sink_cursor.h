@@ -29,8 +29,12 @@ class SinkCursor {
   // Reads up to `max` events for this sink's inputs into `out`, replacing what it held (its
   // elements are reused: their strings keep their storage). `*first`..`*last` is the range
   // of sequences consumed (records for other outputs included). False when no record is
-  // available; `out` is left as it was then (not a batch of events).
+  // available, or when read_error() says why none could be read (nothing is skipped: the
+  // next Read() tries the same records again); `out` is then not a batch of events.
   bool Read(size_t max, std::vector<Event>* out, uint64_t* first, uint64_t* last);
+  // 0, or the errno of the open or read of a queue segment that failed the last Read()
+  // (EMFILE when the process is out of descriptors, EIO).
+  int read_error() const { return read_error_; }
   // The range is finished (delivered, rejected or given up): moves the position past every
   // finished prefix, persists it now and then, and lets the queue delete consumed segments.
   void Done(uint64_t first, uint64_t last);
@@ -53,6 +57,7 @@ class SinkCursor {
   // Persists the position if the last save is 100 ms old (any thread).
   void MaybeSave(std::chrono::steady_clock::time_point now);
   uint64_t committed() const { return committed_.load(); }
+  const std::string& name() const { return name_; }
   // The next sequence Read() takes (any thread).
   uint64_t read_next() const { return read_next_.load(); }
   ~SinkCursor();
@@ -60,9 +65,9 @@ class SinkCursor {
  private:
   friend class DurableQueue;
   SinkCursor(DurableQueue& queue, std::string name, std::vector<Output> inputs, uint64_t start);
-  // Reads the events of [first, last] for this sink's inputs again.
-  // Decoders write into (*out)[*n] and advance *n.
-  void ReadAgain(uint64_t first, uint64_t last, std::vector<Event>* out, size_t* n);
+  // Reads the events of [first, last] for this sink's inputs again. Decoders write into
+  // (*out)[*n] and advance *n. False (read_error_ set) when a segment could not be read.
+  bool ReadAgain(uint64_t first, uint64_t last, std::vector<Event>* out, size_t* n);
   void Decode(uint64_t sequence, uint8_t tag, std::string_view payload, std::vector<Event>* out,
               size_t* n);
   // Hands the reader's sequence gaps to the queue, which counts each record once.
@@ -76,6 +81,7 @@ class SinkCursor {
   std::atomic<uint64_t> committed_;                      // every sequence below is finished
   std::vector<std::pair<uint64_t, uint64_t>> finished_;  // finished ranges beyond committed_
   std::deque<std::pair<uint64_t, uint64_t>> returned_;   // to read again, oldest first
+  int read_error_ = 0;
   // Events a shorter read took off the end of a batch, kept (with their strings' storage) for
   // the next longer one: at most kSpareEvents, holding at most kSpareBytes of payload storage
   // (pooled memory is not counted by the memory budget). 16 was too few at 5k msg/s: batch

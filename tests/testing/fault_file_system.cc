@@ -61,9 +61,10 @@ void FaultFileSystem::Snapshot() {
   }
 }
 
-void FaultFileSystem::FailNext(Op op, int err, int times) {
+void FaultFileSystem::FailNext(Op op, int err, int times, std::string path_part) {
   std::lock_guard<std::mutex> lock(mu_);
   fail_[op] = {err, times};
+  fail_path_[op] = std::move(path_part);
 }
 
 void FaultFileSystem::SetSpaceLimit(uint64_t bytes) {
@@ -134,6 +135,7 @@ int FaultFileSystem::Open(const std::string& raw_path, int flags, mode_t mode) {
   const std::string path = Normal(raw_path);
   const bool mutating = (flags & (O_CREAT | O_TRUNC)) != 0;
   if (mutating && !Begin(Op::kCreate, "create " + path)) return -1;
+  if (!mutating && !ReadAllowed(Op::kOpen, path)) return -1;
   const int fd = storage::PosixFileSystem().Open(path, flags, mode);
   if (fd < 0) return -1;
   auto it = path_id_.find(path);
@@ -212,7 +214,23 @@ ssize_t FaultFileSystem::WriteAt(int fd, const void* data, size_t size, off_t of
 }
 
 ssize_t FaultFileSystem::PRead(int fd, void* data, size_t size, off_t offset) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = fds_.find(fd);
+    if (!ReadAllowed(Op::kRead, it == fds_.end() ? std::string() : it->second.first)) return -1;
+  }
   return ::pread(fd, data, size, offset);
+}
+
+bool FaultFileSystem::ReadAllowed(Op op, const std::string& path) {  // crashes spare reads
+  auto it = fail_.find(op);
+  const std::string& part = fail_path_[op];
+  if (it != fail_.end() && it->second.second > 0 &&
+      (part.empty() || path.find(part) != std::string::npos)) {
+    --it->second.second;
+    return Fail(it->second.first);
+  }
+  return true;
 }
 
 int FaultFileSystem::Fdatasync(int fd) {
@@ -289,6 +307,7 @@ void FaultFileSystem::DropUnsyncedData() {
   fail_at_ = 0;
   operations_ = 0;
   fail_.clear();
+  fail_path_.clear();
   Snapshot();
 }
 

@@ -1,6 +1,8 @@
 // FaultFileSystem: a storage::FileSystem over the real one that fails the way disks do, for
 // the storage tests (tests/crash/). Under `root` it can
-//   - fail the next calls of one operation with an errno (EIO, ENOSPC, ...);
+//   - fail the next calls of one operation with an errno (EIO, ENOSPC, ...), reads included
+//     (kOpen: an open that creates nothing, such as a segment opened to be read; kRead: a
+//     pread), which are not counted as mutating operations;
 //   - run out of space at a byte limit (writes are short, then ENOSPC);
 //   - make every write short (half of it, at least one byte);
 //   - crash at the n-th mutating operation: that operation (a write leaves half its bytes, a
@@ -22,12 +24,24 @@ namespace seedance::testing {
 
 class FaultFileSystem final : public storage::FileSystem {
  public:
-  enum class Op { kWrite, kFdatasync, kFtruncate, kRename, kUnlink, kSyncDir, kCreate };
+  enum class Op {
+    kWrite,
+    kFdatasync,
+    kFtruncate,
+    kRename,
+    kUnlink,
+    kSyncDir,
+    kCreate,
+    kOpen,
+    kRead
+  };
 
   // Everything under `root` as it is now counts as durable.
   explicit FaultFileSystem(std::string root);
 
-  void FailNext(Op op, int err, int times = 1);
+  // The next `times` calls of `op` fail with `err`; for kOpen and kRead, only those on a path
+  // containing `path_part` when it is not empty.
+  void FailNext(Op op, int err, int times = 1, std::string path_part = "");
   void SetSpaceLimit(uint64_t bytes);  // UINT64_MAX: none
   void SetShortWrites(bool on);
   void CrashAtOperation(uint64_t n);  // 1-based; 0: never
@@ -56,6 +70,8 @@ class FaultFileSystem final : public storage::FileSystem {
   ssize_t WriteAt(int fd, const void* data, size_t size, off_t offset);
   // Counts a mutating operation; false (errno set) when it must fail.
   bool Begin(Op op, const std::string& what);
+  // A read fault (kOpen, kRead) due now: false (errno set) when the call must fail.
+  bool ReadAllowed(Op op, const std::string& path);
   void Snapshot();
   uint64_t UsedBytes() const;
   static std::string Parent(const std::string& path);
@@ -64,6 +80,7 @@ class FaultFileSystem final : public storage::FileSystem {
   const std::string root_;
   mutable std::mutex mu_;
   std::map<Op, std::pair<int, int>> fail_;  // op → (errno, times)
+  std::map<Op, std::string> fail_path_;     // op → the part of a path a read fault needs
   uint64_t space_limit_ = UINT64_MAX;
   bool short_writes_ = false;
   uint64_t crash_at_ = 0;

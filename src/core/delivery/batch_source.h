@@ -8,6 +8,7 @@
 // exception: see there.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -42,6 +43,10 @@ class BatchSource {
   // be reused) and fills `lease`. False when nothing could be taken; `events` is then not a
   // batch.
   virtual bool Take(size_t max_events, std::vector<Event>* events, Lease* lease) = 0;
+  // After Take() returned false: zero when nothing waits that could be taken (the runner is
+  // kicked when something arrives); else how soon to take again, because what waits could not
+  // be read (a durable queue segment, out of descriptors or EIO) and no arrival may come.
+  virtual std::chrono::milliseconds TakeAgainAfter() const { return {}; }
 
   // A job's one outcome. Delivered: its events were delivered, rejected or given up
   // (`delivered_any`: at least one reached the sink).

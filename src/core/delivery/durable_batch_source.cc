@@ -1,11 +1,42 @@
 #include "core/delivery/durable_batch_source.h"
 
+#include <cstring>
+
 namespace seedance::delivery {
 
 DurableBatchSource::DurableBatchSource(std::unique_ptr<storage::SinkCursor> cursor,
                                        const Routing& routing, governor::MemoryBudget* budget,
                                        ComponentStats& stats)
-    : cursor_(std::move(cursor)), routing_(routing), budget_(budget), stats_(stats) {}
+    : cursor_(std::move(cursor)),
+      routing_(routing),
+      budget_(budget),
+      stats_(stats),
+      read_errors_(stats.registry().GetCounter(
+          "seedance_queue_read_errors_total",
+          "Reads of the durable queue that failed (a segment not opened or not read: out of "
+          "descriptors, EIO); retried, nothing skipped.",
+          {{"component", cursor_ ? cursor_->name() : std::string()}})) {}
+
+void DurableBatchSource::NoteReadError(int err) {
+  const std::string& name = cursor_->name();
+  uint64_t suppressed = 0;
+  if (err == 0) {
+    if (read_failing_ && read_log_.Allow("recovered", &suppressed)) {
+      SEEDANCE_LOG_INFO(name, "reading the durable queue again");
+    }
+    read_failing_ = false;
+    return;
+  }
+  read_failing_ = true;
+  read_errors_.Add();
+  if (read_log_.Allow("failed", &suppressed)) {
+    SEEDANCE_LOG_WARN(name,
+                      "cannot read the durable queue: {}; trying again every {} ms, nothing is "
+                      "skipped{}",
+                      std::strerror(err), kReadRetry.count(),
+                      suppressed > 0 ? fmt::format(" ({} more failures)", suppressed) : "");
+  }
+}
 
 bool DurableBatchSource::Admits(size_t open_jobs, size_t batch_events) const {
   if (budget_ == nullptr || open_jobs == 0) return true;  // always make progress
@@ -19,8 +50,10 @@ bool DurableBatchSource::Take(size_t max_events, std::vector<Event>* events, Lea
   while (true) {
     const size_t returned_before = cursor_->returned();
     uint64_t first = 0, last = 0;
-    if (!cursor_->Read(max_events, events, &first, &last)) {
-      stats_.queue_depth.Set(0);
+    const bool read = cursor_->Read(max_events, events, &first, &last);
+    NoteReadError(cursor_->read_error());
+    if (!read) {
+      if (!read_failing_) stats_.queue_depth.Set(0);
       return false;
     }
     const bool read_again = cursor_->returned() < returned_before;

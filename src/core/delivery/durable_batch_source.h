@@ -6,6 +6,9 @@
 //   governor evicts goes back to the cursor (read again before anything newer), and from then
 //   on one job at a time is admitted (the probe) until something is delivered.
 // - A job shut down before its outcome is not finished: read again after a restart.
+// - A queue segment that cannot be read (the process is out of descriptors, EIO) is read
+//   again every kReadRetry, skipping nothing: logged when it starts failing (then at most
+//   every 10 s) and once when reading works again; seedance_queue_read_errors_total.
 // - Detach() (a sink replaced by a reload) saves the position and closes the cursor; the
 //   runner that replaces it opens the sink's cursor again from there. Whatever ends after
 //   that is only credited to the budget: the new runner reads it again.
@@ -18,6 +21,7 @@
 #include "governor/memory_budget.h"
 #include "observe/component_stats.h"
 #include "storage/sink_cursor.h"
+#include "util/log.h"
 
 namespace seedance::delivery {
 
@@ -31,6 +35,10 @@ class DurableBatchSource final : public BatchSource {
   bool ReadingAgain() const override { return cursor_ && cursor_->returned() > 0; }
   bool Admits(size_t open_jobs, size_t batch_events) const override;
   bool Take(size_t max_events, std::vector<Event>* events, Lease* lease) override;
+  std::chrono::milliseconds TakeAgainAfter() const override {
+    return read_failing_ ? kReadRetry : std::chrono::milliseconds(0);
+  }
+  static constexpr std::chrono::milliseconds kReadRetry{500};
   void Delivered(const Lease& lease, bool delivered_any) override;
   void ShutDown(const Lease& lease, size_t events) override;
   bool Evictable() const override { return budget_ != nullptr; }
@@ -49,6 +57,8 @@ class DurableBatchSource final : public BatchSource {
 
  private:
   void Credit(const Lease& lease);
+  // The cursor's Read() failed with `err` (0: it did not fail).
+  void NoteReadError(int err);
 
   std::unique_ptr<storage::SinkCursor> cursor_;  // null once detached
   const Routing& routing_;
@@ -56,6 +66,9 @@ class DurableBatchSource final : public BatchSource {
   ComponentStats& stats_;
   uint64_t event_bytes_estimate_ = 0;  // bytes per event of the last batch (admission)
   bool probing_ = false;
+  bool read_failing_ = false;
+  observe::Counter& read_errors_;
+  util::LogLimiter read_log_;
 };
 
 }  // namespace seedance::delivery

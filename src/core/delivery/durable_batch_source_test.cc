@@ -1,11 +1,15 @@
-// DurableBatchSource over a real DurableQueue in a temporary directory.
+// DurableBatchSource over a real DurableQueue in a temporary directory (its files through a
+// FaultFileSystem, so that reads can be made to fail).
 #include "core/delivery/durable_batch_source.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
+#include <cerrno>
+
 #include "storage/durable_queue.h"
+#include "testing/fault_file_system.h"
 #include "testing/test_dir.h"
 
 namespace seedance::delivery {
@@ -17,10 +21,11 @@ class DurableBatchSourceTest : public ::testing::Test {
  protected:
   DurableBatchSourceTest() {
     config_.data_dir = testing::FreshTestDir("durable_batch_source_test");
+    files_ = std::make_unique<testing::FaultFileSystem>(config_.data_dir);
     OpenQueue();
   }
   void OpenQueue() {
-    auto queue = storage::DurableQueue::Open(config_, metrics_);
+    auto queue = storage::DurableQueue::Open(config_, metrics_, *files_);
     ASSERT_TRUE(queue.has_value());
     queue_ = std::move(queue).value();
   }
@@ -53,6 +58,7 @@ class DurableBatchSourceTest : public ::testing::Test {
   observe::MetricsRegistry metrics_;
   ComponentStats stats_{metrics_, "sink", "s"};
   storage::QueueConfig config_;
+  std::unique_ptr<testing::FaultFileSystem> files_;
   std::unique_ptr<storage::DurableQueue> queue_;
   Routing routing_;
   std::unique_ptr<DurableBatchSource> source_;
@@ -127,6 +133,76 @@ TEST_F(DurableBatchSourceTest, AJobShutDownIsNotFinishedAndIsReadAgainAfterARest
   source_->Delivered(lease, true);
   Restart();
   EXPECT_FALSE(source_->Take(3, &events, &lease));
+}
+
+std::vector<std::string> Payloads(const std::vector<Event>& events) {
+  std::vector<std::string> out;
+  for (const Event& e : events) out.push_back(e.payload);
+  return out;
+}
+
+uint64_t ReadErrors(observe::MetricsRegistry& metrics) {
+  return metrics.GetCounter("seedance_queue_read_errors_total", "", {{"component", "s"}}).Value();
+}
+
+// Out of descriptors, the segment cannot be opened: before, that read as "nothing waits", and
+// the sink stopped until the next append (none came: the events stayed undelivered).
+TEST_F(DurableBatchSourceTest, ASegmentThatCannotBeOpenedIsTakenAgainLaterAndNothingIsSkipped) {
+  Open();
+  Append("t", 3);
+  files_->FailNext(testing::FaultFileSystem::Op::kOpen, EMFILE, 2, "/queue/0");
+  std::vector<Event> events;
+  Lease lease;
+  EXPECT_FALSE(source_->Take(3, &events, &lease));
+  EXPECT_EQ(source_->TakeAgainAfter(), DurableBatchSource::kReadRetry);  // the runner's timer
+  EXPECT_EQ(source_->Waiting(), 3u);
+  EXPECT_FALSE(source_->Take(3, &events, &lease));
+  EXPECT_EQ(ReadErrors(metrics_), 2u);
+  ASSERT_TRUE(source_->Take(3, &events, &lease));
+  EXPECT_EQ(Payloads(events), (std::vector<std::string>{"t0", "t1", "t2"}));
+  EXPECT_EQ(source_->TakeAgainAfter(), std::chrono::milliseconds(0));
+}
+
+// A read that fails at the end of a full segment: before, its records were counted as damage
+// and skipped for the next segment's.
+TEST_F(DurableBatchSourceTest, AReadErrorInAClosedSegmentSkipsNoRecord) {
+  config_.segment_bytes = 1;  // every commit rolls to a new segment
+  queue_.reset();
+  OpenQueue();
+  Open();
+  Append("t", 2);
+  Append("u", 2);
+  files_->FailNext(testing::FaultFileSystem::Op::kRead, EIO, 1, "/queue/0");
+  std::vector<Event> events, all;
+  Lease lease;
+  EXPECT_FALSE(source_->Take(10, &events, &lease));
+  EXPECT_EQ(source_->TakeAgainAfter(), DurableBatchSource::kReadRetry);
+  while (source_->Take(10, &events, &lease)) all.insert(all.end(), events.begin(), events.end());
+  EXPECT_EQ(Payloads(all), (std::vector<std::string>{"t0", "t1", "u0", "u1"}));
+  EXPECT_EQ(ReadErrors(metrics_), 1u);
+}
+
+// An evicted range read again while its segment cannot be opened: before, it came back empty
+// and was finished as if it held only other sinks' records, its events never delivered.
+TEST_F(DurableBatchSourceTest, AnEvictedRangeThatCannotBeReadAgainIsNotFinished) {
+  governor::MemoryBudgetOptions o;
+  o.capacity = 64 << 20;
+  governor::MemoryBudget budget(o, metrics_);
+  Open(&budget);
+  Append("t", 6);
+  std::vector<Event> a, again;
+  Lease la, lagain;
+  ASSERT_TRUE(source_->Take(3, &a, &la));
+  source_->Evicted(la);
+  files_->FailNext(testing::FaultFileSystem::Op::kOpen, EMFILE, 1, "/queue/0");
+  EXPECT_FALSE(source_->Take(3, &again, &lagain));
+  EXPECT_TRUE(source_->ReadingAgain());
+  EXPECT_EQ(source_->TakeAgainAfter(), DurableBatchSource::kReadRetry);
+  ASSERT_TRUE(source_->Take(3, &again, &lagain));
+  EXPECT_EQ(Payloads(again), (std::vector<std::string>{"t0", "t1", "t2"}));
+  EXPECT_EQ(lagain.first, la.first);
+  EXPECT_EQ(lagain.last, la.last);
+  EXPECT_EQ(budget.used(), lagain.bytes);  // charged once, for the batch held now
 }
 
 }  // namespace

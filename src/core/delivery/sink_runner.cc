@@ -64,7 +64,8 @@ SinkRunner::SinkRunner(std::string name, std::unique_ptr<Sink> sink, DeliveryPol
           "P99 attempt latency over the controller's window (adaptive concurrency).",
           {{"component", name_}})),
       watchdog_(loop_.io()),
-      linger_timer_(loop_.io()) {
+      linger_timer_(loop_.io()),
+      take_timer_(loop_.io()) {
   limit_gauge_.Set(controller_.limit());
 }
 
@@ -116,7 +117,10 @@ void SinkRunner::Kick() {
       if (Lingering(max_events)) return;
       std::shared_ptr<Batch> batch = pool_.Take();
       delivery::Lease lease;
-      if (!source_->Take(max_events, &batch->events, &lease)) return;
+      if (!source_->Take(max_events, &batch->events, &lease)) {
+        if (const auto after = source_->TakeAgainAfter(); after.count() > 0) KickAfter(after);
+        return;
+      }
       if (taps_ != nullptr && taps_->active()) {
         for (const Event& e : batch->events) taps_->Offer(observe::TapPoint::kSink, name_, e);
       }
@@ -157,6 +161,17 @@ bool SinkRunner::Lingering(size_t max_events) {
         util::SlotHandler<decltype(on_time)>{linger_slot_, std::move(on_time)});
   }
   return true;
+}
+
+void SinkRunner::KickAfter(std::chrono::milliseconds after) {
+  if (take_armed_ || stopped_) return;
+  take_armed_ = true;
+  take_timer_.expires_after(after);
+  auto on_time = [this](error_code ec) {
+    take_armed_ = false;
+    if (!ec && !stopped_) Kick();
+  };
+  take_timer_.async_wait(util::SlotHandler<decltype(on_time)>{take_slot_, std::move(on_time)});
 }
 
 void SinkRunner::ArmWatchdog() {
@@ -260,6 +275,7 @@ void SinkRunner::Stop() {
   idle_cv_.notify_all();
   watchdog_.cancel();
   linger_timer_.cancel();
+  take_timer_.cancel();
   // Waiting retries end now; attempts in progress end when the stopped sink completes them.
   for (Part* p : jobs_.WaitingParts()) {
     p->job->shut_down = true;

@@ -158,6 +158,8 @@ class SinkRunner final : public governor::BatchHolder {
   size_t BatchEvents() const;
   // batch_linger: true when a batch smaller than batch_size waits for more (a timer kicks the
   // runner again when it may leave). REQUIRES: mu_ held.
+  // Kick() again after `after` (once armed, the earlier kick stands).
+  void KickAfter(std::chrono::milliseconds after);
   bool Lingering(size_t max_events);
   // Reports to the linger since when events wait. REQUIRES: mu_ held.
   void NoteWaiting();
@@ -220,6 +222,10 @@ class SinkRunner final : public governor::BatchHolder {
   boost::asio::steady_timer linger_timer_;
   bool linger_armed_ = false;
   util::SharedSlot linger_slot_ = util::MakeSlot();
+  // Kicks again when the source could not read what waits (BatchSource::TakeAgainAfter).
+  boost::asio::steady_timer take_timer_;
+  bool take_armed_ = false;
+  util::SharedSlot take_slot_ = util::MakeSlot();
   bool failing_ = false;
   util::LogLimiter limiter_;
   std::mt19937 rng_{util::RandomSeed()};

@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "testing/fault_file_system.h"
 #include "testing/test_dir.h"
 #include "util/clock.h"
 #include "util/loop_signal.h"
@@ -63,7 +64,8 @@ class SinkRunnerTest : public ::testing::Test {
  protected:
   SinkRunnerTest() {
     config_.data_dir = testing::FreshTestDir("sink_runner_test");
-    auto queue = storage::DurableQueue::Open(config_, metrics_);
+    files_ = std::make_unique<testing::FaultFileSystem>(config_.data_dir);
+    auto queue = storage::DurableQueue::Open(config_, metrics_, *files_);
     EXPECT_TRUE(queue.has_value());
     queue_ = std::move(queue).value();
   }
@@ -114,6 +116,7 @@ class SinkRunnerTest : public ::testing::Test {
   observe::MetricsRegistry metrics_;
   ComponentStats stats_{metrics_, "sink", "held"};
   storage::QueueConfig config_;
+  std::unique_ptr<testing::FaultFileSystem> files_;  // the queue's files
   EventLoop loop_;
   std::unique_ptr<storage::DurableQueue> queue_;
   std::unique_ptr<SinkRunner> runner_;
@@ -218,6 +221,20 @@ TEST_F(SinkRunnerTest, ADrainedAndRetiredRunnerHandsItsPositionToTheNextOne) {
   OnLoop([&] { return sink_->AnswerOldest(AttemptOutcome::Delivered()); });  // 10-19
   ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 1; }));
   EXPECT_EQ(OnLoop([&] { return sink_->held.front().payloads.front(); }), "20");
+}
+
+// Out of descriptors, the queue's segment cannot be opened when the records arrive: the runner
+// takes again on its own (kReadRetry), with no later append to wake it.
+TEST_F(SinkRunnerTest, RecordsThatCouldNotBeReadAreTakenAgainWithoutAnotherAppend) {
+  Start(Policy(1));
+  files_->FailNext(testing::FaultFileSystem::Op::kOpen, EMFILE, 1, "/queue/0");  // a segment
+  Append(2);
+  ASSERT_TRUE(WaitFor([&] { return sink_->held.size() == 1; }));
+  EXPECT_EQ(OnLoop([&] { return sink_->AnswerOldest(AttemptOutcome::Delivered()); }),
+            (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(
+      metrics_.GetCounter("seedance_queue_read_errors_total", "", {{"component", "held"}}).Value(),
+      1u);
 }
 
 TEST_F(SinkRunnerTest, ARetryAfterLongerThanRetryMaxWaitsOnlyRetryMax) {
