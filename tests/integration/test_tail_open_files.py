@@ -8,6 +8,8 @@ import json
 import resource
 import time
 
+import pytest
+
 from testing.seedance_process import Seedance, metric, scrape
 from testing.ports import free_port
 from testing.waiting import wait_until
@@ -92,3 +94,54 @@ def test_max_open_files_is_lowered_to_leave_descriptors_to_the_rest(tmp_path):
     assert "max_open_files 100000 lowered to 768" in log, log[-3000:]
     assert "Too many open files" not in log, log[-3000:]
     assert metric(text, "seedance_tail_files_open", component="tail") <= 768
+
+
+@pytest.mark.parametrize("limit", [24, 20])
+def test_under_a_hard_descriptor_limit_the_tail_leaves_the_rest_enough(tmp_path, limit):
+    """Besides the tail's, the process holds 18 descriptors here (event loops, the queue's
+    segment, reader, HEAD and cursor, the sink's file, the metrics listener); the tail's budget
+    is half the limit. Before: the tail took what was left, the sink could not open the
+    queue's segment (read as "nothing to deliver", silently) and nothing was delivered. Now the
+    tail halves what it holds when an open fails for want of descriptors. At 20 even listing
+    the directory fails once: its files must not be taken as gone (they were let go, then read
+    again from their start: every line twice). Every line arrives once."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in range(100):
+        (logs / f"f{i:03d}.log").write_text(json.dumps({"file": i, "n": 0}) + "\n")
+    sd = Seedance(job(tmp_path, free_port()),
+                  preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                        (limit, limit))).start()
+    try:
+        assert sd.wait_log("ready in", timeout=30), sd.stderr()[-3000:]
+        assert wait_until(lambda: len(out_lines(tmp_path)) >= 100, timeout=30), \
+            (len(out_lines(tmp_path)), sd.stderr()[-3000:])
+        time.sleep(1)  # nothing more arrives: no file is read twice
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-3000:]
+    # The stop freed descriptors: a file let go would have been read again by now.
+    assert sorted(e["file"] for e in out_lines(tmp_path)) == list(range(100))
+    log = sd.stderr()
+    assert "the process is out of descriptors (Too many open files): max_open_files lowered" \
+        in log, log[-3000:]
+    if limit == 20:
+        assert "cannot list" in log, log[-3000:]
+
+
+def test_lines_refused_by_a_full_pipeline_are_delivered_after_their_file_is_closed(tmp_path):
+    """A file read to its end whose line the full pipeline refused, then closed for room: its
+    size is its offset, so it is never opened again. Before, the line stayed in its buffer
+    (1 line of 20,000 one-line files was never delivered); now it is offered from there."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in range(300):
+        (logs / f"f{i:03d}.log").write_text(json.dumps({"file": i, "n": 0}) + "\n")
+    sd = Seedance(job(tmp_path, free_port(), "    max_open_files: 1\npipeline:\n"
+                      "  queue_capacity: 1\n")).start()
+    try:
+        assert sd.wait_log("ready in", timeout=30), sd.stderr()[-3000:]
+        assert wait_until(lambda: len(out_lines(tmp_path)) >= 300, timeout=60), \
+            (len(out_lines(tmp_path)), sd.stderr()[-3000:])
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-3000:]
+    assert sorted(e["file"] for e in out_lines(tmp_path)) == list(range(300))

@@ -1,10 +1,12 @@
 #include "sources/tail/file_identity.h"
 
+#include <fcntl.h>
 #include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string_view>
 
 #include "sources/tail/positions.h"
@@ -12,21 +14,55 @@
 
 namespace seedance::sources {
 
-std::map<FileId, MatchedFile> MatchFiles(const std::vector<std::string>& globs) {
-  std::map<FileId, MatchedFile> out;
+namespace {
+// glob(3)'s error callback has no context argument: the first failure of the current
+// MatchFiles call (one thread's) is kept here.
+thread_local std::string glob_error_path;
+thread_local int glob_error = 0;
+
+int OnGlobError(const char* path, int err) {
+  if (glob_error == 0) {
+    glob_error = err;
+    glob_error_path = path;
+  }
+  return 0;  // go on with the other directories; the caller still knows the match is partial
+}
+}  // namespace
+
+bool MatchFiles(const std::vector<std::string>& globs, std::map<FileId, MatchedFile>* out,
+                std::string* error, int* err) {
+  out->clear();
+  glob_error = 0;
   for (const std::string& pattern : globs) {
     glob_t g{};
-    if (::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &g) == 0) {
+    if (::glob(pattern.c_str(), GLOB_NOSORT, OnGlobError, &g) == 0) {
       for (size_t i = 0; i < g.gl_pathc; ++i) {
         struct stat st {};
         if (::stat(g.gl_pathv[i], &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        out.emplace(FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)},
-                    MatchedFile{g.gl_pathv[i], static_cast<uint64_t>(st.st_size)});
+        out->emplace(FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)},
+                     MatchedFile{g.gl_pathv[i], static_cast<uint64_t>(st.st_size)});
       }
     }
     ::globfree(&g);
   }
-  return out;
+  if (glob_error == 0) return true;
+  *err = glob_error;
+  *error = "cannot list " + glob_error_path + ": " + std::strerror(glob_error);
+  return false;
+}
+
+int OpenMatchedFile(const std::string& path, const FileId& id) {
+  // O_NONBLOCK changes nothing for a regular file's reads; it only keeps a FIFO's open (and
+  // a device's) from waiting.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return kOpenFailed;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)} != id) {
+    ::close(fd);
+    return kNotThatFile;
+  }
+  return fd;
 }
 
 bool IdentityOf(int fd, FileId* id) {

@@ -26,8 +26,20 @@ struct MatchedFile {
 };
 
 // Every regular file the globs match now, by identity (a file matched by two globs, or under
-// two names, once).
-std::map<FileId, MatchedFile> MatchFiles(const std::vector<std::string>& globs);
+// two names, once), into `out`. False when a directory could not be read (out of
+// descriptors, no permission): `out` then misses files that are there, so none missing from
+// it may be taken as gone; `error` says which directory and why, `err` the errno.
+bool MatchFiles(const std::vector<std::string>& globs, std::map<FileId, MatchedFile>* out,
+                std::string* error, int* err);
+
+// Opens `path` to read if it is still the regular file `id`. A name matched by a scan can be
+// something else by the time it is opened (renamed over, or a FIFO put in its place: a
+// blocking open of a FIFO would hang the tail), so the open does not block and the file is
+// checked after it. Returns the descriptor; kOpenFailed with errno; kNotThatFile when the
+// name now holds another file or no regular file (found again by the next scan, if at all).
+inline constexpr int kOpenFailed = -1;
+inline constexpr int kNotThatFile = -2;
+int OpenMatchedFile(const std::string& path, const FileId& id);
 
 // The file's identity; false when `fd` cannot be stat'ed.
 bool IdentityOf(int fd, FileId* id);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "util/log.h"
 
@@ -30,6 +31,25 @@ void OpenFiles::LimitToDescriptors() {
                     "for the queue, sinks and listeners",
                     budget_, room, static_cast<uint64_t>(rl.rlim_cur), rl.rlim_cur - room);
   budget_ = std::max<size_t>(1, static_cast<size_t>(room));
+}
+
+void OpenFiles::OutOfDescriptors(const TrackedFile* keep, int err) {
+  const size_t lowered = std::max<size_t>(1, lru_.size() / 2);
+  if (lowered >= budget_) return;
+  budget_ = lowered;
+  size_t closed = 0;
+  for (auto it = lru_.begin(); it != lru_.end() && lru_.size() > budget_;) {
+    TrackedFile* t = *it++;  // Close() erases t's entry
+    if (t == keep) continue;
+    Close(*t);
+    closed_for_room_.Add();
+    ++closed;
+  }
+  SEEDANCE_LOG_WARN(name_,
+                    "the process is out of descriptors ({}): max_open_files lowered to {}, {} "
+                    "file(s) closed to leave descriptors to the queue, sinks and listeners (opened "
+                    "again when they grow)",
+                    std::strerror(err), budget_, closed);
 }
 
 void OpenFiles::Opened(TrackedFile& t, int fd) {

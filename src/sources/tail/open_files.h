@@ -29,6 +29,12 @@ class OpenFiles {
 
   // Lowers the budget to what the process's descriptor limit leaves (said once, in the log).
   void LimitToDescriptors();
+  // An open failed because the process is out of descriptors (EMFILE, ENFILE): the rest of
+  // the process holds more than the budget left it. The budget is halved to half of what is
+  // open now (at least 1; never raised again until a restart) and the least recently active
+  // files above it are closed (never `keep`), giving their descriptors back. Logged at each
+  // lowering (at most log2(budget) lines).
+  void OutOfDescriptors(const TrackedFile* keep, int err);
   size_t budget() const { return budget_; }
 
   // `t` was opened as `fd`: it is the most recently active.

@@ -84,16 +84,26 @@ class TailSource final : public Source, public Acknowledger {
     });
   }
 
+  // An open failed (errno): logged at most every 10 s; out of descriptors, the open files
+  // are halved (never `keep`) so that the rest of the process gets some back.
+  void CannotOpen(const std::string& path, const TrackedFile* keep) {
+    const int err = errno;
+    if (err == ENOENT) return;  // deleted since the scan: nothing to read, nothing to say
+    uint64_t suppressed = 0;
+    if (limiter_.Allow("open", &suppressed)) {
+      SEEDANCE_LOG_WARN(ctx_.name, "cannot open {}: {}{}", path, std::strerror(err),
+                        suppressed > 0 ? fmt::format(" ({} more since the last line)", suppressed)
+                                       : std::string());
+    }
+    if (err == EMFILE || err == ENFILE) open_files_.OutOfDescriptors(keep, err);
+  }
+
   // Opens a file closed by MakeRoom again, where it is now, if it is still the same file.
   bool Reopen(TrackedFile& t) {
     MakeRoom(&t);
-    const int fd = ::open(t.current_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    FileId now;
-    if (!IdentityOf(fd, &now) || now != t.identity) {
-      ::close(fd);  // another file took its name: found again by identity at the next scan
-      return false;
-    }
+    const int fd = OpenMatchedFile(t.current_path, t.identity);
+    if (fd == kOpenFailed) CannotOpen(t.current_path, &t);
+    if (fd < 0) return false;  // or another file took its name: found by identity next scan
     open_files_.Opened(t, fd);
     return true;
   }
@@ -104,7 +114,23 @@ class TailSource final : public Source, public Acknowledger {
     TakeAcks();
     // Every matching file by identity: a file renamed within the globs (app.log ->
     // app.log.1 under "app.log*") is the same file, followed where it went.
-    const std::map<FileId, MatchedFile> seen = MatchFiles(options_.globs);
+    std::map<FileId, MatchedFile> seen;
+    std::string error;
+    int err = 0;
+    if (!MatchFiles(options_.globs, &seen, &error, &err)) {
+      // A directory not listed says nothing of its files: none is taken as gone (let go, and
+      // read again from its start when listed again) or as new. The open ones are read on.
+      uint64_t suppressed = 0;
+      if (limiter_.Allow("list", &suppressed)) {
+        SEEDANCE_LOG_WARN(ctx_.name, "{}; files are looked for again every poll_interval{}", error,
+                          suppressed > 0 ? fmt::format(" ({} more since the last line)", suppressed)
+                                         : std::string());
+      }
+      if (err == EMFILE || err == ENFILE) open_files_.OutOfDescriptors(nullptr, err);
+      if (!paused_) ReadAll();
+      SavePositionsSoon();
+      return;
+    }
     // A file no longer matched (renamed out of the globs' reach, or deleted) is read to its
     // end and let go once its lines are stored.
     const auto now = std::chrono::steady_clock::now();
@@ -120,14 +146,17 @@ class TailSource final : public Source, public Acknowledger {
         if (!was_moved || size != t->size_seen) t->quiet_since = now;
         t->size_seen = size;
       } else if (t->fd < 0 && it->second.size != t->offset) {
-        Reopen(*t);  // closed for room, and it grew (or was truncated): read it again
+        // Closed for room, and it grew (or was truncated): read it again, now, before the
+        // next file opened closes it (with a budget of a few files, most would never be read).
+        if (Reopen(*t) && !paused_) Read(*t);
       }
     }
     for (const auto& [key, found] : seen) {
       if (by_inode_.count(key) != 0) continue;
       struct stat st {};
       if (::stat(found.path.c_str(), &st) != 0) continue;
-      Open(found.path, st);
+      TrackedFile* t = Open(found.path, st);
+      if (t != nullptr && !paused_) Read(*t);  // likewise
     }
     if (!paused_) ReadAll();
     for (auto it = files_.begin(); it != files_.end();) {
@@ -151,21 +180,18 @@ class TailSource final : public Source, public Acknowledger {
     return t.fd < 0 || ::fstat(t.fd, &st) != 0 || static_cast<uint64_t>(st.st_size) <= t.offset;
   }
 
-  void Open(const std::string& path, const struct stat& st) {
+  // Follows the file now at `path` (null when it cannot be opened).
+  TrackedFile* Open(const std::string& path, const struct stat& st) {
     MakeRoom(nullptr);
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      uint64_t suppressed = 0;
-      if (limiter_.Allow("open", &suppressed)) {
-        SEEDANCE_LOG_WARN(ctx_.name, "cannot open {}: {}", path, std::strerror(errno));
-      }
-      return;
-    }
+    const FileId identity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+    const int fd = OpenMatchedFile(path, identity);
+    if (fd == kOpenFailed) CannotOpen(path, nullptr);
+    if (fd < 0) return nullptr;
     auto t = std::make_unique<TrackedFile>(options_.max_line);
     t->id = next_file_++;
     t->path = t->current_path = path;
     open_files_.Opened(*t, fd);
-    t->identity = FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+    t->identity = identity;
     // Where to start: the stored position when this is the same file (inode and first bytes);
     // for a file already there at the very first start, its end (read_from: end); otherwise
     // (a new file, or one replaced while Seedance was down) its beginning.
@@ -201,13 +227,18 @@ class TailSource final : public Source, public Acknowledger {
                             : std::string());
     }
     by_inode_[t->identity] = t->id;
-    files_[t->id] = std::move(t);
+    TrackedFile* opened = t.get();
+    files_[opened->id] = std::move(t);
+    return opened;
   }
 
   void ReadAll() {
     for (auto& [id, t] : files_) {
-      if (t->fd < 0) continue;  // closed for room: opened again when it grows (Scan)
-      if (!Read(*t)) return;    // the pipeline is full: resumed by WhenWritable
+      // Closed for room: opened again when it grows (Scan); the lines it read before, which
+      // the pipeline refused then, are offered from its buffer (before, they stayed there
+      // until the file grew: 1 line in 20,000 one-line files, never delivered).
+      const bool offered = t->fd < 0 ? EmitLines(*t) : Read(*t);
+      if (!offered) return;  // the pipeline is full: resumed by WhenWritable
     }
   }
 
