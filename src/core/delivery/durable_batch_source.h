@@ -7,8 +7,8 @@
 //   on one job at a time is admitted (the probe) until something is delivered.
 // - A job shut down before its outcome is not finished: read again after a restart.
 // - A queue segment that cannot be read (the process is out of descriptors, EIO) is read
-//   again every kReadRetry, skipping nothing: logged when it starts failing (then at most
-//   every 10 s) and once when reading works again; seedance_queue_read_errors_total.
+//   again every kReadRetry, skipping nothing. The failure is logged at most every 10 s (with a
+//   count of those not logged), and so is the recovery; seedance_queue_read_errors_total.
 // - Detach() (a sink replaced by a reload) saves the position and closes the cursor; the
 //   runner that replaces it opens the sink's cursor again from there. Whatever ends after
 //   that is only credited to the budget: the new runner reads it again.

@@ -150,17 +150,28 @@ uint64_t ReadErrors(observe::MetricsRegistry& metrics) {
 TEST_F(DurableBatchSourceTest, ASegmentThatCannotBeOpenedIsTakenAgainLaterAndNothingIsSkipped) {
   Open();
   Append("t", 3);
-  files_->FailNext(testing::FaultFileSystem::Op::kOpen, EMFILE, 2, "/queue/0");
+  files_->FailNext(testing::FaultFileSystem::Op::kOpen, EMFILE, 3, "/queue/0");
   std::vector<Event> events;
   Lease lease;
+  ::testing::internal::CaptureStderr();
   EXPECT_FALSE(source_->Take(3, &events, &lease));
   EXPECT_EQ(source_->TakeAgainAfter(), DurableBatchSource::kReadRetry);  // the runner's timer
   EXPECT_EQ(source_->Waiting(), 3u);
   EXPECT_FALSE(source_->Take(3, &events, &lease));
-  EXPECT_EQ(ReadErrors(metrics_), 2u);
+  EXPECT_FALSE(source_->Take(3, &events, &lease));
+  EXPECT_EQ(ReadErrors(metrics_), 3u);
   ASSERT_TRUE(source_->Take(3, &events, &lease));
+  const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(Payloads(events), (std::vector<std::string>{"t0", "t1", "t2"}));
   EXPECT_EQ(source_->TakeAgainAfter(), std::chrono::milliseconds(0));
+  // Three failures within 10 s: one line; and one when it works again.
+  auto count = [&log](const std::string& text) {
+    size_t n = 0;
+    for (size_t at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("cannot read the durable queue: Too many open files"), 1u) << log;
+  EXPECT_EQ(count("reading the durable queue again"), 1u) << log;
 }
 
 // A read that fails at the end of a full segment: before, its records were counted as damage
