@@ -4,6 +4,7 @@ its glob under a 1024/1024 descriptor limit. Before, the durable queue then fail
 most max_open_files are open (lowered to leave 256 descriptors to the rest), the least
 recently active are closed and opened again by identity when they grow, and every line of
 every file, the one being written included, is delivered."""
+import http.client
 import json
 import resource
 import time
@@ -145,3 +146,42 @@ def test_lines_refused_by_a_full_pipeline_are_delivered_after_their_file_is_clos
     finally:
         assert sd.stop() == 0, sd.stderr()[-3000:]
     assert sorted(e["file"] for e in out_lines(tmp_path)) == list(range(300))
+
+
+def test_a_listener_out_of_descriptors_gets_descriptors_back_from_the_tail(tmp_path):
+    """The tail within its budget (32 of a limit of 64) while an HTTP source's clients take
+    the rest: the listener's accept fails with EMFILE, and so does the tail's next listing of
+    its directory, so it halves what it holds and the clients are answered. Before, the
+    failed listing read as "no files": all were let go after rotate_wait (the clients waited
+    5 s) and read again from their start (every line twice)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in range(100):
+        (logs / f"f{i:03d}.log").write_text(json.dumps({"file": i, "n": 0}) + "\n")
+    http_port = free_port()
+    extra = f"  - type: http\n    listen: 127.0.0.1:{http_port}\n"
+    sd = Seedance(job(tmp_path, free_port(), extra),
+                  preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))).start()
+    clients = []
+    try:
+        assert sd.wait_log("ready in", timeout=30), sd.stderr()[-3000:]
+        assert wait_until(lambda: len(out_lines(tmp_path)) >= 100, timeout=30), \
+            (len(out_lines(tmp_path)), sd.stderr()[-3000:])
+        for i in range(30):  # each connection stays open: 30 descriptors in the server
+            c = http.client.HTTPConnection("127.0.0.1", http_port, timeout=10)
+            clients.append(c)
+            c.request("POST", "/in", body=json.dumps({"client": i}),
+                      headers={"Content-Type": "application/json"})
+            status = c.getresponse()
+            status.read()
+            assert status.status < 300, (i, status.status)
+    finally:
+        for c in clients:
+            c.close()
+        assert sd.stop() == 0, sd.stderr()[-3000:]
+    log = sd.stderr()
+    assert "cannot accept a connection: Too many open files" in log, log[-3000:]
+    assert "the process is out of descriptors" in log, log[-3000:]
+    got = out_lines(tmp_path)
+    assert sorted(e["client"] for e in got if "client" in e) == list(range(30))
+    assert sorted(e["file"] for e in got if "file" in e) == list(range(100))
