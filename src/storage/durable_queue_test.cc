@@ -61,6 +61,14 @@ class DurableQueueTest : public ::testing::Test {
     for (int i = from; i < to; ++i) SEEDANCE_RETURN_IF_ERROR(q.Append(Output::kMain, Ev(i)));
     return q.Commit();
   }
+  // Ids 0-9 queued, delivered by the sink "out" and its position saved; the queue closed.
+  void DeliverTenAndSavePosition() {
+    auto q = Open(Config());
+    auto c = q->OpenCursor("out", {Output::kMain});
+    ASSERT_TRUE(AppendIds(*q, 0, 10).ok());
+    Drain(*c);
+    c->Save();
+  }
   // Reads what is available; marks it finished when `done`.
   static std::vector<int> Drain(SinkCursor& c, bool done = true) {
     std::vector<int> ids;
@@ -230,13 +238,7 @@ TEST_F(DurableQueueTest, DamagedPositionFileResendsInsteadOfLosing) {
 // A position file that cannot be read (out of descriptors at a reload) is not called damaged:
 // the log says why, the reset is counted as "unreadable", and what is retained is re-sent.
 TEST_F(DurableQueueTest, AnUnreadablePositionFileResendsAndSaysWhy) {
-  {
-    auto q = Open(Config());
-    auto c = q->OpenCursor("out", {Output::kMain});
-    ASSERT_TRUE(AppendIds(*q, 0, 10).ok());
-    Drain(*c);
-    c->Save();
-  }
+  DeliverTenAndSavePosition();
   FaultFileSystem faults(dir_);
   auto q = Open(Config(), faults);
   faults.FailNext(FaultFileSystem::Op::kOpen, EMFILE, 1, "/cursors/out");
@@ -247,13 +249,7 @@ TEST_F(DurableQueueTest, AnUnreadablePositionFileResendsAndSaysWhy) {
 }
 
 TEST_F(DurableQueueTest, PositionsAreWrittenAsCheckedRecordsAndTheTextFormIsStillRead) {
-  {
-    auto q = Open(Config());
-    auto c = q->OpenCursor("out", {Output::kMain});
-    ASSERT_TRUE(AppendIds(*q, 0, 10).ok());
-    Drain(*c);
-    c->Save();
-  }
+  DeliverTenAndSavePosition();
   EXPECT_EQ(SavedPosition(CursorFile()), 11u);
   {
     std::ofstream out(CursorFile(), std::ios::trunc);

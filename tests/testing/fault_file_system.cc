@@ -224,9 +224,9 @@ ssize_t FaultFileSystem::PRead(int fd, void* data, size_t size, off_t offset) {
 
 bool FaultFileSystem::ReadAllowed(Op op, const std::string& path) {  // crashes spare reads
   auto it = fail_.find(op);
-  const std::string& part = fail_path_[op];
+  auto part = fail_path_.find(op);
   if (it != fail_.end() && it->second.second > 0 &&
-      (part.empty() || path.find(part) != std::string::npos)) {
+      (part == fail_path_.end() || path.find(part->second) != std::string::npos)) {
     --it->second.second;
     return Fail(it->second.first);
   }

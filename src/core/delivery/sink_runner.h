@@ -156,10 +156,10 @@ class SinkRunner final : public governor::BatchHolder {
   int Limit() const { return controller_.limit(); }
   // Events per job: the policy's batch_size, at most what the sink takes at once.
   size_t BatchEvents() const;
-  // batch_linger: true when a batch smaller than batch_size waits for more (a timer kicks the
-  // runner again when it may leave). REQUIRES: mu_ held.
   // Kick() again after `after` (once armed, the earlier kick stands).
   void KickAfter(std::chrono::milliseconds after);
+  // batch_linger: true when a batch smaller than batch_size waits for more (a timer kicks the
+  // runner again when it may leave). REQUIRES: mu_ held.
   bool Lingering(size_t max_events);
   // Reports to the linger since when events wait. REQUIRES: mu_ held.
   void NoteWaiting();

@@ -14,6 +14,10 @@
 
 namespace seedance::sources {
 
+FileId FileIdOf(const struct stat& st) {
+  return FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
 namespace {
 // glob(3)'s error callback has no context argument: the first failure of the current
 // MatchFiles call (one thread's) is kept here.
@@ -39,8 +43,7 @@ bool MatchFiles(const std::vector<std::string>& globs, std::map<FileId, MatchedF
       for (size_t i = 0; i < g.gl_pathc; ++i) {
         struct stat st {};
         if (::stat(g.gl_pathv[i], &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        out->emplace(FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)},
-                     MatchedFile{g.gl_pathv[i], static_cast<uint64_t>(st.st_size)});
+        out->emplace(FileIdOf(st), MatchedFile{g.gl_pathv[i], static_cast<uint64_t>(st.st_size)});
       }
     }
     ::globfree(&g);
@@ -57,19 +60,11 @@ int OpenMatchedFile(const std::string& path, const FileId& id) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return kOpenFailed;
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-      FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)} != id) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || FileIdOf(st) != id) {
     ::close(fd);
     return kNotThatFile;
   }
   return fd;
-}
-
-bool IdentityOf(int fd, FileId* id) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return false;
-  *id = FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
-  return true;
 }
 
 bool SameHead(int fd, uint32_t fingerprint, uint32_t head_bytes) {

@@ -4,6 +4,8 @@
 // saved for.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <compare>
 #include <cstdint>
 #include <map>
@@ -19,6 +21,9 @@ struct FileId {
   // Its key in the checkpoint: "device:inode".
   std::string Key() const { return std::to_string(device) + ":" + std::to_string(inode); }
 };
+
+// The identity of the file `st` describes.
+FileId FileIdOf(const struct stat& st);
 
 struct MatchedFile {
   std::string path;  // one name it has now
@@ -40,9 +45,6 @@ bool MatchFiles(const std::vector<std::string>& globs, std::map<FileId, MatchedF
 inline constexpr int kOpenFailed = -1;
 inline constexpr int kNotThatFile = -2;
 int OpenMatchedFile(const std::string& path, const FileId& id);
-
-// The file's identity; false when `fd` cannot be stat'ed.
-bool IdentityOf(int fd, FileId* id);
 
 // Whether the file open at `fd` starts with the `head_bytes` bytes whose CRC-32C is
 // `fingerprint` (head_bytes 0: nothing to compare, true).

@@ -31,7 +31,7 @@ class FileIdentityTest : public ::testing::Test {
   FileId IdOf(const std::string& path) {
     struct stat st {};
     EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-    return FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+    return FileIdOf(st);
   }
 
   const std::string dir_;

@@ -183,7 +183,7 @@ class TailSource final : public Source, public Acknowledger {
   // Follows the file now at `path` (null when it cannot be opened).
   TrackedFile* Open(const std::string& path, const struct stat& st) {
     MakeRoom(nullptr);
-    const FileId identity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+    const FileId identity = FileIdOf(st);
     const int fd = OpenMatchedFile(path, identity);
     if (fd == kOpenFailed) CannotOpen(path, nullptr);
     if (fd < 0) return nullptr;
