@@ -6,7 +6,9 @@
 // a copy into each consuming sink runner's bounded queue. An output no sink consumes is
 // counted (`seedance_output_events_total`) and dropped; for main that is also logged (at most
 // every 10 s). Side outputs carry `output`, `reason` (one line, at most kMaxReasonBytes) and
-// `component` headers, and each (component, output, reason) is logged at most every 10 s. An
+// `component` headers, and each (component, output, kind of reason) is logged at most every
+// 10 s: a reason's kind is its first 40 bytes once each run of digits is read as one '#' (a line
+// number or an offset does not make a new kind; see RouteSide's limit in LogLimiter). An
 // event a sink refuses on the rejected path is counted as `rejected_twice` and dropped rather
 // than routed again (no loop).
 //
@@ -56,7 +58,7 @@ class Router {
   // `deadline`, or at once from the event loop): counted as `queue_write_failed`; the caller
   // must not acknowledge its batch.
   bool Route(Output output, Event&& event, bool from_loop, Deadline deadline);
-  // A side output: sets the headers, logs (limited), routes.
+  // A side output: sets the headers, logs (limited by kind of reason), routes.
   bool RouteSide(Output output, Event&& event, std::string_view reason, bool from_loop,
                  const std::string& component, Deadline deadline);
   // What a sink refused (event loop): to the rejected output, unless it was refused there.

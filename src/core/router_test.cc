@@ -2,9 +2,11 @@
 // outputs nobody consumes; the rejected path does not loop.
 #include "core/router.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 namespace seedance {
@@ -149,6 +151,40 @@ TEST_F(RouterTest, AnEventRefusedOnTheRejectedPathIsCountedNotRoutedAgain) {
                             {{"component", "http"}, {"kind", "sink"}, {"reason", "rejected_twice"}})
                 .Value(),
             1u);
+}
+
+// Side-output lines are rate-limited by the kind of reason, not its bytes: line numbers and
+// offsets do not make a new kind (before, 2,000 invalid lines of a file wrote 2,000 log
+// lines), and reasons that differ in their text write a bounded number of lines.
+TEST_F(RouterTest, SideOutputLinesAreLimitedByKindOfReasonWhateverTheNumbersInIt) {
+  Router router(nullptr, metrics_);  // no consumer: counted and dropped, still logged
+  auto lines_of = [](const std::string& log) {
+    return static_cast<size_t>(std::count(log.begin(), log.end(), '\n'));
+  };
+  ::testing::internal::CaptureStderr();
+  for (int i = 1; i <= 2000; ++i) {
+    ASSERT_TRUE(router.RouteSide(Output::kError, Ev(i),
+                                 fmt::format("line {} of /var/log/app.log: invalid JSON at offset "
+                                             "{}: Invalid value.",
+                                             i * 7919, i % 977),
+                                 false, "tail", kNoWait));
+  }
+  const std::string numbered = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(lines_of(numbered), 1u) << numbered.substr(0, 2000);
+  EXPECT_NE(numbered.find("line 7919 of /var/log/app.log"), std::string::npos);
+
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 2000; ++i) {  // a script's error quoting each payload's field name
+    std::string field;
+    for (int n = i; n > 0 || field.empty(); n /= 26)
+      field.push_back(static_cast<char>('a' + n % 26));
+    ASSERT_TRUE(router.RouteSide(Output::kError, Ev(i),
+                                 "attempt to index a nil value (field '" + field + "')", false,
+                                 "lua", kNoWait));
+  }
+  const std::string distinct = ::testing::internal::GetCapturedStderr();
+  EXPECT_LE(lines_of(distinct), util::LogLimiter::kMaxKeys + 1);
+  EXPECT_EQ(Routed(Output::kError), 4000u);  // every event counted
 }
 
 }  // namespace

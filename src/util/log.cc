@@ -62,19 +62,4 @@ void LogLine(LogLevel level, std::string_view component, std::string_view messag
   (void)unused;
 }
 
-bool LogLimiter::Allow(const std::string& key, uint64_t* suppressed) {
-  auto now = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> lock(mu_);
-  Slot& slot = slots_[key];
-  if (slot.seen && now - slot.last < interval_) {
-    ++slot.suppressed;
-    return false;
-  }
-  *suppressed = slot.suppressed;
-  slot.suppressed = 0;
-  slot.last = now;
-  slot.seen = true;
-  return true;
-}
-
 }  // namespace seedance::util

@@ -9,12 +9,10 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <chrono>
-#include <cstdint>
-#include <mutex>
-#include <string>
+#include <cstddef>
 #include <string_view>
-#include <unordered_map>
+
+#include "util/log_limiter.h"  // every caller of the log macros may need one
 
 namespace seedance::util {
 
@@ -41,28 +39,6 @@ void Log(LogLevel level, std::string_view component, fmt::format_string<Args...>
   if (!LogEnabled(level)) return;
   LogLine(level, component, fmt::format(f, std::forward<Args>(args)...));
 }
-
-// Lets a message through at most once per `interval` per key, and reports how many were held
-// back when it next lets one through. Thread-safe.
-class LogLimiter {
- public:
-  explicit LogLimiter(std::chrono::steady_clock::duration interval = std::chrono::seconds(10))
-      : interval_(interval) {}
-
-  // Returns true when a line for `key` should be written now; `*suppressed` is set to the
-  // number of lines for that key held back since the last one written.
-  bool Allow(const std::string& key, uint64_t* suppressed);
-
- private:
-  struct Slot {
-    std::chrono::steady_clock::time_point last{};
-    uint64_t suppressed = 0;
-    bool seen = false;
-  };
-  std::chrono::steady_clock::duration interval_;
-  std::mutex mu_;
-  std::unordered_map<std::string, Slot> slots_;
-};
 
 }  // namespace seedance::util
 

@@ -113,3 +113,35 @@ sinks:
     assert max(len(l) for l in log.splitlines()) < 5000
     reason = json.loads(errors.read_text().splitlines()[0])["headers"]["reason"]
     assert len(reason) < 1200 and "more bytes)" in reason, len(reason)
+
+
+def test_a_stream_of_invalid_lines_is_logged_once_per_kind_not_once_per_line(tmp_path):
+    """Side-output lines were rate-limited by their reason's bytes, and a reason holds the
+    line number and offset: 3,000 invalid lines of a tailed file wrote 3,000 log lines (and
+    the limiter kept a key for each, for ever). Every line is still routed to `error`."""
+    log_file = tmp_path / "app.log"
+    log_file.write_text("".join(f"{'x' * (i % 50)} not json {i}\n" for i in range(3000)))
+    errors = tmp_path / "errors.ndjson"
+    config = f"""
+sources:
+  - type: tail
+    path: {tmp_path}/*.log
+    read_from: beginning
+sinks:
+  - type: file
+    path: {tmp_path}/out.ndjson
+  - type: file
+    name: errors
+    path: {errors}
+    inputs: [error]
+"""
+    sd = Seedance(config).start()
+    try:
+        assert wait_until(lambda: errors.exists() and
+                          len(errors.read_text().splitlines()) == 3000, timeout=30), \
+            sd.stderr()[-3000:]
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-3000:]
+    routed = [l for l in sd.stderr().splitlines() if "to error output" in l]
+    assert 1 <= len(routed) <= 2, routed[:5]
+    assert "line 1 of" in routed[0]
