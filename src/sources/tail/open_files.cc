@@ -13,6 +13,7 @@ namespace seedance::sources {
 OpenFiles::OpenFiles(int64_t max_open_files, std::string name, observe::MetricsRegistry& metrics)
     : name_(std::move(name)),
       budget_(static_cast<size_t>(std::max<int64_t>(1, max_open_files))),
+      full_budget_(budget_),
       open_(metrics.GetGauge("seedance_tail_files_open", "Files the tail source holds open.",
                              {{"component", name_}})),
       closed_for_room_(metrics.GetCounter("seedance_tail_files_closed_total",
@@ -30,10 +31,11 @@ void OpenFiles::LimitToDescriptors() {
                     "max_open_files {} lowered to {}: the descriptor limit is {}, and {} are kept "
                     "for the queue, sinks and listeners",
                     budget_, room, static_cast<uint64_t>(rl.rlim_cur), rl.rlim_cur - room);
-  budget_ = std::max<size_t>(1, static_cast<size_t>(room));
+  budget_ = full_budget_ = std::max<size_t>(1, static_cast<size_t>(room));
 }
 
-void OpenFiles::OutOfDescriptors(const TrackedFile* keep, int err) {
+void OpenFiles::OutOfDescriptors(const TrackedFile* keep, int err, Clock::time_point now) {
+  short_at_ = now;
   const size_t lowered = std::max<size_t>(1, lru_.size() / 2);
   if (lowered >= budget_) return;
   budget_ = lowered;
@@ -48,8 +50,17 @@ void OpenFiles::OutOfDescriptors(const TrackedFile* keep, int err) {
   SEEDANCE_LOG_WARN(name_,
                     "the process is out of descriptors ({}): max_open_files lowered to {}, {} "
                     "file(s) closed to leave descriptors to the queue, sinks and listeners (opened "
-                    "again when they grow)",
-                    std::strerror(err), budget_, closed);
+                    "again when they grow; raised again after {} s without a shortage)",
+                    std::strerror(err), budget_, closed, kRaiseAfter.count());
+}
+
+void OpenFiles::RaiseWhenCalm(Clock::time_point now) {
+  if (budget_ >= full_budget_ || now - short_at_ < kRaiseAfter) return;
+  budget_ = std::min(full_budget_, 2 * budget_);
+  short_at_ = now;
+  SEEDANCE_LOG_INFO(name_,
+                    "no shortage of descriptors for {} s: max_open_files raised to {} (of {})",
+                    kRaiseAfter.count(), budget_, full_budget_);
 }
 
 void OpenFiles::Opened(TrackedFile& t, int fd) {

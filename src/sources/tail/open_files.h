@@ -5,6 +5,7 @@
 // loop).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -18,12 +19,16 @@ namespace seedance::sources {
 
 class OpenFiles {
  public:
+  using Clock = std::chrono::steady_clock;
+
   // Descriptors left to the rest of the process (the durable queue's segments and cursors,
   // sink and source connections, listeners): the open files stay below the process's limit
   // less these.
   static constexpr uint64_t kReservedDescriptors = 256;
   // How many of the least recently active files MakeRoom looks at for a quiet one.
   static constexpr size_t kQuietLookahead = 32;
+  // How long a budget lowered for want of descriptors stays so before it is doubled again.
+  static constexpr std::chrono::seconds kRaiseAfter{60};
 
   OpenFiles(int64_t max_open_files, std::string name, observe::MetricsRegistry& metrics);
 
@@ -31,10 +36,15 @@ class OpenFiles {
   void LimitToDescriptors();
   // An open failed because the process is out of descriptors (EMFILE, ENFILE): the rest of
   // the process holds more than the budget left it. The budget is halved to half of what is
-  // open now (at least 1; never raised again until a restart) and the least recently active
-  // files above it are closed (never `keep`), giving their descriptors back. Logged at each
-  // lowering (at most log2(budget) lines).
-  void OutOfDescriptors(const TrackedFile* keep, int err);
+  // open now (at least 1) and the least recently active files above it are closed (never
+  // `keep`), giving their descriptors back. Logged at each lowering (at most log2(budget)
+  // lines per shortage).
+  void OutOfDescriptors(const TrackedFile* keep, int err, Clock::time_point now);
+  // Called at each scan: once kRaiseAfter has passed without a shortage (and again after each
+  // raise), a lowered budget is doubled, up to what it was before the first lowering; logged.
+  // Before, it stayed lowered until a restart: one burst of clients left the tail reopening
+  // its files for good.
+  void RaiseWhenCalm(Clock::time_point now);
   size_t budget() const { return budget_; }
 
   // `t` was opened as `fd`: it is the most recently active.
@@ -51,7 +61,9 @@ class OpenFiles {
  private:
   const std::string name_;
   size_t budget_;
-  std::list<TrackedFile*> lru_;  // least recently active first
+  size_t full_budget_;            // before any shortage: max_open_files, or what the limit leaves
+  Clock::time_point short_at_{};  // the last shortage, or the last raise since
+  std::list<TrackedFile*> lru_;   // least recently active first
   bool warned_ = false;
   observe::Gauge& open_;
   observe::Counter& closed_for_room_;

@@ -95,7 +95,9 @@ class TailSource final : public Source, public Acknowledger {
                         suppressed > 0 ? fmt::format(" ({} more since the last line)", suppressed)
                                        : std::string());
     }
-    if (err == EMFILE || err == ENFILE) open_files_.OutOfDescriptors(keep, err);
+    if (err == EMFILE || err == ENFILE) {
+      open_files_.OutOfDescriptors(keep, err, std::chrono::steady_clock::now());
+    }
   }
 
   // Opens a file closed by MakeRoom again, where it is now, if it is still the same file.
@@ -126,7 +128,9 @@ class TailSource final : public Source, public Acknowledger {
                           suppressed > 0 ? fmt::format(" ({} more since the last line)", suppressed)
                                          : std::string());
       }
-      if (err == EMFILE || err == ENFILE) open_files_.OutOfDescriptors(nullptr, err);
+      if (err == EMFILE || err == ENFILE) {
+        open_files_.OutOfDescriptors(nullptr, err, std::chrono::steady_clock::now());
+      }
       if (!paused_) ReadAll();
       SavePositionsSoon();
       return;
@@ -134,6 +138,7 @@ class TailSource final : public Source, public Acknowledger {
     // A file no longer matched (renamed out of the globs' reach, or deleted) is read to its
     // end and let go once its lines are stored.
     const auto now = std::chrono::steady_clock::now();
+    open_files_.RaiseWhenCalm(now);
     for (auto& [id, t] : files_) {
       auto it = seen.find(t->identity);
       const bool was_moved = t->moved_away;
