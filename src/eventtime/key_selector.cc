@@ -4,14 +4,18 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <optional>
+
 #include "eventtime/event_time.h"
 
 namespace seedance::eventtime {
 
-std::optional<std::string> KeySelector::KeyOf(const Event& event,
-                                              const rapidjson::Value* payload) const {
-  if (!field.empty()) {
-    const rapidjson::Value* v = payload == nullptr ? nullptr : FindField(*payload, field);
+namespace {
+
+std::optional<std::string> Find(const KeySelector& k, const Event& event,
+                                const rapidjson::Value* payload) {
+  if (!k.field.empty()) {
+    const rapidjson::Value* v = payload == nullptr ? nullptr : FindField(*payload, k.field);
     if (v == nullptr || v->IsNull() || v->IsObject() || v->IsArray()) return std::nullopt;
     if (v->IsString()) return std::string(v->GetString(), v->GetStringLength());
     rapidjson::StringBuffer buffer;
@@ -19,9 +23,9 @@ std::optional<std::string> KeySelector::KeyOf(const Event& event,
     v->Accept(writer);
     return std::string(buffer.GetString(), buffer.GetSize());
   }
-  if (topic_level >= 0) {
+  if (k.topic_level >= 0) {
     size_t start = 0;
-    for (int level = 0; level < topic_level; ++level) {
+    for (int level = 0; level < k.topic_level; ++level) {
       start = event.topic.find('/', start);
       if (start == std::string::npos) return std::nullopt;
       ++start;
@@ -30,6 +34,21 @@ std::optional<std::string> KeySelector::KeyOf(const Event& event,
     return event.topic.substr(start, end == std::string::npos ? end : end - start);
   }
   return std::string();
+}
+
+}  // namespace
+
+Result<std::string> KeySelector::KeyOf(const Event& event, const rapidjson::Value* payload) const {
+  std::optional<std::string> key = Find(*this, event, payload);
+  if (!key) {
+    return Status(StatusCode::kInvalidArgument, fmt::format("no key: {} is missing", Describe()));
+  }
+  if (key->size() > kMaxKeyBytes) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("key of {} bytes ({}) is longer than {} bytes", key->size(),
+                              Describe(), kMaxKeyBytes));
+  }
+  return std::move(*key);
 }
 
 std::string KeySelector::Describe() const {

@@ -87,9 +87,25 @@ void WatermarkTracker::Tick(int64_t now_ns) {
   RecomputeStream(now_ns);
 }
 
+void WatermarkTracker::ForgetIdleKeys(int64_t now_ns, int64_t ttl_ns) {
+  if (options_.scope != WatermarkOptions::Scope::kKey) return;
+  for (auto it = scopes_.begin(); it != scopes_.end();) {
+    if (now_ns - it->second.last_seen_ns < ttl_ns) {
+      ++it;
+      continue;
+    }
+    dirty_.insert(it->first);  // written as deleted
+    advanced_keys_.erase(it->first);
+    it = scopes_.erase(it);
+  }
+}
+
 void WatermarkTracker::TakeAdvances(const std::function<void(std::string_view, int64_t)>& advance) {
   if (options_.scope == WatermarkOptions::Scope::kKey) {
-    for (const auto& key : advanced_keys_) advance(key, scopes_[key].watermark);
+    for (const auto& key : advanced_keys_) {
+      auto it = scopes_.find(key);
+      if (it != scopes_.end()) advance(key, it->second.watermark);
+    }
     advanced_keys_.clear();
   } else if (stream_advanced_) {
     advance("", stream_watermark_);
@@ -108,7 +124,10 @@ void WatermarkTracker::TakeChangedState(
   std::string value;
   for (const auto& name : dirty_) {
     auto it = scopes_.find(name);
-    if (it == scopes_.end()) continue;
+    if (it == scopes_.end()) {  // forgotten
+      sink("s:" + name, std::string_view());
+      continue;
+    }
     value.clear();
     PutI64(value, it->second.max_event_ns);
     PutI64(value, it->second.watermark);

@@ -14,6 +14,7 @@
 // Not thread-safe: the processing thread owns it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -48,6 +49,12 @@ class WatermarkTracker {
   Verdict Observe(std::string_view scope_id, int64_t event_ns, int64_t now_ns);
   // Advances idle scopes by the wall clock.
   void Tick(int64_t now_ns);
+  // Key scope: forgets the keys with no event for `ttl_ns` of wall clock (a key seen again
+  // starts afresh); their checkpoint entries are deleted with the next changes.
+  void ForgetIdleKeys(int64_t now_ns, int64_t ttl_ns);
+  // Scopes held (keys, for key scope).
+  size_t scope_count() const { return scopes_.size(); }
+  bool HasScope(const std::string& scope_id) const { return scopes_.count(scope_id) != 0; }
   // Calls `advance(scope, watermark)` for every watermark that moved since the previous call:
   // scope "" for stream and source scopes, the key for key scope.
   void TakeAdvances(const std::function<void(std::string_view, int64_t)>& advance);
@@ -58,7 +65,7 @@ class WatermarkTracker {
   void set_options(const WatermarkOptions& options) { options_ = options; }
 
   // Checkpoint: entries changed since the previous call ("s:<scope>" → max event time and
-  // watermark; "stream" → the stream's watermark).
+  // watermark, empty once forgotten; "stream" → the stream's watermark).
   void TakeChangedState(const std::function<void(std::string_view, std::string_view)>& sink);
   Status RestoreState(std::string_view key, std::string_view value, int64_t now_ns);
 

@@ -69,6 +69,7 @@ class WindowStore {
   // A new lateness applies at once; a new size or slide drops the open windows' state.
   void SetSpec(const WindowSpec& spec);
   size_t key_count() const { return keys_.size(); }
+  bool HasKey(const std::string& key) const { return keys_.count(key) != 0; }
   size_t window_count() const { return purge_.size(); }
 
   // Checkpoint: "k:<key>" → the key's windows (empty = deleted); "stream" → the watermark.

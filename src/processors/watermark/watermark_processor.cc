@@ -9,6 +9,7 @@
 #include "observe/metrics.h"
 #include "seedance/options.h"
 #include "seedance/plugin_context.h"
+#include "util/strings.h"
 
 namespace seedance::processors {
 namespace {
@@ -24,6 +25,8 @@ struct WatermarkSettings {
   std::chrono::nanoseconds max_out_of_order{0};
   std::chrono::nanoseconds allowed_lateness{0};
   std::chrono::nanoseconds idle_timeout{0};
+  std::chrono::nanoseconds state_ttl{0};  // per: key
+  int64_t max_keys = 0;                   // per: key
   eventtime::KeySelector key;
 
   static const Options<WatermarkSettings>& Schema();
@@ -59,6 +62,10 @@ class WatermarkProcessor final : public Processor {
         &ctx_.metrics->GetCounter("seedance_event_time_fallbacks_total",
                                   "Events without a usable time field that took their ingest time.",
                                   {{"component", ctx_.name}});
+    keys_refused_ = &ctx_.metrics->GetCounter(
+        "seedance_watermark_keys_refused_total",
+        "Events of a new key refused because max_keys keys were held (sent to `error`).",
+        {{"component", ctx_.name}});
   }
 
   void Process(Event&& event, ProcessorOutput& out) override {
@@ -91,10 +98,19 @@ class WatermarkProcessor final : public Processor {
     if (settings_.options.scope == WatermarkOptions::Scope::kSource) {
       scope = event.source;
     } else if (settings_.options.scope == WatermarkOptions::Scope::kKey) {
-      auto key = settings_.key.KeyOf(event, payload);
+      Result<std::string> key = settings_.key.KeyOf(event, payload);
       if (!key) {
+        out.EmitSide(Output::kError, std::move(event), key.error().message());
+        return;
+      }
+      if (tracker_.scope_count() >= static_cast<size_t>(settings_.max_keys) &&
+          !tracker_.HasScope(*key)) {
+        // As in the window processor: a stream of new keys must not grow the state for ever.
+        keys_refused_->Add();
         out.EmitSide(Output::kError, std::move(event),
-                     fmt::format("no key: {} is missing", settings_.key.Describe()));
+                     fmt::format("max_keys ({}) reached: the event of a new key is refused, the "
+                                 "keys held go on (key \"{}\")",
+                                 settings_.max_keys, util::SanitizeText(*key, 64)));
         return;
       }
       scope = std::move(*key);
@@ -116,6 +132,10 @@ class WatermarkProcessor final : public Processor {
   }
 
   void Tick(int64_t now_ns, ProcessorOutput& out) override {
+    if (now_ns >= next_forget_ns_) {
+      next_forget_ns_ = now_ns + 1'000'000'000;
+      tracker_.ForgetIdleKeys(now_ns, settings_.state_ttl.count());
+    }
     tracker_.Tick(now_ns);
     Announce(out);
   }
@@ -152,6 +172,8 @@ class WatermarkProcessor final : public Processor {
   PluginContext ctx_;
   observe::FloatGauge* watermark_gauge_;
   observe::Counter* missing_time_;
+  observe::Counter* keys_refused_;
+  int64_t next_forget_ns_ = 0;
 };
 
 }  // namespace
@@ -187,6 +209,17 @@ const Options<WatermarkSettings>& WatermarkSettings::Schema() {
           .Add(&S::idle_timeout, {.name = "idle_timeout",
                                   .doc = "a scope silent this long advances with the wall clock",
                                   .default_value = "30s"})
+          .Add(&S::state_ttl,
+               {.name = "state_ttl",
+                .doc = "per: key: a key with no event this long (wall clock) is forgotten "
+                       "(match the window's)",
+                .default_value = "1h"})
+          .Int(&S::max_keys,
+               {.name = "max_keys",
+                .doc = "per: key: most keys held; past it a new key's events go to `error` (the "
+                       "keys held go on)",
+                .default_value = "100000",
+                .validator = IntInRange(1)})
           .Include(&S::key, eventtime::KeySelectorSchema());
   return o;
 }

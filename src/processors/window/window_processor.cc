@@ -27,6 +27,7 @@ struct WindowSettings {
   eventtime::WindowSpec spec;
   std::vector<Aggregate> aggregates;
   int64_t state_ttl_ns = 0;
+  int64_t max_keys = 0;
 
   bool needs_value() const {
     for (const auto& a : aggregates) {
@@ -43,6 +44,7 @@ struct WindowSettings {
     std::vector<std::string> aggregates;
     std::chrono::nanoseconds allowed_lateness{0};
     std::chrono::nanoseconds state_ttl{0};
+    int64_t max_keys = 0;
     eventtime::KeySelector key;
   };
   static const Options<Given>& Schema();
@@ -56,6 +58,7 @@ struct WindowSettings {
     s.spec.slide_ns = g.slide.count() > 0 ? g.slide.count() : s.spec.size_ns;
     s.spec.allowed_lateness_ns = g.allowed_lateness.count();
     s.state_ttl_ns = g.state_ttl.count();
+    s.max_keys = g.max_keys;
     if (s.spec.size_ns <= 0) {
       return Status(StatusCode::kInvalidArgument,
                     "size must be above 0 (" + p.Location("size") + ")");
@@ -120,6 +123,10 @@ class WindowProcessor final : public Processor {
     windows_gauge_ = &ctx_.metrics->GetGauge(
         "seedance_window_open", "Windows in state (open, or fired and within lateness).",
         {{"component", ctx_.name}});
+    keys_refused_ = &ctx_.metrics->GetCounter(
+        "seedance_window_keys_refused_total",
+        "Events of a new key refused because max_keys keys were open (sent to `error`).",
+        {{"component", ctx_.name}});
   }
 
   void Process(Event&& event, ProcessorOutput& out) override {
@@ -130,10 +137,20 @@ class WindowProcessor final : public Processor {
       doc.Parse(event.payload.data(), event.payload.size());
       if (!doc.HasParseError()) payload = &doc;
     }
-    auto key = settings_.key.KeyOf(event, payload);
+    Result<std::string> key = settings_.key.KeyOf(event, payload);
     if (!key) {
+      out.EmitSide(Output::kError, std::move(event), key.error().message());
+      return;
+    }
+    if (store_.key_count() >= static_cast<size_t>(settings_.max_keys) && !store_.HasKey(*key)) {
+      // A stream of new keys (one per event, from a hostile or broken publisher) would grow
+      // the state until the memory ran out: past max_keys a new key's event is refused; the
+      // keys already open go on, and a key is forgotten after state_ttl without events.
+      keys_refused_->Add();
       out.EmitSide(Output::kError, std::move(event),
-                   fmt::format("no key: {} is missing", settings_.key.Describe()));
+                   fmt::format("max_keys ({}) reached: the event of a new key is refused, the "
+                               "open keys go on (key \"{}\")",
+                               settings_.max_keys, util::SanitizeText(*key, 64)));
       return;
     }
     double value = 0;
@@ -264,6 +281,7 @@ class WindowProcessor final : public Processor {
   observe::Counter* emitted_;
   observe::Gauge* keys_gauge_;
   observe::Gauge* windows_gauge_;
+  observe::Counter* keys_refused_;
 };
 
 }  // namespace
@@ -290,6 +308,12 @@ const Options<WindowSettings::Given>& WindowSettings::Schema() {
                {.name = "state_ttl",
                 .doc = "keys with no event this long (wall clock) are flushed and forgotten",
                 .default_value = "1h"})
+          .Int(&S::max_keys,
+               {.name = "max_keys",
+                .doc = "most keys with open windows; past it a new key's events go to `error` "
+                       "(the open keys go on)",
+                .default_value = "100000",
+                .validator = IntInRange(1)})
           .Include(&S::key, eventtime::KeySelectorSchema());
   return o;
 }

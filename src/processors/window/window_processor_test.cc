@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
+#include "eventtime/key_selector.h"
+
 #include "processors/watermark/watermark_processor.h"
 #include "processors/window/window_processor.h"
 #include "testing/plugin_harness.h"
@@ -139,6 +144,89 @@ TEST_F(EventTimeProcessorsTest, BadWindowParametersAreRefusedWithTheReason) {
       win->Reconfigure(ProcessorParams("window", "size: 10s\nkey_field: d\nallowed_lateness: 1m\n"),
                        true)
           .ok());
+}
+
+// A stream of new keys (one per event, from a broken or hostile publisher) grew the window
+// state, and the per-key watermarks, until the memory ran out: past max_keys a new key's
+// event goes to `error` with the reason; the open keys go on.
+TEST_F(EventTimeProcessorsTest, WindowRefusesNewKeysPastMaxKeysAndTheOpenOnesGoOn) {
+  auto win = Make("window", "size: 10s\nkey_field: d\nmax_keys: 3\nstate_ttl: 1m\n");
+  RecordingOutput out;
+  auto at = [](const std::string& key, int64_t t) {
+    Event e = JsonEvent(R"({"d":")" + key + R"("})");
+    e.event_time_ns = t;
+    return e;
+  };
+  for (int i = 0; i < 100; ++i) win->Process(at("k" + std::to_string(i), 1001 * kS), out);
+  ASSERT_EQ(out.side.size(), 97u);
+  EXPECT_EQ(out.side[0].output, Output::kError);
+  EXPECT_NE(out.side[0].reason.find("max_keys (3) reached"), std::string::npos)
+      << out.side[0].reason;
+  EXPECT_NE(out.side[0].reason.find("(key \"k3\")"), std::string::npos) << out.side[0].reason;
+  win->Process(at("k1", 1002 * kS), out);  // an open key is still counted
+  EXPECT_EQ(out.side.size(), 97u);
+  EXPECT_EQ(harness_.metrics
+                .GetCounter("seedance_window_keys_refused_total", "", {{"component", "window"}})
+                .Value(),
+            97u);
+  win->OnWatermark("", 1010 * kS, out);
+  ASSERT_EQ(out.main.size(), 3u);
+  EXPECT_NE(out.main[1].payload.find(R"("key":"k1","window_start")"), std::string::npos);
+  EXPECT_NE(out.main[1].payload.find(R"("count":2)"), std::string::npos) << out.main[1].payload;
+  // Once the keys are forgotten (state_ttl), new ones are taken again.
+  win->Tick(now_ + 61 * kS, out);
+  win->Process(at("new", 1011 * kS), out);
+  EXPECT_EQ(out.side.size(), 97u);
+}
+
+// A key is held by every window of it and written into the checkpoint and each result's
+// topic: one of a megabyte from a payload is refused, with its size.
+TEST_F(EventTimeProcessorsTest, AKeyLongerThanTheLimitGoesToErrorWithItsSize) {
+  auto win = Make("window", "size: 10s\nkey_field: d\n");
+  auto wm = Make("watermark", "per: key\nkey_field: d\n");
+  RecordingOutput out;
+  const std::string huge(1 << 20, 'x');
+  win->Process(JsonEvent(R"({"d":")" + huge + R"("})"), out);
+  wm->Process(JsonEvent(R"({"d":")" + huge + R"("})"), out);
+  const std::string longest(eventtime::KeySelector::kMaxKeyBytes, 'y');
+  win->Process(JsonEvent(R"({"d":")" + longest + R"("})"), out);
+  wm->Process(JsonEvent(R"({"d":")" + longest + R"("})"), out);
+  ASSERT_EQ(out.side.size(), 2u);
+  for (const auto& side : out.side) {
+    EXPECT_EQ(side.output, Output::kError);
+    EXPECT_EQ(side.reason, "key of 1048576 bytes (payload field \"d\") is longer than 256 bytes");
+  }
+  EXPECT_EQ(out.main.size(), 1u);  // the watermark passed the 256-byte one on
+}
+
+// Per-key watermarks: past max_keys a new key is refused; a key silent for state_ttl is
+// forgotten, and deleted from the checkpoint (before, every key was held for ever).
+TEST_F(EventTimeProcessorsTest, PerKeyWatermarksAreBoundedAndForgottenAfterTheirTtl) {
+  auto wm = Make("watermark",
+                 "per: key\nkey_field: d\ntime_field: ts\ntime_format: s\nmax_keys: 2\n"
+                 "state_ttl: 1m\n");
+  RecordingOutput out;
+  wm->Process(JsonEvent(R"({"d":"a","ts":1800000000})"), out);
+  wm->Process(JsonEvent(R"({"d":"b","ts":1800000000})"), out);
+  wm->Process(JsonEvent(R"({"d":"c","ts":1800000000})"), out);
+  ASSERT_EQ(out.side.size(), 1u);
+  EXPECT_NE(out.side[0].reason.find("max_keys (2) reached"), std::string::npos)
+      << out.side[0].reason;
+  wm->TakeChangedState([](std::string_view, std::string_view) {});
+  wm->Tick(now_ + 30 * kS, out);
+  now_ += 30 * kS;
+  wm->Process(JsonEvent(R"({"d":"a","ts":1800000030})"), out);  // a stays; b goes at +60 s
+  wm->Tick(now_ + 31 * kS, out);
+  std::map<std::string, std::string> changed;
+  wm->TakeChangedState(
+      [&](std::string_view k, std::string_view v) { changed[std::string(k)] = std::string(v); });
+  ASSERT_EQ(changed.count("s:b"), 1u);
+  EXPECT_TRUE(changed["s:b"].empty());  // deleted from the checkpoint
+  EXPECT_EQ(changed.count("s:a"), 1u);  // changed by its event, still there
+  EXPECT_FALSE(changed["s:a"].empty());
+  wm->Process(JsonEvent(R"({"d":"c","ts":1800000000})"), out);  // room again
+  EXPECT_EQ(out.side.size(), 1u);
+  EXPECT_EQ(out.main.size(), 4u);
 }
 
 }  // namespace

@@ -89,7 +89,7 @@ TEST_F(OpenFilesTest, ALoweredBudgetIsDoubledAfterEachCalmMinuteUpToWhatItWas) {
   files.RaiseWhenCalm(kStart + seconds(150));
   EXPECT_EQ(files.budget(), 16u);
   files.RaiseWhenCalm(kStart + seconds(1000));
-  EXPECT_EQ(files.budget(), 16u);  // never above max_open_files
+  EXPECT_EQ(files.budget(), 16u);            // never above max_open_files
   for (int i = 0; i < 12; ++i) Open(files);  // the budget is used again
   EXPECT_EQ(OpenCount(), 16u);
 }
