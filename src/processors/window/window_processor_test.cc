@@ -173,10 +173,19 @@ TEST_F(EventTimeProcessorsTest, WindowRefusesNewKeysPastMaxKeysAndTheOpenOnesGoO
   ASSERT_EQ(out.main.size(), 3u);
   EXPECT_NE(out.main[1].payload.find(R"("key":"k1","window_start")"), std::string::npos);
   EXPECT_NE(out.main[1].payload.find(R"("count":2)"), std::string::npos) << out.main[1].payload;
+  // A reload raises the limit: a new key is taken at once.
+  ASSERT_TRUE(win->Reconfigure(ProcessorParams("window",
+                                               "size: 10s\nkey_field: d\nmax_keys: 4\n"
+                                               "state_ttl: 1m\n"),
+                               true)
+                  .ok());
+  win->Process(at("fourth", 1011 * kS), out);
+  win->Process(at("fifth", 1011 * kS), out);
+  EXPECT_EQ(out.side.size(), 98u);
   // Once the keys are forgotten (state_ttl), new ones are taken again.
   win->Tick(now_ + 61 * kS, out);
-  win->Process(at("new", 1011 * kS), out);
-  EXPECT_EQ(out.side.size(), 97u);
+  win->Process(at("new", 1012 * kS), out);
+  EXPECT_EQ(out.side.size(), 98u);
 }
 
 // A key is held by every window of it and written into the checkpoint and each result's
