@@ -278,3 +278,55 @@ queue:
         assert sd.proc.pid == pid and sd.proc.poll() is None  # never restarted
     finally:
         assert sd.stop() == 0
+
+
+def test_one_event_stamped_in_2100_does_not_make_every_later_event_stale(tmp_path):
+    """Before max_future, one event far ahead of the clock moved the watermark there: every
+    later event went to stale and no window was emitted again, even after a restart (the
+    watermark is checkpointed). Now it goes to error and the windows go on."""
+    now = time.time()
+    lines = [{"ts": now - 30 + i, "device": "d1", "v": 1} for i in range(10)]
+    lines.append({"ts": 4102444800, "device": "d1", "v": 1000})  # 2100-01-01
+    lines += [{"ts": now - 15 + i, "device": "d1", "v": 1} for i in range(10)]
+    (tmp_path / "in.log").write_text("".join(json.dumps(l) + "\n" for l in lines))
+    windows, errors, stale = (tmp_path / f"{n}.ndjson" for n in ("windows", "errors", "stale"))
+    sd = Seedance(f"""
+sources:
+  - type: tail
+    path: {tmp_path}/*.log
+    read_from: beginning
+processors:
+  - type: watermark
+    time_field: ts
+    max_out_of_order: 0s
+    idle_timeout: 1s
+  - type: window
+    size: 1s
+    key_field: device
+    field: v
+    aggregates: [count, sum]
+sinks:
+  - type: file
+    path: {windows}
+  - type: file
+    name: errors
+    path: {errors}
+    inputs: [error]
+  - type: file
+    name: stale
+    path: {stale}
+    inputs: [stale]
+queue:
+  data_dir: {tmp_path}/data
+""", workdir=str(tmp_path)).start()
+    try:
+        assert wait_until(lambda: sum(w["count"] for w in last_emissions(
+            e["payload"] for e in read_ndjson(windows)).values()) == 20, timeout=30), \
+            (read_ndjson(windows)[-3:], sd.stderr()[-2000:])
+        assert wait_until(lambda: len(read_ndjson(errors)) == 1, timeout=10)
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-3000:]
+    refused = read_ndjson(errors)[0]
+    assert refused["payload"]["ts"] == 4102444800
+    assert "ahead of the clock (max_future 600 s)" in refused["headers"]["reason"]
+    assert read_ndjson(stale) == []

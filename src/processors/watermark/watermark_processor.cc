@@ -25,8 +25,9 @@ struct WatermarkSettings {
   std::chrono::nanoseconds max_out_of_order{0};
   std::chrono::nanoseconds allowed_lateness{0};
   std::chrono::nanoseconds idle_timeout{0};
-  std::chrono::nanoseconds state_ttl{0};  // per: key
-  int64_t max_keys = 0;                   // per: key
+  std::chrono::nanoseconds max_future{0};  // 0: off
+  std::chrono::nanoseconds state_ttl{0};   // per: key
+  int64_t max_keys = 0;                    // per: key
   eventtime::KeySelector key;
 
   static const Options<WatermarkSettings>& Schema();
@@ -62,6 +63,10 @@ class WatermarkProcessor final : public Processor {
         &ctx_.metrics->GetCounter("seedance_event_time_fallbacks_total",
                                   "Events without a usable time field that took their ingest time.",
                                   {{"component", ctx_.name}});
+    future_ = &ctx_.metrics->GetCounter(
+        "seedance_event_time_future_total",
+        "Events whose time was further ahead of the clock than max_future (sent to `error`).",
+        {{"component", ctx_.name}});
     keys_refused_ = &ctx_.metrics->GetCounter(
         "seedance_watermark_keys_refused_total",
         "Events of a new key refused because max_keys keys were held (sent to `error`).",
@@ -82,6 +87,19 @@ class WatermarkProcessor final : public Processor {
       Result<int64_t> t = v == nullptr
                               ? Result<int64_t>(Status(StatusCode::kInvalidArgument, "missing"))
                               : eventtime::EventTimeFromJson(*v, settings_.time_format);
+      if (t && settings_.max_future.count() > 0 &&
+          *t > ctx_.now_ns() + settings_.max_future.count()) {
+        // One event stamped in 2100 (a device whose clock reset, a hostile publisher) would
+        // move the watermark there: every later event stale, every window closed, and the
+        // watermark checkpointed so, across restarts.
+        future_->Add();
+        out.EmitSide(Output::kError, std::move(event),
+                     fmt::format("event time {} is {} ahead of the clock (max_future {}): "
+                                 "refused, it would make every later event stale",
+                                 eventtime::FormatRfc3339(*t), Seconds(*t - ctx_.now_ns()),
+                                 Seconds(settings_.max_future.count())));
+        return;
+      }
       if (t) {
         event.event_time_ns = *t;
       } else if (settings_.require_time) {
@@ -172,6 +190,7 @@ class WatermarkProcessor final : public Processor {
   PluginContext ctx_;
   observe::FloatGauge* watermark_gauge_;
   observe::Counter* missing_time_;
+  observe::Counter* future_;
   observe::Counter* keys_refused_;
   int64_t next_forget_ns_ = 0;
 };
@@ -206,6 +225,11 @@ const Options<WatermarkSettings>& WatermarkSettings::Schema() {
           .Add(&S::allowed_lateness, {.name = "allowed_lateness",
                                       .doc = "events older than watermark − this are stale",
                                       .default_value = "5m"})
+          .Add(&S::max_future,
+               {.name = "max_future",
+                .doc = "an event time further ahead of the clock than this goes to `error` "
+                       "instead of moving the watermark (0 = off)",
+                .default_value = "10m"})
           .Add(&S::idle_timeout, {.name = "idle_timeout",
                                   .doc = "a scope silent this long advances with the wall clock",
                                   .default_value = "30s"})

@@ -238,5 +238,37 @@ TEST_F(EventTimeProcessorsTest, PerKeyWatermarksAreBoundedAndForgottenAfterTheir
   EXPECT_EQ(out.main.size(), 4u);
 }
 
+// One event stamped in 2100 moved the watermark there: every later event was stale, every
+// window closed, and the watermark was checkpointed so, across restarts. Past max_future
+// (10 min) the event goes to `error` and moves nothing.
+TEST_F(EventTimeProcessorsTest, AnEventFarAheadOfTheClockIsRefusedAndMovesNoWatermark) {
+  auto wm = Make("watermark", "time_field: ts\ntime_format: s\nmax_out_of_order: 0s\n");
+  RecordingOutput out;
+  const int64_t now_s = now_ / kS;
+  auto at = [](int64_t s) { return JsonEvent(R"({"ts":)" + std::to_string(s) + "}"); };
+  wm->Process(at(now_s), out);
+  wm->Process(at(4102444800), out);   // 2100-01-01
+  wm->Process(at(now_s + 601), out);  // just past max_future
+  wm->Process(at(now_s + 599), out);  // a clock a little ahead: taken
+  wm->Process(at(now_s + 400), out);  // within allowed_lateness of it: not stale
+  ASSERT_EQ(out.side.size(), 2u);
+  EXPECT_EQ(out.side[0].output, Output::kError);
+  EXPECT_NE(out.side[0].reason.find("event time 2100-01-01T00:00:00.000Z is "), std::string::npos)
+      << out.side[0].reason;
+  EXPECT_NE(out.side[0].reason.find("ahead of the clock (max_future 600 s)"), std::string::npos)
+      << out.side[0].reason;
+  EXPECT_EQ(out.main.size(), 3u);
+  ASSERT_FALSE(out.watermarks.empty());
+  EXPECT_EQ(out.watermarks.back().second, (now_s + 599) * kS);
+  EXPECT_EQ(harness_.metrics
+                .GetCounter("seedance_event_time_future_total", "", {{"component", "watermark"}})
+                .Value(),
+            2u);
+  auto off = Make("watermark", "time_field: ts\ntime_format: s\nmax_future: 0s\n");
+  RecordingOutput out2;
+  off->Process(at(4102444800), out2);
+  EXPECT_EQ(out2.main.size(), 1u);  // 0: off
+}
+
 }  // namespace
 }  // namespace seedance::processors
