@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 #include <ctime>
 
 namespace seedance::eventtime {
@@ -78,8 +79,14 @@ Result<int64_t> ParseRfc3339(std::string_view s) {
   tm.tm_hour = hour;
   tm.tm_min = minute;
   tm.tm_sec = second;
-  const int64_t epoch = timegm(&tm);
-  return (epoch - offset_s) * 1'000'000'000 + fraction_ns;
+  const int64_t epoch = static_cast<int64_t>(timegm(&tm)) - offset_s;
+  // Unix ns in an int64_t span 1677-09-21 to 2262-04-11; past them the product overflowed
+  // (undefined; "9999-12-31T23:59:59Z" came out as some time in 1970-2262).
+  constexpr int64_t kMaxSeconds = INT64_MAX / 1'000'000'000 - 1;
+  if (epoch > kMaxSeconds || epoch < -kMaxSeconds) {
+    return BadTime(s, "beyond what Unix nanoseconds hold (the years 1678 to 2262)");
+  }
+  return epoch * 1'000'000'000 + fraction_ns;
 }
 
 std::string FormatRfc3339(int64_t unix_ns) {
@@ -120,8 +127,8 @@ Result<int64_t> EventTimeFromJson(const rapidjson::Value& value, TimeFormat form
                         : TimeFormat::kNanos;
   }
   if (format == TimeFormat::kNanos && value.IsInt64()) return value.GetInt64();
-  if (format == TimeFormat::kNanos && value.IsUint64()) {
-    return static_cast<int64_t>(value.GetUint64());
+  if (format == TimeFormat::kNanos && value.IsUint64()) {  // above INT64_MAX: not a time
+    return Status(StatusCode::kInvalidArgument, "time beyond the year 2262");
   }
   const double scale = format == TimeFormat::kSeconds  ? 1e9
                        : format == TimeFormat::kMillis ? 1e6

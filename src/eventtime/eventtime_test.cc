@@ -48,6 +48,20 @@ TEST(EventTimeTest, BadTimesSayWhy) {
   EXPECT_FALSE(EventTimeFromJson(d["t"], TimeFormat::kAuto).has_value());
   EXPECT_FALSE(EventTimeFromJson(d["n"], TimeFormat::kAuto).has_value());
   EXPECT_FALSE(EventTimeFromJson(d["s"], TimeFormat::kMillis).has_value());
+  // Beyond what int64 nanoseconds hold: refused, not wrapped (before, 2^64 - 1 ns came out
+  // as -1 and year 9999 as an overflowed product).
+  d.Parse(R"({"u":18446744073709551615,"big":9223372036854775807})");
+  auto wrapped = EventTimeFromJson(d["u"], TimeFormat::kAuto);
+  ASSERT_FALSE(wrapped.has_value());
+  EXPECT_NE(wrapped.error().message().find("beyond the year 2262"), std::string::npos);
+  EXPECT_EQ(*EventTimeFromJson(d["big"], TimeFormat::kNanos), INT64_MAX);
+  for (const char* far : {"9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z", "2262-04-12T00:00:00Z"}) {
+    auto t = ParseRfc3339(far);
+    ASSERT_FALSE(t.has_value()) << far;
+    EXPECT_NE(t.error().message().find("the years 1678 to 2262"), std::string::npos);
+  }
+  EXPECT_EQ(*ParseRfc3339("2262-04-10T00:00:00Z") / 1'000'000'000, 9'223'200'000);
+  EXPECT_EQ(*ParseRfc3339("1969-12-31T23:59:59Z"), -1'000'000'000);
 }
 
 TEST(DDSketchTest, QuantilesWithinTheRelativeErrorAndSurviveSerialization) {
