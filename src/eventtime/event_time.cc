@@ -80,11 +80,13 @@ Result<int64_t> ParseRfc3339(std::string_view s) {
   tm.tm_min = minute;
   tm.tm_sec = second;
   const int64_t epoch = static_cast<int64_t>(timegm(&tm)) - offset_s;
-  // Unix ns in an int64_t span 1677-09-21 to 2262-04-11; past them the product overflowed
-  // (undefined; "9999-12-31T23:59:59Z" came out as some time in 1970-2262).
+  // Unix ns in an int64_t end at 2262-04-11; past it the product overflowed (undefined;
+  // "9999-12-31T23:59:59Z" came out as some time in 1970-2262). Their other end, 1677, is
+  // kept well away from: a watermark is an event time less durations, and must not wrap.
   constexpr int64_t kMaxSeconds = INT64_MAX / 1'000'000'000 - 1;
-  if (epoch > kMaxSeconds || epoch < -kMaxSeconds) {
-    return BadTime(s, "beyond what Unix nanoseconds hold (the years 1678 to 2262)");
+  constexpr int64_t kMinSeconds = -2'208'988'800;  // 1900-01-01T00:00:00Z
+  if (epoch > kMaxSeconds || epoch < kMinSeconds) {
+    return BadTime(s, "outside the years 1900 to 2262");
   }
   return epoch * 1'000'000'000 + fraction_ns;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "util/little_endian.h"
 
@@ -20,6 +21,14 @@ void WindowStore::Fire(const std::string& key, int64_t start, WindowAggregate& w
   emit(WindowResult{key, start, start + spec_.size_ns, &w, w.emissions});
   ++w.emissions;
   dirty_.insert(key);
+}
+
+bool WindowStore::Holds(int64_t t) const {
+  // Add's loop steps one slide below t - size; a window ends at most at t + size.
+  const __int128 first = static_cast<__int128>(t) - spec_.size_ns - spec_.slide_ns;
+  const __int128 last = static_cast<__int128>(t) + spec_.size_ns + spec_.allowed_lateness_ns;
+  return first >= std::numeric_limits<int64_t>::min() &&
+         last <= std::numeric_limits<int64_t>::max();
 }
 
 bool WindowStore::Add(std::string_view key_view, int64_t t, double value, bool has_value,

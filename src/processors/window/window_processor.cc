@@ -166,6 +166,13 @@ class WindowProcessor final : public Processor {
         return;
       }
     }
+    if (!store_.Holds(event.event_time_ns)) {
+      out.EmitSide(Output::kError, std::move(event),
+                   fmt::format("event time {} is too near the ends of Unix nanoseconds (1678, "
+                               "2262) for windows of this size and allowed_lateness",
+                               eventtime::FormatRfc3339(event.event_time_ns)));
+      return;
+    }
     out_ = &out;
     const bool taken = store_.Add(*key, event.event_time_ns, value, has_value, ctx_.now_ns(),
                                   [this](const eventtime::WindowResult& r) { EmitResult(r); });

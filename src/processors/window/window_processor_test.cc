@@ -270,5 +270,25 @@ TEST_F(EventTimeProcessorsTest, AnEventFarAheadOfTheClockIsRefusedAndMovesNoWate
   EXPECT_EQ(out2.main.size(), 1u);  // 0: off
 }
 
+// An event time near the ends of int64 ns (max_future off, or no watermark in front) made
+// the window's end and end + lateness overflow (undefined behaviour): now refused with why.
+TEST_F(EventTimeProcessorsTest, AnEventTimeWhoseWindowsCannotBeHeldGoesToError) {
+  auto win = Make("window", "size: 1h\nallowed_lateness: 5m\n");
+  RecordingOutput out;
+  for (int64_t t : {INT64_MAX - 1, INT64_MIN + 1}) {
+    Event e = JsonEvent("{}");
+    e.event_time_ns = t;
+    win->Process(std::move(e), out);
+  }
+  ASSERT_EQ(out.side.size(), 2u);
+  EXPECT_EQ(out.side[0].output, Output::kError);
+  EXPECT_NE(out.side[0].reason.find("too near the ends of Unix nanoseconds"), std::string::npos)
+      << out.side[0].reason;
+  Event fine = JsonEvent("{}");
+  fine.event_time_ns = INT64_MAX - 2 * 3600 * kS;  // 2262, with room for its window
+  win->Process(std::move(fine), out);
+  EXPECT_EQ(out.side.size(), 2u);
+}
+
 }  // namespace
 }  // namespace seedance::processors
