@@ -99,13 +99,14 @@ def test_max_open_files_is_lowered_to_leave_descriptors_to_the_rest(tmp_path):
 
 @pytest.mark.parametrize("limit", [24, 20])
 def test_under_a_hard_descriptor_limit_the_tail_leaves_the_rest_enough(tmp_path, limit):
-    """Besides the tail's, the process holds 18 descriptors here (event loops, the queue's
-    segment, reader, HEAD and cursor, the sink's file, the metrics listener); the tail's budget
-    is half the limit. Before: the tail took what was left, the sink could not open the
+    """Besides the tail's, the process holds up to 18 descriptors here (event loops, the
+    queue's segment, reader, HEAD and cursor, the sink's file, the metrics listener); the tail's
+    budget is half the limit. Before: the tail took what was left, the sink could not open the
     queue's segment (read as "nothing to deliver", silently) and nothing was delivered. Now the
-    tail halves what it holds when an open fails for want of descriptors. At 20 even listing
-    the directory fails once: its files must not be taken as gone (they were let go, then read
-    again from their start: every line twice). Every line arrives once."""
+    tail halves what it holds when an open fails for want of descriptors. At 20 the listing of
+    the directory can fail too, when a scan meets the moment the queue's reader and cursor hold
+    theirs; whether one does is timing (a CI run under load had none), so the listing failure
+    is made certain by the listener test below. Every line arrives once either way."""
     logs = tmp_path / "logs"
     logs.mkdir()
     for i in range(100):
@@ -125,8 +126,6 @@ def test_under_a_hard_descriptor_limit_the_tail_leaves_the_rest_enough(tmp_path,
     log = sd.stderr()
     assert "the process is out of descriptors (Too many open files): max_open_files lowered" \
         in log, log[-3000:]
-    if limit == 20:
-        assert "cannot list" in log, log[-3000:]
 
 
 def test_lines_refused_by_a_full_pipeline_are_delivered_after_their_file_is_closed(tmp_path):
@@ -181,6 +180,9 @@ def test_a_listener_out_of_descriptors_gets_descriptors_back_from_the_tail(tmp_p
         assert sd.stop() == 0, sd.stderr()[-3000:]
     log = sd.stderr()
     assert "cannot accept a connection: Too many open files" in log, log[-3000:]
+    # The files are all read and none grows, so nothing is opened: the tail met the shortage
+    # in its listing, and took none of its files as gone.
+    assert "cannot list" in log, log[-3000:]
     assert "the process is out of descriptors" in log, log[-3000:]
     got = out_lines(tmp_path)
     assert sorted(e["client"] for e in got if "client" in e) == list(range(30))
