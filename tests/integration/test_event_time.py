@@ -12,7 +12,8 @@ from testing.broker import Broker
 from testing.http_receiver import Receiver
 from testing.mqtt_publish import connect, publish_all
 from testing.waiting import wait_until
-from testing.seedance_process import Seedance
+from testing.ports import free_port
+from testing.seedance_process import Seedance, metric, scrape
 
 
 def last_emissions(events):
@@ -330,3 +331,55 @@ queue:
     assert refused["payload"]["ts"] == 4102444800
     assert "ahead of the clock (max_future 600 s)" in refused["headers"]["reason"]
     assert read_ndjson(stale) == []
+
+
+def test_a_new_key_in_every_reading_stops_at_max_keys_and_the_open_keys_go_on(tmp_path):
+    """A publisher that sends a new key in every reading grew the window state until the
+    memory ran out. Past max_keys a new key's reading goes to error with the reason, counted
+    and logged once; the keys already open are still counted."""
+    now = time.time()
+    lines = [{"ts": now - 20, "device": f"d{i}", "v": 1} for i in range(300)]
+    lines += [{"ts": now - 19, "device": f"d{i}", "v": 1} for i in range(50)]  # open keys again
+    (tmp_path / "in.log").write_text("".join(json.dumps(l) + "\n" for l in lines))
+    windows, errors = tmp_path / "windows.ndjson", tmp_path / "errors.ndjson"
+    port = free_port()
+    sd = Seedance(f"""
+sources:
+  - type: tail
+    path: {tmp_path}/*.log
+    read_from: beginning
+processors:
+  - type: watermark
+    time_field: ts
+    max_out_of_order: 0s
+    idle_timeout: 1s
+  - type: window
+    size: 1s
+    key_field: device
+    max_keys: 100
+sinks:
+  - type: file
+    path: {windows}
+  - type: file
+    name: errors
+    path: {errors}
+    inputs: [error]
+queue:
+  data_dir: {tmp_path}/data
+metrics:
+  listen: 127.0.0.1:{port}
+""", workdir=str(tmp_path)).start()
+    try:
+        assert wait_until(lambda: len(read_ndjson(errors)) == 200, timeout=30), \
+            (len(read_ndjson(errors)), sd.stderr()[-2000:])
+        assert wait_until(lambda: sum(w["count"] for w in last_emissions(
+            e["payload"] for e in read_ndjson(windows)).values()) == 150, timeout=30), \
+            sd.stderr()[-2000:]
+        text = scrape(f"http://127.0.0.1:{port}/metrics")
+        assert metric(text, "seedance_window_keys_refused_total") == 200
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-3000:]
+    keys = {e["payload"]["key"] for e in read_ndjson(windows)}
+    assert keys == {f"d{i}" for i in range(100)}
+    assert all("max_keys (100) reached" in e["headers"]["reason"] for e in read_ndjson(errors))
+    assert sum("max_keys (100) reached" in l for l in sd.stderr().splitlines()) == 1
