@@ -281,17 +281,12 @@ queue:
         assert sd.stop() == 0
 
 
-def test_one_event_stamped_in_2100_does_not_make_every_later_event_stale(tmp_path):
-    """Before max_future, one event far ahead of the clock moved the watermark there: every
-    later event went to stale and no window was emitted again, even after a restart (the
-    watermark is checkpointed). Now it goes to error and the windows go on."""
-    now = time.time()
-    lines = [{"ts": now - 30 + i, "device": "d1", "v": 1} for i in range(10)]
-    lines.append({"ts": 4102444800, "device": "d1", "v": 1000})  # 2100-01-01
-    lines += [{"ts": now - 15 + i, "device": "d1", "v": 1} for i in range(10)]
-    (tmp_path / "in.log").write_text("".join(json.dumps(l) + "\n" for l in lines))
-    windows, errors, stale = (tmp_path / f"{n}.ndjson" for n in ("windows", "errors", "stale"))
-    sd = Seedance(f"""
+def tail_window_job(tmp_path, readings, window_extra="", sinks_extra="", more=""):
+    """Writes `readings` to a tailed file; the job: a watermark on `ts` (seconds, no disorder,
+    idle after 1 s) and a 1 s window keyed by `device`, into windows.ndjson, with the error
+    output into errors.ndjson."""
+    (tmp_path / "in.log").write_text("".join(json.dumps(r) + "\n" for r in readings))
+    return f"""
 sources:
   - type: tail
     path: {tmp_path}/*.log
@@ -304,25 +299,41 @@ processors:
   - type: window
     size: 1s
     key_field: device
-    field: v
-    aggregates: [count, sum]
+{window_extra}
 sinks:
   - type: file
-    path: {windows}
+    path: {tmp_path}/windows.ndjson
   - type: file
     name: errors
-    path: {errors}
+    path: {tmp_path}/errors.ndjson
     inputs: [error]
-  - type: file
-    name: stale
-    path: {stale}
-    inputs: [stale]
+{sinks_extra}
 queue:
   data_dir: {tmp_path}/data
-""", workdir=str(tmp_path)).start()
+{more}"""
+
+
+def windowed(path):
+    """Readings counted by the final emission of every window in `path`."""
+    return sum(w["count"] for w in last_emissions(e["payload"] for e in read_ndjson(path)).values())
+
+
+def test_one_event_stamped_in_2100_does_not_make_every_later_event_stale(tmp_path):
+    """Before max_future, one event far ahead of the clock moved the watermark there: every
+    later event went to stale and no window was emitted again, even after a restart (the
+    watermark is checkpointed). Now it goes to error and the windows go on."""
+    now = time.time()
+    lines = [{"ts": now - 30 + i, "device": "d1", "v": 1} for i in range(10)]
+    lines.append({"ts": 4102444800, "device": "d1", "v": 1000})  # 2100-01-01
+    lines += [{"ts": now - 15 + i, "device": "d1", "v": 1} for i in range(10)]
+    windows, errors, stale = (tmp_path / f"{n}.ndjson" for n in ("windows", "errors", "stale"))
+    sd = Seedance(tail_window_job(tmp_path, lines,
+                                  window_extra="    field: v\n    aggregates: [count, sum]",
+                                  sinks_extra=f"  - type: file\n    name: stale\n"
+                                              f"    path: {stale}\n    inputs: [stale]"),
+                  workdir=str(tmp_path)).start()
     try:
-        assert wait_until(lambda: sum(w["count"] for w in last_emissions(
-            e["payload"] for e in read_ndjson(windows)).values()) == 20, timeout=30), \
+        assert wait_until(lambda: windowed(windows) == 20, timeout=30), \
             (read_ndjson(windows)[-3:], sd.stderr()[-2000:])
         assert wait_until(lambda: len(read_ndjson(errors)) == 1, timeout=10)
     finally:
@@ -340,41 +351,15 @@ def test_a_new_key_in_every_reading_stops_at_max_keys_and_the_open_keys_go_on(tm
     now = time.time()
     lines = [{"ts": now - 20, "device": f"d{i}", "v": 1} for i in range(300)]
     lines += [{"ts": now - 19, "device": f"d{i}", "v": 1} for i in range(50)]  # open keys again
-    (tmp_path / "in.log").write_text("".join(json.dumps(l) + "\n" for l in lines))
     windows, errors = tmp_path / "windows.ndjson", tmp_path / "errors.ndjson"
     port = free_port()
-    sd = Seedance(f"""
-sources:
-  - type: tail
-    path: {tmp_path}/*.log
-    read_from: beginning
-processors:
-  - type: watermark
-    time_field: ts
-    max_out_of_order: 0s
-    idle_timeout: 1s
-  - type: window
-    size: 1s
-    key_field: device
-    max_keys: 100
-sinks:
-  - type: file
-    path: {windows}
-  - type: file
-    name: errors
-    path: {errors}
-    inputs: [error]
-queue:
-  data_dir: {tmp_path}/data
-metrics:
-  listen: 127.0.0.1:{port}
-""", workdir=str(tmp_path)).start()
+    sd = Seedance(tail_window_job(tmp_path, lines, window_extra="    max_keys: 100",
+                                  more=f"metrics:\n  listen: 127.0.0.1:{port}"),
+                  workdir=str(tmp_path)).start()
     try:
         assert wait_until(lambda: len(read_ndjson(errors)) == 200, timeout=30), \
             (len(read_ndjson(errors)), sd.stderr()[-2000:])
-        assert wait_until(lambda: sum(w["count"] for w in last_emissions(
-            e["payload"] for e in read_ndjson(windows)).values()) == 150, timeout=30), \
-            sd.stderr()[-2000:]
+        assert wait_until(lambda: windowed(windows) == 150, timeout=30), sd.stderr()[-2000:]
         text = scrape(f"http://127.0.0.1:{port}/metrics")
         assert metric(text, "seedance_window_keys_refused_total") == 200
     finally:

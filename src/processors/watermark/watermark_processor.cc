@@ -74,6 +74,7 @@ class WatermarkProcessor final : public Processor {
   }
 
   void Process(Event&& event, ProcessorOutput& out) override {
+    const int64_t now = ctx_.now_ns();
     rapidjson::Document doc;
     const bool need_json = !settings_.time_field.empty() || !settings_.key.field.empty();
     const rapidjson::Value* payload = nullptr;
@@ -87,8 +88,7 @@ class WatermarkProcessor final : public Processor {
       Result<int64_t> t = v == nullptr
                               ? Result<int64_t>(Status(StatusCode::kInvalidArgument, "missing"))
                               : eventtime::EventTimeFromJson(*v, settings_.time_format);
-      if (t && settings_.max_future.count() > 0 &&
-          *t > ctx_.now_ns() + settings_.max_future.count()) {
+      if (t && settings_.max_future.count() > 0 && *t > now + settings_.max_future.count()) {
         // One event stamped in 2100 (a device whose clock reset, a hostile publisher) would
         // move the watermark there: every later event stale, every window closed, and the
         // watermark checkpointed so, across restarts.
@@ -96,7 +96,7 @@ class WatermarkProcessor final : public Processor {
         out.EmitSide(Output::kError, std::move(event),
                      fmt::format("event time {} is {} ahead of the clock (max_future {}): "
                                  "refused, it would make every later event stale",
-                                 eventtime::FormatRfc3339(*t), Seconds(*t - ctx_.now_ns()),
+                                 eventtime::FormatRfc3339(*t), Seconds(*t - now),
                                  Seconds(settings_.max_future.count())));
         return;
       }
@@ -133,7 +133,6 @@ class WatermarkProcessor final : public Processor {
       }
       scope = std::move(*key);
     }
-    const int64_t now = ctx_.now_ns();
     auto verdict = tracker_.Observe(scope, event.event_time_ns, now);
     if (verdict.stale) {
       event.SetHeader("lateness_ms", std::to_string(verdict.lateness_ns / 1'000'000));
