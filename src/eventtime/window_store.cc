@@ -31,6 +31,21 @@ bool WindowStore::Holds(int64_t t) const {
          last <= std::numeric_limits<int64_t>::max();
 }
 
+size_t WindowStore::WindowsToOpen(std::string_view key_view, int64_t t) const {
+  const std::string key(key_view);
+  auto it = keys_.find(key);
+  const int64_t watermark =
+      std::max(stream_watermark_, it == keys_.end() ? kNoWatermark : it->second.watermark);
+  size_t n = 0;
+  const int64_t last_start = FloorDiv(t, spec_.slide_ns) * spec_.slide_ns;
+  for (int64_t s = last_start; s > t - spec_.size_ns; s -= spec_.slide_ns) {  // as Add
+    const int64_t end = s + spec_.size_ns;
+    if (watermark != kNoWatermark && end + spec_.allowed_lateness_ns <= watermark) continue;
+    if (it == keys_.end() || it->second.windows.count(s) == 0) ++n;
+  }
+  return n;
+}
+
 bool WindowStore::Add(std::string_view key_view, int64_t t, double value, bool has_value,
                       int64_t now_ns, const Emit& emit) {
   std::string key(key_view);

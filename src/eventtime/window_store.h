@@ -59,6 +59,9 @@ class WindowStore {
   // Whether the windows holding `t`, their ends and their ends + allowed lateness, are Unix
   // ns an int64_t holds (an event time near 2262 or 1678 overflowed them). Add needs it.
   bool Holds(int64_t t) const;
+  // How many windows Add(key, t, ...) would open: those holding `t` that are neither closed
+  // nor in state yet (0 when it would only update open ones, or the event is stale).
+  size_t WindowsToOpen(std::string_view key, int64_t t) const;
   // Adds `value` (or only counts, without `has_value`) at event time `t` for `key`. Returns
   // false, changing nothing, when every window that would hold `t` is already closed.
   bool Add(std::string_view key, int64_t t, double value, bool has_value, int64_t now_ns,

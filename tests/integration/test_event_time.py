@@ -368,3 +368,29 @@ def test_a_new_key_in_every_reading_stops_at_max_keys_and_the_open_keys_go_on(tm
     assert keys == {f"d{i}" for i in range(100)}
     assert all("max_keys (100) reached" in e["headers"]["reason"] for e in read_ndjson(errors))
     assert sum("max_keys (100) reached" in l for l in sd.stderr().splitlines()) == 1
+
+
+def test_readings_scattered_over_the_lateness_stop_at_max_windows(tmp_path):
+    """max_keys did not bound the window state: one key holds a window for every second its
+    readings reach within allowed_lateness (5 min), so one device's 250 readings, each in
+    another second of the last five minutes, held 251 windows. Past max_windows a reading that
+    would open one goes to error, counted and logged once; the open windows are kept."""
+    now = time.time()
+    lines = [{"ts": now - 1, "device": "d1", "v": 1}]  # the watermark: now - 1
+    lines += [{"ts": now - 2 - i, "device": "d1", "v": 1} for i in range(250)]
+    windows, errors = tmp_path / "windows.ndjson", tmp_path / "errors.ndjson"
+    port = free_port()
+    sd = Seedance(tail_window_job(tmp_path, lines, window_extra="    max_windows: 100",
+                                  more=f"metrics:\n  listen: 127.0.0.1:{port}"),
+                  workdir=str(tmp_path)).start()
+    try:
+        assert wait_until(lambda: len(read_ndjson(errors)) == 151, timeout=30), \
+            (len(read_ndjson(errors)), sd.stderr()[-2000:])
+        assert wait_until(lambda: windowed(windows) == 100, timeout=30), sd.stderr()[-2000:]
+        text = scrape(f"http://127.0.0.1:{port}/metrics")
+        assert metric(text, "seedance_window_windows_refused_total") == 151
+        assert metric(text, "seedance_window_open") == 100
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-3000:]
+    assert all("max_windows (100) reached" in e["headers"]["reason"] for e in read_ndjson(errors))
+    assert sum("max_windows (100) reached" in l for l in sd.stderr().splitlines()) == 1

@@ -28,6 +28,7 @@ struct WindowSettings {
   std::vector<Aggregate> aggregates;
   int64_t state_ttl_ns = 0;
   int64_t max_keys = 0;
+  int64_t max_windows = 0;
 
   bool needs_value() const {
     for (const auto& a : aggregates) {
@@ -45,6 +46,7 @@ struct WindowSettings {
     std::chrono::nanoseconds allowed_lateness{0};
     std::chrono::nanoseconds state_ttl{0};
     int64_t max_keys = 0;
+    int64_t max_windows = 0;
     eventtime::KeySelector key;
   };
   static const Options<Given>& Schema();
@@ -59,6 +61,7 @@ struct WindowSettings {
     s.spec.allowed_lateness_ns = g.allowed_lateness.count();
     s.state_ttl_ns = g.state_ttl.count();
     s.max_keys = g.max_keys;
+    s.max_windows = g.max_windows;
     if (s.spec.size_ns <= 0) {
       return Status(StatusCode::kInvalidArgument,
                     "size must be above 0 (" + p.Location("size") + ")");
@@ -127,6 +130,10 @@ class WindowProcessor final : public Processor {
         "seedance_window_keys_refused_total",
         "Events of a new key refused because max_keys keys were open (sent to `error`).",
         {{"component", ctx_.name}});
+    windows_refused_ = &ctx_.metrics->GetCounter(
+        "seedance_window_windows_refused_total",
+        "Events refused because they would open windows past max_windows (sent to `error`).",
+        {{"component", ctx_.name}});
   }
 
   void Process(Event&& event, ProcessorOutput& out) override {
@@ -170,6 +177,20 @@ class WindowProcessor final : public Processor {
       out.EmitSide(Output::kError, std::move(event),
                    fmt::format("event time {} is too near the ends of Unix nanoseconds (1678, "
                                "2262) for windows of this size and allowed_lateness",
+                               eventtime::FormatRfc3339(event.event_time_ns)));
+      return;
+    }
+    // max_keys alone does not bound the state: a key holds a window for every slide that its
+    // events' times reach between the watermark less allowed_lateness and the newest time (with
+    // 1 s windows and 5 min of lateness, times scattered over those 5 minutes held 300 windows
+    // a key, 30 million at max_keys).
+    const size_t opens = store_.WindowsToOpen(*key, event.event_time_ns);
+    if (opens > 0 && store_.window_count() + opens > static_cast<size_t>(settings_.max_windows)) {
+      windows_refused_->Add();
+      out.EmitSide(Output::kError, std::move(event),
+                   fmt::format("max_windows ({}) reached: the event would open {} more "
+                               "window(s) (key \"{}\", event time {}); the open windows go on",
+                               settings_.max_windows, opens, util::SanitizeText(*key, 64),
                                eventtime::FormatRfc3339(event.event_time_ns)));
       return;
     }
@@ -289,6 +310,7 @@ class WindowProcessor final : public Processor {
   observe::Gauge* keys_gauge_;
   observe::Gauge* windows_gauge_;
   observe::Counter* keys_refused_;
+  observe::Counter* windows_refused_;
 };
 
 }  // namespace
@@ -320,6 +342,12 @@ const Options<WindowSettings::Given>& WindowSettings::Schema() {
                 .doc = "most keys with open windows; past it a new key's events go to `error` "
                        "(the open keys go on)",
                 .default_value = "100000",
+                .validator = IntInRange(1)})
+          .Int(&S::max_windows,
+               {.name = "max_windows",
+                .doc = "most windows in state, all keys together (about 0.4 KiB each); past it "
+                       "an event that would open one goes to `error` (open windows go on)",
+                .default_value = "1000000",
                 .validator = IntInRange(1)})
           .Include(&S::key, eventtime::KeySelectorSchema());
   return o;

@@ -188,6 +188,69 @@ TEST_F(EventTimeProcessorsTest, WindowRefusesNewKeysPastMaxKeysAndTheOpenOnesGoO
   EXPECT_EQ(out.side.size(), 98u);
 }
 
+// max_keys did not bound the state: a key holds a window for every slide its events' times
+// reach between the watermark less allowed_lateness and the newest time. 1 s windows with 5 min
+// of lateness: one key's events scattered over those 5 minutes held 300 windows (30 million at
+// max_keys). Past max_windows, an event that would open one goes to `error`; the open windows
+// still take events, and once closed windows are purged new ones are opened again.
+TEST_F(EventTimeProcessorsTest, WindowRefusesEventsThatWouldOpenWindowsPastMaxWindows) {
+  auto win = Make("window", "size: 1s\nallowed_lateness: 5m\nkey_field: d\nmax_windows: 50\n");
+  RecordingOutput out;
+  auto at = [](const std::string& key, int64_t t) {
+    Event e = JsonEvent(R"({"d":")" + key + R"("})");
+    e.event_time_ns = t;
+    return e;
+  };
+  win->OnWatermark("", 2000 * kS, out);
+  for (int i = 0; i < 300; ++i) win->Process(at("a", (1700 + i) * kS), out);
+  EXPECT_EQ(out.main.size(), 50u);  // late, within lateness: each window emitted at once
+  ASSERT_EQ(out.side.size(), 250u);
+  EXPECT_EQ(out.side[0].output, Output::kError);
+  EXPECT_EQ(out.side[0].reason,
+            "max_windows (50) reached: the event would open 1 more window(s) (key \"a\", event "
+            "time 1970-01-01T00:29:10.000Z); the open windows go on");
+  EXPECT_EQ(harness_.metrics
+                .GetCounter("seedance_window_windows_refused_total", "", {{"component", "window"}})
+                .Value(),
+            250u);
+  EXPECT_EQ(
+      harness_.metrics.GetGauge("seedance_window_open", "", {{"component", "window"}}).Value(), 50);
+  win->Process(at("a", 1700 * kS), out);  // an open window still takes its events
+  win->Process(at("b", 1701 * kS), out);  // another key's, too
+  EXPECT_EQ(out.main.size(), 51u);
+  EXPECT_NE(out.main.back().payload.find(R"("count":2)"), std::string::npos);
+  EXPECT_EQ(out.side.size(), 251u);
+  // Closed windows are purged (end + lateness passed): room for new ones.
+  win->OnWatermark("", 2010 * kS, out);
+  win->Process(at("a", 1900 * kS), out);
+  EXPECT_EQ(out.side.size(), 251u);
+}
+
+// A sliding event opens size / slide windows at once: all or none.
+TEST_F(EventTimeProcessorsTest, MaxWindowsRefusesASlidingEventWholeNotInPart) {
+  auto win = Make("window", "size: 10s\nslide: 1s\nmax_windows: 15\n");
+  RecordingOutput out;
+  auto at = [](int64_t t) {
+    Event e = JsonEvent(R"({"v":1})");
+    e.event_time_ns = t;
+    return e;
+  };
+  win->Process(at(1000 * kS), out);  // windows starting 991..1000: 10
+  win->Process(at(1005 * kS), out);  // 996..1005: 5 more, 15
+  win->Process(at(1006 * kS), out);  // would open 1006: refused, nothing counted
+  ASSERT_EQ(out.side.size(), 1u);
+  EXPECT_NE(out.side[0].reason.find("would open 1 more window(s)"), std::string::npos)
+      << out.side[0].reason;
+  win->OnWatermark("", 2000 * kS, out);
+  ASSERT_EQ(out.main.size(), 15u);
+  int twice = 0;  // windows 996..1000 hold 1000 and 1005; none holds 1006
+  for (const Event& e : out.main) {
+    if (e.payload.find(R"("count":2)") != std::string::npos) ++twice;
+    EXPECT_EQ(e.payload.find(R"("count":3)"), std::string::npos) << e.payload;
+  }
+  EXPECT_EQ(twice, 5);
+}
+
 // A key is held by every window of it and written into the checkpoint and each result's
 // topic: one of a megabyte from a payload is refused, with its size.
 TEST_F(EventTimeProcessorsTest, AKeyLongerThanTheLimitGoesToErrorWithItsSize) {
