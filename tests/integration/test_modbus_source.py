@@ -384,6 +384,97 @@ def test_a_hostile_device_is_cut_off_and_counted_not_trusted(tmp_path):
     assert metric(text, "seedance_modbus_request_errors_total", kind="timeout") == 0, text
 
 
+def test_a_device_that_drips_or_goes_silent_costs_each_request_its_timeout(tmp_path):
+    """docs/modbus.md, Hostile answers: a device that accepts and says nothing, or sends a
+    valid answer one byte every 100 ms (it would take 1.1 s), costs each request its timeout
+    (300 ms), never more: the request fails as `timeout`, its connection is closed (a late
+    answer must not be taken for the next request's), and polling goes on."""
+    import socket
+    import threading
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    held = []  # (seconds from the request to the close seen, what the device did)
+    stop = threading.Event()
+
+    def handle(c, n):
+        c.settimeout(5)
+        try:
+            req = c.recv(64)
+        except OSError:
+            return
+        asked = time.monotonic()
+        if len(req) < 12:
+            return
+        tid = struct.unpack(">H", req[:2])[0]
+        answer = struct.pack(">HHHBBBH", tid, 0, 5, 1, 3, 2, 7)
+        closed = False
+        if n % 2 == 0:  # drips
+            for b in answer:
+                if stop.is_set():
+                    break
+                try:
+                    c.sendall(bytes([b]))
+                except OSError:
+                    closed = True
+                    break
+                time.sleep(0.1)
+                try:
+                    c.settimeout(0.001)
+                    closed = c.recv(1) == b""
+                except socket.timeout:
+                    pass
+                except OSError:
+                    closed = True
+                if closed:
+                    break
+        else:  # silent
+            try:
+                closed = c.recv(1) == b""
+            except OSError:
+                closed = True
+        if closed:
+            held.append((time.monotonic() - asked, "drip" if n % 2 == 0 else "silent"))
+        c.close()
+
+    def serve():
+        srv.settimeout(0.2)
+        n = 0
+        while not stop.is_set() and n < 8:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            threading.Thread(target=handle, args=(c, n), daemon=True).start()
+            n += 1
+
+    threading.Thread(target=serve, daemon=True).start()
+    out, port = tmp_path / "out.ndjson", free_port()
+    groups = """      - name: meter
+        interval: 100ms
+        tags:
+          - {name: v, address: 0}
+"""
+    sd = Seedance(config(f"tcp://127.0.0.1:{srv.getsockname()[1]}", groups, out, port=port,
+                         extra="    retries: 0\n")).start()
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        assert wait_until(lambda: len(held) >= 6, timeout=20), (held, sd.stderr()[-2000:])
+        assert sd.proc.poll() is None
+        text = scrape(url)
+    finally:
+        assert sd.stop() == 0
+        stop.set()
+        srv.close()
+    assert lines(out) == []
+    assert {what for _, what in held} == {"drip", "silent"}, held
+    # Closed at the timeout (300 ms), not when the drip would have ended (1.1 s) or never.
+    assert all(0.25 <= took <= 0.9 for took, _ in held), held
+    assert metric(text, "seedance_modbus_request_errors_total", kind="timeout") >= 6, text
+    assert (metric(text, "seedance_modbus_request_errors_total", kind="garbled") or 0) == 0, text
+
+
 def test_a_slow_device_makes_polls_missed_not_bunched(tmp_path):
     """A device that takes 250 ms to answer, polled every 100 ms: the polls that fall due while
     one is out are counted (overrun) and skipped; the next poll starts on the schedule, never
