@@ -30,6 +30,9 @@ struct PluginInfo {
   PluginKind kind = PluginKind::kSource;
   std::string summary;  // one line
   std::vector<ParamSpec> params;
+  // It reads what the process has once (standard input): a second one in a configuration is
+  // refused, naming both.
+  bool one_per_pipeline = false;
 };
 
 struct SourceFactory {

@@ -68,6 +68,10 @@ class SourceOutput {
   virtual void WhenRoomFor(size_t events, std::function<void()> callback) = 0;
   // A new event id, unique in this process.
   virtual uint64_t NextEventId() = 0;
+  // Source `name`'s input has ended for good (standard input closed) and every event of it
+  // was handed on: it emits nothing more. Once every source has said so, `seedance run`
+  // stops as on SIGTERM. REQUIRES: called on the event loop.
+  virtual void InputEnded(std::string_view name) { (void)name; }
   // An empty event whose strings may have storage from earlier events (a pool): fill it with
   // assign() and no allocation is needed. REQUIRES: called on the event loop.
   virtual Event TakeEvent() { return Event(); }

@@ -150,6 +150,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
   std::unique_ptr<Pipeline> p(new Pipeline(config, metrics));
   p->taps_ = options.taps;
   p->registry_ = &registry;
+  p->inputs_ended_ = options.inputs_ended;
   if (config.tracing.on() && !validate_only) {
     p->tracer_ = std::make_unique<observe::Tracer>(config.tracing, metrics);
   }
@@ -162,7 +163,20 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const config::PipelineConfig&
     if (first_problem.ok()) first_problem = s;
     problems.push_back(s.message());
   };
+  std::map<std::string, std::string> single;  // type → where the one allowed is
   for (const auto& c : config.sources) {
+    if (registry.FindSource(c.type)->info.one_per_pipeline) {
+      auto [first, inserted] = single.emplace(c.type, c.location);
+      if (!inserted) {
+        problem(config::ComponentError(
+            Status(StatusCode::kInvalidArgument,
+                   fmt::format("a second `{}` source: the process has one such input, and two "
+                               "sources would split its lines between them (the first is at {})",
+                               c.type, first->second)),
+            c.location, "source", c.name));
+        continue;
+      }
+    }
     auto made = p->MakeSource(c, validate_only);
     if (!made) {
       problem(made.error());
@@ -501,6 +515,14 @@ void Pipeline::WhenRoomFor(size_t events, std::function<void()> callback) {
 uint64_t Pipeline::NextEventId() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
 
 Event Pipeline::TakeEvent() { return event_pool_.Take(); }
+
+void Pipeline::InputEnded(std::string_view name) {
+  sources_ended_.emplace(name);
+  for (const SourceSlot& s : sources_) {
+    if (sources_ended_.count(s.name) == 0) return;  // another source still reads
+  }
+  if (inputs_ended_) inputs_ended_();
+}
 
 void Pipeline::RecycleEvents(std::vector<IngestItem>& items) { event_pool_.GiveAll(items); }
 

@@ -22,10 +22,12 @@
 
 #include <atomic>
 #include <boost/asio/steady_timer.hpp>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -65,6 +67,9 @@ struct PipelineOptions {
   // Sinks added by a reload: without a saved position they start at the durable queue's end,
   // not at its oldest record (that was queued for the sinks configured before).
   std::vector<std::string> sinks_added;
+  // Called on the event loop once every source's input has ended (SourceOutput::InputEnded;
+  // a `stdin` source whose input was closed): `seedance run` then stops as on SIGTERM.
+  std::function<void()> inputs_ended;
 };
 
 class Pipeline : private SourceOutput {
@@ -154,6 +159,7 @@ class Pipeline : private SourceOutput {
   void WhenRoomFor(size_t events, std::function<void()> callback) override;
   uint64_t NextEventId() override;
   Event TakeEvent() override;
+  void InputEnded(std::string_view name) override;
   // Processing thread: the batch's events are done with (in the durable queue); their storage
   // goes back to the pool sources take events from.
   void RecycleEvents(std::vector<IngestItem>& items);
@@ -198,6 +204,8 @@ class Pipeline : private SourceOutput {
   StreamPositions positions_;
   storage::StateFileStore state_files_{config_.queue.data_dir};  // the plugins' own state
   std::unique_ptr<Reloader> reloader_;
+  std::function<void()> inputs_ended_;   // PipelineOptions::inputs_ended
+  std::set<std::string> sources_ended_;  // event loop
   std::unique_ptr<ProcessingLoop> processing_loop_;
   observe::TapHub* taps_ = nullptr;  // the process's; outlives the pipeline
   bool started_ = false;

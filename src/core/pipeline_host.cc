@@ -71,7 +71,8 @@ void PipelineHost::StopListener(std::unique_ptr<observe::HttpListener> listener)
 
 Status PipelineHost::Start(const config::PipelineConfig& config) {
   config_ = config;
-  auto pipeline = Pipeline::Create(config, registry_, metrics_, {.taps = &taps_});
+  auto pipeline = Pipeline::Create(config, registry_, metrics_,
+                                   {.taps = &taps_, .inputs_ended = inputs_ended_});
   if (!pipeline) return pipeline.error();
   pipeline_ = std::move(pipeline).value();
   if (!config.metrics.listen.empty()) {
@@ -199,7 +200,8 @@ void PipelineHost::StopPipeline() {
 Status PipelineHost::StartPipeline(const config::PipelineConfig& c,
                                    const std::vector<std::string>& sinks_added) {
   auto made =
-      Pipeline::Create(c, registry_, metrics_, {.taps = &taps_, .sinks_added = sinks_added});
+      Pipeline::Create(c, registry_, metrics_,
+                       {.taps = &taps_, .sinks_added = sinks_added, .inputs_ended = inputs_ended_});
   if (!made) return made.error();
   pipeline_ = std::move(made).value();
   Status s = pipeline_->Start();

@@ -57,6 +57,9 @@ class PipelineHost {
                observe::TapHub::Encode encode, std::function<void()> request_reload);
   ~PipelineHost();
 
+  // Called (on the pipeline's event loop) once every source's input has ended
+  // (PipelineOptions::inputs_ended). Set before Start.
+  void OnInputsEnded(std::function<void()> f) { inputs_ended_ = std::move(f); }
   // Creates and starts the pipeline and the listener. kInvalidArgument / kNotFound for a
   // configuration problem, others at run time.
   Status Start(const config::PipelineConfig& config);
@@ -91,6 +94,7 @@ class PipelineHost {
   const PluginRegistry& registry_;
   observe::MetricsRegistry& metrics_;
   std::function<void()> request_reload_;
+  std::function<void()> inputs_ended_;
   observe::TapHub taps_;
   EventLoop listener_loop_;
   std::unique_ptr<observe::HttpListener> listener_;

@@ -5,6 +5,7 @@
 
 #include "build_info.h"  // generated: SEEDANCE_GIT_COMMIT
 #include "main/commands.h"
+#include "util/fd_io.h"
 
 namespace {
 
@@ -31,6 +32,7 @@ bool UnknownSubcommand(CLI::App& app, int argc, char** argv, int at) {
 
 int main(int argc, char** argv) {
   using namespace seedance::cli;
+  seedance::util::OpenStandardDescriptors();
   CLI::App app{
       "Seedance: an edge dataflow runtime (MQTT → Lua → HTTP), in one small binary.\n"
       "Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or usage."};

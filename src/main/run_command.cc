@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -109,6 +110,12 @@ int Run(const RunOptions& options) {
         sinks::AppendEvent(e, sinks::EventEncoding::kEnvelope, /*as_json_value=*/true, out);
       },
       [] { kill(getpid(), SIGHUP); });
+  // Every source's input ended (a `stdin` source read to its end): stop as on SIGTERM.
+  static std::atomic<bool> inputs_ended{false};
+  host.OnInputsEnded([] {
+    inputs_ended = true;
+    kill(getpid(), SIGTERM);
+  });
   Status s = host.Start(*config);
   if (!s.ok()) {
     SEEDANCE_LOG_ERROR("seedance", "cannot start: {}", s.message());
@@ -141,8 +148,12 @@ int Run(const RunOptions& options) {
     }
     if (sigwait(&signals, &signal_number) != 0) break;
   }
-  SEEDANCE_LOG_INFO("seedance", "received {}, stopping",
-                    signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  if (signal_number == SIGTERM && inputs_ended) {
+    SEEDANCE_LOG_INFO("seedance", "every source's input has ended; stopping");
+  } else {
+    SEEDANCE_LOG_INFO("seedance", "received {}, stopping",
+                      signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  }
   util::NotifyServiceManager("STOPPING=1");
   StartShutdownWatchdog(host.config().shutdown_timeout);
   return host.Shutdown() ? kExitOk : kExitRuntime;

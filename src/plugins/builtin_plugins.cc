@@ -25,6 +25,7 @@
 #include "sources/mqtt/mqtt_source.h"
 #include "sources/otlp/otlp_source.h"
 #include "sources/prometheus/scrape_source.h"
+#include "sources/stdin/stdin_source.h"
 #include "sources/tail/tail_source.h"
 
 namespace seedance {
@@ -36,6 +37,7 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
   registry.Add(sources::HttpSourceFactory());
   registry.Add(sources::OtlpSourceFactory());
   registry.Add(sources::TailSourceFactory());
+  registry.Add(sources::StdinSourceFactory());
   registry.Add(sources::GpuSourceFactory());
   registry.Add(sources::ModbusSourceFactory());
   registry.Add(processors::LuaProcessorFactory());

@@ -25,4 +25,10 @@ Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes,
 // the soft limit now in force.
 long RaiseOpenFileLimit();  // NOLINT(runtime/int): rlim_t fits
 
+// Opens /dev/null on each of descriptors 0, 1 and 2 that is not open (`seedance run 2>&-`),
+// before anything else is opened: otherwise the first file opened (a queue segment) would
+// take the number, log lines would be written into it and a `stdin` source would read it.
+// Called first thing in main().
+void OpenStandardDescriptors();
+
 }  // namespace seedance::util

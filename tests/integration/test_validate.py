@@ -187,7 +187,7 @@ def test_version_names_the_commit_build_architecture_and_plugins():
         assert lines["commit"] == "unknown"
     assert lines["build"] in ("Debug", "Release", "RelWithDebInfo", "MinSizeRel")
     assert lines["target"] in ("x86_64-linux", "aarch64-linux", "arm-linux")
-    assert lines["sources"] == "generate, gpu, http, modbus, mqtt, otlp, prometheus_scrape, tail"
+    assert lines["sources"] == "generate, gpu, http, modbus, mqtt, otlp, prometheus_scrape, stdin, tail"
     # The optional sinks are there when the build had their headers (scripts/setup installs them).
     sinks = lines["sinks"].split(", ")
     assert sinks == sorted(sinks)
