@@ -92,6 +92,24 @@ METER_TAGS = """          - {name: counter, address: 0, type: uint32}
 """
 
 
+# One register polled every 100 ms, for the fake devices below.
+ONE_TAG = """      - name: meter
+        interval: 100ms
+        tags:
+          - {name: v, address: 0}
+"""
+
+
+def listening_socket():
+    """A socket listening on 127.0.0.1, for a fake device that misbehaves on purpose."""
+    import socket
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    return srv
+
+
 def span_tags():
     return "".join(f"          - {{name: r{i}, address: {i}}}\n"
                    for i in range(sim.SPAN_START, sim.SPAN_START + sim.SPAN_COUNT))
@@ -326,10 +344,7 @@ def test_a_hostile_device_is_cut_off_and_counted_not_trusted(tmp_path):
     then a byte count larger than asked: each is counted garbled and the connection closed."""
     import socket
     import threading
-    srv = socket.socket()
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(8)
+    srv = listening_socket()
     connections = []
 
     def serve():
@@ -391,10 +406,7 @@ def test_a_device_that_drips_or_goes_silent_costs_each_request_its_timeout(tmp_p
     answer must not be taken for the next request's), and polling goes on."""
     import socket
     import threading
-    srv = socket.socket()
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(8)
+    srv = listening_socket()
     held = []  # (seconds from the request to the close seen, what the device did)
     stop = threading.Event()
 
@@ -451,12 +463,7 @@ def test_a_device_that_drips_or_goes_silent_costs_each_request_its_timeout(tmp_p
 
     threading.Thread(target=serve, daemon=True).start()
     out, port = tmp_path / "out.ndjson", free_port()
-    groups = """      - name: meter
-        interval: 100ms
-        tags:
-          - {name: v, address: 0}
-"""
-    sd = Seedance(config(f"tcp://127.0.0.1:{srv.getsockname()[1]}", groups, out, port=port,
+    sd = Seedance(config(f"tcp://127.0.0.1:{srv.getsockname()[1]}", ONE_TAG, out, port=port,
                          extra="    retries: 0\n")).start()
     try:
         url = f"http://127.0.0.1:{port}/metrics"
@@ -481,10 +488,7 @@ def test_a_slow_device_makes_polls_missed_not_bunched(tmp_path):
     as a burst to catch up."""
     import socket
     import threading
-    srv = socket.socket()
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(4)
+    srv = listening_socket()
     stop = threading.Event()
 
     def serve():
@@ -511,12 +515,7 @@ def test_a_slow_device_makes_polls_missed_not_bunched(tmp_path):
 
     threading.Thread(target=serve, daemon=True).start()
     out, port = tmp_path / "out.ndjson", free_port()
-    groups = """      - name: meter
-        interval: 100ms
-        tags:
-          - {name: v, address: 0}
-"""
-    sd = Seedance(config(f"tcp://127.0.0.1:{srv.getsockname()[1]}", groups, out, port=port,
+    sd = Seedance(config(f"tcp://127.0.0.1:{srv.getsockname()[1]}", ONE_TAG, out, port=port,
                          timeout="1s")).start()
     try:
         wait_until(lambda: len(lines(out)) >= 10, timeout=20)

@@ -19,6 +19,15 @@ using seedance::testing::RecordingOutput;
 
 constexpr int64_t kS = 1'000'000'000;
 
+// An event of payload `json` at event time `t`.
+Event JsonAt(const std::string& json, int64_t t) {
+  Event e = JsonEvent(json);
+  e.event_time_ns = t;
+  return e;
+}
+// An event of key field "d" = `key` at event time `t`.
+Event KeyAt(const std::string& key, int64_t t) { return JsonAt(R"({"d":")" + key + R"("})", t); }
+
 class EventTimeProcessorsTest : public ::testing::Test {
  protected:
   std::unique_ptr<Processor> Make(const std::string& type, const std::string& yaml) {
@@ -81,13 +90,8 @@ TEST_F(EventTimeProcessorsTest, WindowEmitsOnWatermarkAndReEmitsLateUpdates) {
                   "size: 10s\nkey_field: d\nfield: v\naggregates: [count, sum, p50]\n"
                   "allowed_lateness: 20s\n");
   RecordingOutput out;
-  auto at = [](const char* json, int64_t t) {
-    Event e = JsonEvent(json);
-    e.event_time_ns = t;
-    return e;
-  };
-  win->Process(at(R"({"d":"a","v":1})", 1001 * kS), out);
-  win->Process(at(R"({"d":"a","v":3})", 1005 * kS), out);
+  win->Process(JsonAt(R"({"d":"a","v":1})", 1001 * kS), out);
+  win->Process(JsonAt(R"({"d":"a","v":3})", 1005 * kS), out);
   EXPECT_TRUE(out.main.empty());
   win->OnWatermark("", 1010 * kS, out);
   ASSERT_EQ(out.main.size(), 1u);
@@ -95,15 +99,15 @@ TEST_F(EventTimeProcessorsTest, WindowEmitsOnWatermarkAndReEmitsLateUpdates) {
       << out.main[0].payload;
   EXPECT_NE(out.main[0].payload.find(R"("update":0)"), std::string::npos);
   EXPECT_EQ(out.main[0].topic, "window/a");
-  win->Process(at(R"({"d":"a","v":5})", 1002 * kS), out);  // late, within lateness
+  win->Process(JsonAt(R"({"d":"a","v":5})", 1002 * kS), out);  // late, within lateness
   ASSERT_EQ(out.main.size(), 2u);
   EXPECT_NE(out.main[1].payload.find(R"("count":3,"sum":9)"), std::string::npos);
   EXPECT_NE(out.main[1].payload.find(R"("update":1)"), std::string::npos);
-  win->OnWatermark("", 1030 * kS, out);                    // closes [1000, 1010)
-  win->Process(at(R"({"d":"a","v":7})", 1003 * kS), out);  // too late now
+  win->OnWatermark("", 1030 * kS, out);                        // closes [1000, 1010)
+  win->Process(JsonAt(R"({"d":"a","v":7})", 1003 * kS), out);  // too late now
   ASSERT_EQ(out.side.size(), 1u);
   EXPECT_EQ(out.side[0].output, Output::kStale);
-  win->Process(at(R"({"v":7})", 1031 * kS), out);  // no key
+  win->Process(JsonAt(R"({"v":7})", 1031 * kS), out);  // no key
   ASSERT_EQ(out.side.size(), 2u);
   EXPECT_EQ(out.side[1].output, Output::kError);
 }
@@ -152,18 +156,13 @@ TEST_F(EventTimeProcessorsTest, BadWindowParametersAreRefusedWithTheReason) {
 TEST_F(EventTimeProcessorsTest, WindowRefusesNewKeysPastMaxKeysAndTheOpenOnesGoOn) {
   auto win = Make("window", "size: 10s\nkey_field: d\nmax_keys: 3\nstate_ttl: 1m\n");
   RecordingOutput out;
-  auto at = [](const std::string& key, int64_t t) {
-    Event e = JsonEvent(R"({"d":")" + key + R"("})");
-    e.event_time_ns = t;
-    return e;
-  };
-  for (int i = 0; i < 100; ++i) win->Process(at("k" + std::to_string(i), 1001 * kS), out);
+  for (int i = 0; i < 100; ++i) win->Process(KeyAt("k" + std::to_string(i), 1001 * kS), out);
   ASSERT_EQ(out.side.size(), 97u);
   EXPECT_EQ(out.side[0].output, Output::kError);
   EXPECT_NE(out.side[0].reason.find("max_keys (3) reached"), std::string::npos)
       << out.side[0].reason;
   EXPECT_NE(out.side[0].reason.find("(key \"k3\")"), std::string::npos) << out.side[0].reason;
-  win->Process(at("k1", 1002 * kS), out);  // an open key is still counted
+  win->Process(KeyAt("k1", 1002 * kS), out);  // an open key is still counted
   EXPECT_EQ(out.side.size(), 97u);
   EXPECT_EQ(harness_.metrics
                 .GetCounter("seedance_window_keys_refused_total", "", {{"component", "window"}})
@@ -179,12 +178,12 @@ TEST_F(EventTimeProcessorsTest, WindowRefusesNewKeysPastMaxKeysAndTheOpenOnesGoO
                                                "state_ttl: 1m\n"),
                                true)
                   .ok());
-  win->Process(at("fourth", 1011 * kS), out);
-  win->Process(at("fifth", 1011 * kS), out);
+  win->Process(KeyAt("fourth", 1011 * kS), out);
+  win->Process(KeyAt("fifth", 1011 * kS), out);
   EXPECT_EQ(out.side.size(), 98u);
   // Once the keys are forgotten (state_ttl), new ones are taken again.
   win->Tick(now_ + 61 * kS, out);
-  win->Process(at("new", 1012 * kS), out);
+  win->Process(KeyAt("new", 1012 * kS), out);
   EXPECT_EQ(out.side.size(), 98u);
 }
 
@@ -196,13 +195,8 @@ TEST_F(EventTimeProcessorsTest, WindowRefusesNewKeysPastMaxKeysAndTheOpenOnesGoO
 TEST_F(EventTimeProcessorsTest, WindowRefusesEventsThatWouldOpenWindowsPastMaxWindows) {
   auto win = Make("window", "size: 1s\nallowed_lateness: 5m\nkey_field: d\nmax_windows: 50\n");
   RecordingOutput out;
-  auto at = [](const std::string& key, int64_t t) {
-    Event e = JsonEvent(R"({"d":")" + key + R"("})");
-    e.event_time_ns = t;
-    return e;
-  };
   win->OnWatermark("", 2000 * kS, out);
-  for (int i = 0; i < 300; ++i) win->Process(at("a", (1700 + i) * kS), out);
+  for (int i = 0; i < 300; ++i) win->Process(KeyAt("a", (1700 + i) * kS), out);
   EXPECT_EQ(out.main.size(), 50u);  // late, within lateness: each window emitted at once
   ASSERT_EQ(out.side.size(), 250u);
   EXPECT_EQ(out.side[0].output, Output::kError);
@@ -215,14 +209,14 @@ TEST_F(EventTimeProcessorsTest, WindowRefusesEventsThatWouldOpenWindowsPastMaxWi
             250u);
   EXPECT_EQ(
       harness_.metrics.GetGauge("seedance_window_open", "", {{"component", "window"}}).Value(), 50);
-  win->Process(at("a", 1700 * kS), out);  // an open window still takes its events
-  win->Process(at("b", 1701 * kS), out);  // another key's, too
+  win->Process(KeyAt("a", 1700 * kS), out);  // an open window still takes its events
+  win->Process(KeyAt("b", 1701 * kS), out);  // another key's, too
   EXPECT_EQ(out.main.size(), 51u);
   EXPECT_NE(out.main.back().payload.find(R"("count":2)"), std::string::npos);
   EXPECT_EQ(out.side.size(), 251u);
   // Closed windows are purged (end + lateness passed): room for new ones.
   win->OnWatermark("", 2010 * kS, out);
-  win->Process(at("a", 1900 * kS), out);
+  win->Process(KeyAt("a", 1900 * kS), out);
   EXPECT_EQ(out.side.size(), 251u);
 }
 
@@ -230,11 +224,7 @@ TEST_F(EventTimeProcessorsTest, WindowRefusesEventsThatWouldOpenWindowsPastMaxWi
 TEST_F(EventTimeProcessorsTest, MaxWindowsRefusesASlidingEventWholeNotInPart) {
   auto win = Make("window", "size: 10s\nslide: 1s\nmax_windows: 15\n");
   RecordingOutput out;
-  auto at = [](int64_t t) {
-    Event e = JsonEvent(R"({"v":1})");
-    e.event_time_ns = t;
-    return e;
-  };
+  auto at = [](int64_t t) { return JsonAt(R"({"v":1})", t); };
   win->Process(at(1000 * kS), out);  // windows starting 991..1000: 10
   win->Process(at(1005 * kS), out);  // 996..1005: 5 more, 15
   win->Process(at(1006 * kS), out);  // would open 1006: refused, nothing counted

@@ -181,8 +181,8 @@ class StdinSource final : public Source {
         SEEDANCE_LOG_WARN(ctx_.name, "standard input cannot be read: {}; it is taken as ended",
                           end_error_);
       }
-      SEEDANCE_LOG_INFO(ctx_.name, "standard input ended after {} line(s), {} byte(s)",
-                        lines_read_, bytes_);
+      SEEDANCE_LOG_INFO(ctx_.name, "standard input ended after {} line(s), {} byte(s)", lines_read_,
+                        bytes_);
       output_->InputEnded(ctx_.name);
       return;
     }
@@ -203,9 +203,10 @@ class StdinSource final : public Source {
     e.ingest_time_ns = e.event_time_ns = ctx_.now_ns();
     std::string reason;
     if (piece.kind == LinePiece::Kind::kTooLong) {
-      reason = fmt::format("line {} of standard input is longer than max_line ({} bytes); its "
-                           "first KiB kept",
-                           piece.line_no, settings_.max_line);
+      reason = fmt::format(
+          "line {} of standard input is longer than max_line ({} bytes); its "
+          "first KiB kept",
+          piece.line_no, settings_.max_line);
     } else if (settings_.format == PayloadFormat::kJson) {
       if (Status s = CheckJson(piece.text); !s.ok()) {
         reason = fmt::format("line {} of standard input: {}", piece.line_no, s.message());
