@@ -1,5 +1,6 @@
 #include "plugins/builtin_plugins.h"
 
+#include "processors/fields/fields_processor.h"
 #include "processors/lua/lua_processor.h"
 #include "processors/watermark/watermark_processor.h"
 #include "processors/window/window_processor.h"
@@ -41,6 +42,7 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
   registry.Add(sources::GpuSourceFactory());
   registry.Add(sources::ModbusSourceFactory());
   registry.Add(processors::LuaProcessorFactory());
+  registry.Add(processors::FieldsProcessorFactory());
   registry.Add(processors::WatermarkProcessorFactory());
   registry.Add(processors::WindowProcessorFactory());
   registry.Add(sinks::HttpSinkFactory());
