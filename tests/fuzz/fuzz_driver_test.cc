@@ -19,6 +19,7 @@ SEEDANCE_FUZZ_TARGET(mqtt_codec);
 SEEDANCE_FUZZ_TARGET(mqtt_reader);
 SEEDANCE_FUZZ_TARGET(json_check);
 SEEDANCE_FUZZ_TARGET(json_lua);
+SEEDANCE_FUZZ_TARGET(fields);
 SEEDANCE_FUZZ_TARGET(lua_patterns);
 SEEDANCE_FUZZ_TARGET(config);
 SEEDANCE_FUZZ_TARGET(http_response);
@@ -117,6 +118,7 @@ TEST(FuzzTest, MqttCodec) { Fuzz("mqtt_codec", SeedanceFuzz_mqtt_codec, 100000);
 TEST(FuzzTest, MqttReader) { Fuzz("mqtt_reader", SeedanceFuzz_mqtt_reader, 50000); }
 TEST(FuzzTest, JsonCheck) { Fuzz("json_check", SeedanceFuzz_json_check, 50000); }
 TEST(FuzzTest, JsonToLuaAndBack) { Fuzz("json_lua", SeedanceFuzz_json_lua, 20000); }
+TEST(FuzzTest, FieldsProcessor) { Fuzz("fields", SeedanceFuzz_fields, 50000); }
 TEST(FuzzTest, LuaPatterns) { Fuzz("lua_patterns", SeedanceFuzz_lua_patterns, 20000); }
 TEST(FuzzTest, ConfigLoader) { Fuzz("config", SeedanceFuzz_config, 5000); }
 TEST(FuzzTest, HttpResponse) { Fuzz("http_response", SeedanceFuzz_http_response, 50000); }

@@ -33,9 +33,8 @@ Status CheckPath(std::string_view path, std::string_view param) {
   while (true) {
     const size_t dot = path.find('.', start);
     if (path.substr(start, dot - start).empty()) {
-      return InvalidArgumentError(
-          fmt::format("{}: \"{}\" has an empty field name (paths are dotted names: meta.device)",
-                      param, path));
+      return InvalidArgumentError(fmt::format(
+          "{}: \"{}\" has an empty field name (paths are dotted names: meta.device)", param, path));
     }
     if (dot == std::string_view::npos) return Status::Ok();
     start = dot + 1;
@@ -49,8 +48,8 @@ const Options<FieldsSettings>& FieldsSchema() {
           .Add(&S::rename,
                {.name = "rename", .doc = "fields to move, from: to (dotted paths), in order"})
           .Add(&S::remove, {.name = "remove", .doc = "fields to delete (dotted paths)"})
-          .Add(&S::keep,
-               {.name = "keep", .doc = "when set, the only fields kept (dotted paths); after remove"})
+          .Add(&S::keep, {.name = "keep",
+                          .doc = "when set, the only fields kept (dotted paths); after remove"})
           .Add(&S::set, {.name = "set",
                          .doc = "fields to set last, path: value; a value that is JSON (1.5, "
                                 "true, \"42\") is that JSON, any other a string"})
@@ -70,7 +69,8 @@ const Options<FieldsSettings>& FieldsSchema() {
             }
             if (s.rename.empty() && s.remove.empty() && s.keep.empty() && s.set.empty()) {
               return InvalidArgumentError(
-                  p.section_location() + ": fields: give at least one of rename, remove, keep, set");
+                  p.section_location() +
+                  ": fields: give at least one of rename, remove, keep, set");
             }
             return Status::Ok();
           });
@@ -160,8 +160,8 @@ Status Put(Value& root, std::string_view path, Value&& value,
                    Value(rapidjson::kObjectType), alloc);
       it = v->MemberEnd() - 1;
     } else if (!it->value.IsObject()) {
-      return InvalidArgumentError(fmt::format("cannot set \"{}\": \"{}\" is not an object", path,
-                                              path.substr(0, dot)));
+      return InvalidArgumentError(
+          fmt::format("cannot set \"{}\": \"{}\" is not an object", path, path.substr(0, dot)));
     }
     v = &it->value;
     start = dot + 1;
@@ -176,8 +176,7 @@ class FieldsProcessor final : public Processor {
     rapidjson::Document doc;
     if (event.format != PayloadFormat::kJson || !ParseJson(event.payload, doc).ok() ||
         !doc.IsObject()) {
-      out.EmitSide(Output::kError, std::move(event),
-                   "fields: the payload is not a JSON object");
+      out.EmitSide(Output::kError, std::move(event), "fields: the payload is not a JSON object");
       return;
     }
     auto& alloc = doc.GetAllocator();

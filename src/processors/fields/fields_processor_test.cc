@@ -60,8 +60,9 @@ TEST_F(FieldsProcessorTest, AnEventItDoesNotChangeIsHandedOnByteForByte) {
   const std::string payload = R"({ "id" : 123456789012345678901234567890, "v": 1.10 })";
   EXPECT_EQ(Apply("remove: [absent]\nrename: {nope: other}\n", payload), payload);
   // 64-bit integers keep their value when the event is rewritten.
-  EXPECT_EQ(Apply("remove: [x]\n", R"({"big":18446744073709551615,"neg":-9223372036854775808,"x":1})"),
-            R"({"big":18446744073709551615,"neg":-9223372036854775808})");
+  EXPECT_EQ(
+      Apply("remove: [x]\n", R"({"big":18446744073709551615,"neg":-9223372036854775808,"x":1})"),
+      R"({"big":18446744073709551615,"neg":-9223372036854775808})");
 }
 
 TEST_F(FieldsProcessorTest, WhatCannotBeDoneGoesToErrorWithTheReason) {
