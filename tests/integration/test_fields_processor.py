@@ -5,28 +5,14 @@ import json
 import subprocess
 
 from testing.seedance_process import BIN, validate
+from testing.stdin_job import stdin_job
 
 
 def test_fields_are_renamed_removed_and_set_between_stdin_and_a_file(tmp_path):
-    config = tmp_path / "config.yaml"
-    config.write_text(f"""
-sources:
-  - type: stdin
-processors:
-  - type: fields
-    rename: {{t: temperature, "meta.id": device}}
+    config = stdin_job(tmp_path, processors="""  - type: fields
+    rename: {t: temperature, "meta.id": device}
     remove: [debug]
-    set: {{unit: celsius, "site.floor": 3}}
-sinks:
-  - type: file
-    path: {tmp_path}/out.ndjson
-    encoding: payload
-  - type: file
-    name: errors
-    path: {tmp_path}/errors.ndjson
-    inputs: [error]
-queue:
-  data_dir: {tmp_path}/data
+    set: {unit: celsius, "site.floor": 3}
 """)
     lines = [json.dumps({"t": 20 + i, "meta": {"id": f"d{i}"}, "debug": "x"}) for i in range(100)]
     lines.insert(10, "[1,2,3]")

@@ -342,7 +342,6 @@ def test_report_by_exception_sends_changes_and_a_heartbeat(tmp_path, device):
 def test_a_hostile_device_is_cut_off_and_counted_not_trusted(tmp_path):
     """A device that answers with another transaction id, then a header that is not Modbus,
     then a byte count larger than asked: each is counted garbled and the connection closed."""
-    import socket
     import threading
     srv = listening_socket()
     connections = []

@@ -10,27 +10,8 @@ import time
 
 from testing.http_receiver import Receiver
 from testing.seedance_process import BIN, Seedance, validate
+from testing.stdin_job import stdin_job
 from testing.waiting import wait_until
-
-
-def job(tmp_path, source_extra="", more_sources="", rest=""):
-    path = tmp_path / "config.yaml"
-    path.write_text(f"""
-sources:
-  - type: stdin
-{source_extra}{more_sources}
-sinks:
-  - type: file
-    path: {tmp_path}/out.ndjson
-    encoding: payload
-  - type: file
-    name: errors
-    path: {tmp_path}/errors.ndjson
-    inputs: [error]
-queue:
-  data_dir: {tmp_path}/data
-{rest}""")
-    return path
 
 
 def read_lines(path):
@@ -45,8 +26,8 @@ def test_piped_lines_are_delivered_in_order_and_the_process_exits_0_at_the_end(t
     lines = [json.dumps({"n": i}) for i in range(20000)]
     lines.insert(500, "not json")
     data = ("\n".join(lines) + "\n" + '{"last":true}').encode()  # no final newline
-    r = subprocess.run([BIN, "--config", str(job(tmp_path))], input=data, capture_output=True,
-                       timeout=60)
+    r = subprocess.run([BIN, "--config", str(stdin_job(tmp_path))], input=data,
+                       capture_output=True, timeout=60)
     log = r.stderr.decode()
     assert r.returncode == 0, log[-3000:]
     out = read_lines(tmp_path / "out.ndjson")
@@ -65,7 +46,7 @@ def test_a_line_over_max_line_costs_its_first_kib_in_error(tmp_path):
     long_line = "x" * 100_000
     data = f'{{"a":1}}\n{long_line}\n{{"b":2}}\n'.encode()
     r = subprocess.run([BIN, "--config",
-                        str(job(tmp_path, source_extra="    max_line: 10KiB\n"))],
+                        str(stdin_job(tmp_path, source_extra="    max_line: 10KiB\n"))],
                        input=data, capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr.decode()[-3000:]
     assert read_lines(tmp_path / "out.ndjson") == ['{"a":1}', '{"b":2}']
@@ -80,7 +61,7 @@ def test_a_silent_writer_does_not_hold_a_stop_and_another_source_keeps_the_proce
     (the reader never blocks in read). With another source beside it, the end of the input
     does not stop the process."""
     r, w = os.pipe()
-    sd = Seedance(job(tmp_path).read_text(), workdir=str(tmp_path),
+    sd = Seedance(stdin_job(tmp_path).read_text(), workdir=str(tmp_path),
                   preexec_fn=lambda: os.dup2(r, 0))
     sd.start()
     try:
@@ -96,9 +77,10 @@ def test_a_silent_writer_does_not_hold_a_stop_and_another_source_keeps_the_proce
 
     other = "  - type: generate\n    name: ticks\n    rate: 10\n    payload: '{\"tick\":{n}}'\n"
     (tmp_path / "two").mkdir()
-    sd = Seedance(job(tmp_path / "two", more_sources=other).read_text(),
-                  workdir=str(tmp_path / "two"), preexec_fn=lambda: os.dup2(os.open(os.devnull,
-                                                                                    os.O_RDONLY), 0))
+    def devnull_stdin():
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    sd = Seedance(stdin_job(tmp_path / "two", more_sources=other).read_text(),
+                  workdir=str(tmp_path / "two"), preexec_fn=devnull_stdin)
     sd.start()
     try:
         assert wait_until(lambda: "standard input ended after 0 line(s)" in sd.stderr(),
@@ -166,7 +148,7 @@ def test_closed_standard_descriptors_are_opened_on_dev_null(tmp_path):
         os.close(0)
         os.close(2)
     other = "  - type: generate\n    name: ticks\n    rate: 10\n    payload: '{\"tick\":{n}}'\n"
-    config = job(tmp_path, more_sources=other)
+    config = stdin_job(tmp_path, more_sources=other)
     proc = subprocess.Popen([BIN, "--config", str(config)], stdout=subprocess.DEVNULL,
                             preexec_fn=close_standard)
     try:
