@@ -1,5 +1,6 @@
 // window_bench: events/s through the watermark and window processors (JSON parse included)
-// with many keys, and the window state's heap bytes per key (mallinfo2 before/after).
+// with many keys, their checkpoint taken after every batch as the pipeline does (serialised,
+// not written), and the window state's heap bytes per key (mallinfo2 before/after).
 //
 //   window_bench KEYS EVENTS
 #include <malloc.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <string_view>
 
 #include "config/config.h"
 #include "observe/component_stats.h"
@@ -108,6 +110,16 @@ queue:
   uint64_t results = 0;
   CountingOutput out(procs[1].get());
   out.results_ = &results;
+  // The pipeline takes the processors' changed state after every batch for the checkpoint.
+  constexpr long kBatch = 256;
+  uint64_t checkpoint_bytes = 0;
+  auto checkpoint = [&] {
+    for (auto& p : procs) {
+      p->TakeChangedState([&](std::string_view key, std::string_view value) {
+        checkpoint_bytes += key.size() + value.size();
+      });
+    }
+  };
   std::mt19937_64 rng(1);
   const int64_t base_ms = 1'795'000'000'000;
   // Each key reports once per second of event time, with up to 500 ms of disorder.
@@ -123,6 +135,7 @@ queue:
     Event e;
     e.payload = make(i);
     procs[0]->Process(std::move(e), out);
+    if ((i + 1) % kBatch == 0) checkpoint();
   }
   const size_t heap_after = mallinfo2().uordblks;
   const std::string text = metrics.RenderPrometheus();
@@ -132,10 +145,12 @@ queue:
       at == std::string::npos ? 0 : std::atof(text.c_str() + at + open_metric.size()) / keys;
   const auto start = std::chrono::steady_clock::now();
   const long timed_from = i;
+  checkpoint_bytes = 0;
   for (; i < events; ++i) {
     Event e;
     e.payload = make(i);
     procs[0]->Process(std::move(e), out);
+    if ((i + 1) % kBatch == 0) checkpoint();
   }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -143,13 +158,16 @@ queue:
       static_cast<double>(heap_after - heap_before) / static_cast<double>(keys);
   std::printf(
       "{\"benchmark\": \"window\", \"keys\": %d, \"events\": %ld, \"events_per_s\": %.0f, "
-      "\"state_bytes_per_key\": %.0f, \"results_emitted\": %llu, \"stale\": %llu, "
+      "\"state_bytes_per_key\": %.0f, \"checkpoint_bytes_per_event\": %.0f, "
+      "\"results_emitted\": %llu, \"stale\": %llu, "
       "\"setup\": \"watermark (ms field, 1 s out of order, 30 s lateness) + window (10 s "
-      "tumbling, key field, count/sum/min/max/avg/p95), JSON parse in both, one thread; each key "
-      "once per second of event time; state measured by mallinfo2 at steady state (the open "
-      "window and the fired ones still within lateness: %.1f windows per key)\"}\n",
+      "tumbling, key field, count/sum/min/max/avg/p95), JSON parse in both, one thread, the "
+      "changed state taken every %ld events; each key once per second of event time; state "
+      "measured by mallinfo2 at steady state (the open window and the fired ones still within "
+      "lateness: %.1f windows per key)\"}\n",
       keys, events - timed_from, (events - timed_from) / secs, state_per_key,
-      static_cast<unsigned long long>(results), static_cast<unsigned long long>(out.side_),
+      static_cast<double>(checkpoint_bytes) / static_cast<double>(events - timed_from),
+      static_cast<unsigned long long>(results), static_cast<unsigned long long>(out.side_), kBatch,
       windows_per_key);
   if (results == 0 || out.side_ > 0) {  // a setup that refuses readings measures nothing
     std::fprintf(stderr, "window bench: %llu readings refused, %llu results: not a measurement\n",

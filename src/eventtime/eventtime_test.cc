@@ -2,13 +2,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
+#include <memory>
 #include <random>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "eventtime/dd_sketch.h"
 #include "eventtime/event_time.h"
 #include "eventtime/watermark_tracker.h"
 #include "eventtime/window_store.h"
+#include "util/little_endian.h"
 
 namespace seedance::eventtime {
 namespace {
@@ -264,42 +270,144 @@ TEST(WindowPropertyTest, PerKeyWatermarkMatchesBruteForce) {
   }
 }
 
-TEST(WindowStoreTest, CheckpointRoundTripContinuesIdentically) {
-  // Half the events, a checkpoint into a fresh store, the other half: same result as one run.
-  Case c = RandomCase(424242, false);
-  auto run = [&](bool restart) {
-    WatermarkTracker tracker(c.wm);
-    auto store = std::make_unique<WindowStore>(c.spec);
-    std::map<std::pair<std::string, int64_t>, uint64_t> counts;
-    auto emit = [&](const WindowResult& r) {
-      counts[{std::string(r.key), r.start_ns}] = r.aggregate->count;
-    };
-    std::map<std::string, std::string> saved_wm, saved_win;
-    for (size_t i = 0; i < c.events.size(); ++i) {
-      if (restart && i == c.events.size() / 2) {
-        tracker.TakeChangedState(
-            [&](std::string_view k, std::string_view v) { saved_wm[std::string(k)] = v; });
-        store->TakeChangedState(
-            [&](std::string_view k, std::string_view v) { saved_win[std::string(k)] = v; });
-        WatermarkTracker fresh(c.wm);
-        for (auto& [k, v] : saved_wm) EXPECT_TRUE(fresh.RestoreState(k, v, 0).ok());
-        tracker = fresh;
-        store = std::make_unique<WindowStore>(c.spec);
-        for (auto& [k, v] : saved_win) {
-          if (!v.empty()) {
-            EXPECT_TRUE(store->RestoreState(k, v, 0).ok());
-          }
-        }
-      }
-      const Ev& e = c.events[i];
-      if (!tracker.Observe(e.key, e.t, 0).stale) store->Add(e.key, e.t, e.v, true, 0, emit);
-      tracker.TakeAdvances(
-          [&](std::string_view s, int64_t w) { store->AdvanceWatermark(s, w, emit); });
+// The checkpoint as the log keeps it: each entry's last value, an empty one deleting it.
+using Saved = std::map<std::string, std::string>;
+
+std::function<void(std::string_view, std::string_view)> Into(Saved& saved) {
+  return [&saved](std::string_view k, std::string_view v) {
+    if (v.empty()) {
+      saved.erase(std::string(k));
+    } else {
+      saved[std::string(k)] = std::string(v);
     }
-    store->AdvanceWatermark("", INT64_MAX / 2, emit);
-    return counts;
   };
-  EXPECT_EQ(run(false), run(true));
+}
+
+size_t WindowEntries(const Saved& saved) {
+  return std::count_if(saved.begin(), saved.end(),
+                       [](const auto& e) { return e.first.rfind("w:", 0) == 0; });
+}
+
+// Every emission: (key, start, update) → count, sum, min, max.
+using Emissions = std::map<std::tuple<std::string, int64_t, uint32_t>,
+                           std::tuple<uint64_t, double, double, double>>;
+
+// Runs a case taking the state after every event (a batch each), and every `restart_every`
+// events (0: never) starts again from what was taken, as a process restarted from its
+// checkpoint would.
+Emissions RunWithCheckpoints(const Case& c, size_t restart_every) {
+  auto tracker = std::make_unique<WatermarkTracker>(c.wm);
+  auto store = std::make_unique<WindowStore>(c.spec);
+  Emissions out;
+  auto emit = [&](const WindowResult& r) {
+    out[{std::string(r.key), r.start_ns, r.update}] = {r.aggregate->count, r.aggregate->sum,
+                                                       r.aggregate->min, r.aggregate->max};
+  };
+  Saved saved_wm, saved_win;
+  for (size_t i = 0; i < c.events.size(); ++i) {
+    if (restart_every > 0 && i > 0 && i % restart_every == 0) {
+      tracker = std::make_unique<WatermarkTracker>(c.wm);
+      for (auto& [k, v] : saved_wm) EXPECT_TRUE(tracker->RestoreState(k, v, 0).ok());
+      store = std::make_unique<WindowStore>(c.spec);
+      for (auto& [k, v] : saved_win) EXPECT_TRUE(store->RestoreState(k, v, 0).ok()) << k;
+    }
+    const Ev& e = c.events[i];
+    if (!tracker->Observe(e.key, e.t, 0).stale) store->Add(e.key, e.t, e.v, true, 0, emit);
+    tracker->TakeAdvances(
+        [&](std::string_view s, int64_t w) { store->AdvanceWatermark(s, w, emit); });
+    tracker->TakeChangedState(Into(saved_wm));
+    store->TakeChangedState(Into(saved_win));
+    EXPECT_EQ(WindowEntries(saved_win), store->window_count())
+        << "an entry for every window in state, none for one gone";
+  }
+  store->AdvanceWatermark("", INT64_MAX / 2, emit);
+  store->TakeChangedState(Into(saved_win));
+  EXPECT_EQ(saved_win.size(), 1u) << "every window and key gone: only the stream's watermark";
+  return out;
+}
+
+TEST(WindowStoreTest, CheckpointsTakenAfterEveryEventRestoreToTheSameResults) {
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    for (bool per_key : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << (per_key ? " per key" : ""));
+      const Case c = RandomCase(seed, per_key);
+      const Emissions once = RunWithCheckpoints(c, 0);
+      ASSERT_FALSE(once.empty());
+      EXPECT_EQ(RunWithCheckpoints(c, 1), once);
+      EXPECT_EQ(RunWithCheckpoints(c, 7), once);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
+// The point of a window's own entry: a key keeps a window per slide for allowed_lateness after
+// it fired, and an event updates one of them; the checkpoint takes that one, not the key's all.
+TEST(WindowStoreTest, AnEventCheckpointsOnlyTheWindowsItChanged) {
+  WindowStore store({.size_ns = kS, .slide_ns = kS, .allowed_lateness_ns = 300 * kS});
+  auto ignore = [](const WindowResult&) {};
+  for (int s = 0; s < 60; ++s) store.Add("d", (1000 + s) * kS, s, true, 0, ignore);
+  store.AdvanceWatermark("", 1060 * kS, ignore);  // all 60 fired, all within the lateness
+  Saved saved;
+  store.TakeChangedState(Into(saved));
+  EXPECT_EQ(WindowEntries(saved), 60u);
+  std::vector<std::string> taken;
+  store.Add("d", 1061 * kS + 5, 1, true, 0, ignore);
+  store.Add("d", 1061 * kS + 6, 2, true, 0, ignore);  // the same window again
+  store.TakeChangedState([&](std::string_view k, std::string_view) { taken.emplace_back(k); });
+  ASSERT_EQ(taken.size(), 1u) << "one window changed, of 61";
+  std::string name("w:d\0", 4);
+  util::PutRaw<int64_t>(name, 1061 * kS);
+  EXPECT_EQ(taken[0], name);
+  taken.clear();
+  store.TakeChangedState([&](std::string_view k, std::string_view) { taken.emplace_back(k); });
+  EXPECT_TRUE(taken.empty()) << "nothing changed since";
+}
+
+// A checkpoint written before windows had entries of their own ("k:<key>": the key's watermark
+// and every window) restores, and the next take replaces it with the new form.
+TEST(WindowStoreTest, AKeysEntryOfTheFormerFormRestoresAndIsRewrittenInTheNewOne) {
+  const WindowSpec spec{.size_ns = 10 * kS, .slide_ns = 10 * kS, .allowed_lateness_ns = 60 * kS};
+  std::string old;
+  util::PutRaw<int64_t>(old, 1015 * kS);  // the key's own watermark: [1000, 1010) fired
+  util::PutRaw<uint32_t>(old, 2);
+  for (auto [start, count, sum, emissions] :
+       {std::tuple<int64_t, uint64_t, double, uint32_t>{1000 * kS, 2, 3, 1},
+        {1010 * kS, 1, 5, 0}}) {
+    util::PutRaw<int64_t>(old, start);
+    util::PutRaw<uint64_t>(old, count);
+    util::PutRaw<double>(old, sum);
+    util::PutRaw<double>(old, 1);        // min
+    util::PutRaw<double>(old, sum - 1);  // max
+    util::PutRaw<uint32_t>(old, emissions);
+    DDSketch sketch;
+    for (uint64_t i = 0; i < count; ++i) sketch.Add(1);
+    sketch.AppendTo(old);
+  }
+  auto check = [&](WindowStore& store) {
+    std::vector<std::tuple<int64_t, uint64_t, double, uint32_t>> got;
+    auto emit = [&](const WindowResult& r) {
+      got.emplace_back(r.start_ns, r.aggregate->count, r.aggregate->sum, r.update);
+    };
+    store.Add("a", 1002 * kS, 4, true, 0, emit);   // late, within the lateness: an update
+    store.AdvanceWatermark("a", 1020 * kS, emit);  // fires [1010, 1020)
+    using T = std::tuple<int64_t, uint64_t, double, uint32_t>;
+    EXPECT_EQ(got, (std::vector<T>{{1000 * kS, 3, 7, 1}, {1010 * kS, 1, 5, 0}}));
+  };
+  WindowStore restored(spec);
+  ASSERT_TRUE(restored.RestoreState("k:a", old, 0).ok());
+  EXPECT_EQ(restored.window_count(), 2u);
+  Saved saved{{"k:a", old}};
+  restored.TakeChangedState(Into(saved));
+  EXPECT_EQ(saved.count("k:a"), 0u) << "the former entry deleted";
+  EXPECT_EQ(WindowEntries(saved), 2u);
+  EXPECT_EQ(saved.count("m:a"), 1u) << "the key's watermark";
+  WindowStore again(spec);
+  for (auto& [k, v] : saved) ASSERT_TRUE(again.RestoreState(k, v, 0).ok()) << k;
+  check(restored);
+  check(again);
+  EXPECT_FALSE(again.RestoreState(std::string("w:a\0", 4) + "1234567", "", 0).ok())
+      << "a window name cut short";
+  EXPECT_FALSE(again.RestoreState(std::string("w:a\0", 4) + "12345678", "short", 0).ok());
 }
 
 }  // namespace

@@ -14,13 +14,46 @@ using util::ReadRaw;
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
+// A window's checkpoint entry name: "w:" key '\0' start (8 bytes, little-endian). The start
+// is read from the end, so a key may hold any byte.
+constexpr size_t kWindowNameTail = 1 + sizeof(int64_t);
+
+void AppendWindowName(std::string& out, std::string_view key, int64_t start) {
+  out.assign("w:");
+  out.append(key);
+  out.push_back('\0');
+  PutRaw<int64_t>(out, start);
+}
+
+void AppendWindow(std::string& out, const WindowAggregate& w) {
+  PutRaw<uint64_t>(out, w.count);
+  PutRaw<double>(out, w.sum);
+  PutRaw<double>(out, w.min);
+  PutRaw<double>(out, w.max);
+  PutRaw<uint32_t>(out, w.emissions);
+  w.sketch.AppendTo(out);
+}
+
+bool ReadWindow(std::string_view& in, WindowAggregate* w) {
+  return ReadRaw(in, &w->count) && ReadRaw(in, &w->sum) && ReadRaw(in, &w->min) &&
+         ReadRaw(in, &w->max) && ReadRaw(in, &w->emissions) && w->sketch.ReadFrom(in);
+}
+
 }  // namespace
+
+void WindowStore::MarkChanged(Changes& c, int64_t start, WindowAggregate* w) {
+  if (w != nullptr) {
+    if (w->unsaved) return;  // already listed
+    w->unsaved = true;
+  }
+  c.windows.push_back(start);
+}
 
 void WindowStore::Fire(const std::string& key, int64_t start, WindowAggregate& w,
                        const Emit& emit) {
   emit(WindowResult{key, start, start + spec_.size_ns, &w, w.emissions});
   ++w.emissions;
-  dirty_.insert(key);
+  MarkChanged(changes_[key], start, &w);
 }
 
 bool WindowStore::Holds(int64_t t) const {
@@ -55,10 +88,12 @@ bool WindowStore::Add(std::string_view key_view, int64_t t, double value, bool h
   // Every window [s, s + size) with s ≤ t < s + size, newest first; open ones take the event.
   const int64_t last_start = FloorDiv(t, spec_.slide_ns) * spec_.slide_ns;
   bool taken = false;
+  Changes* changes = nullptr;
   for (int64_t s = last_start; s > t - spec_.size_ns; s -= spec_.slide_ns) {
     const int64_t end = s + spec_.size_ns;
     if (watermark != kNoWatermark && end + spec_.allowed_lateness_ns <= watermark) continue;
     if (it == keys_.end()) it = keys_.emplace(key, KeyState{}).first;
+    if (changes == nullptr) changes = &changes_[key];
     KeyState& k = it->second;
     auto [w_it, created] = k.windows.try_emplace(s);
     WindowAggregate& w = w_it->second;
@@ -70,6 +105,7 @@ bool WindowStore::Add(std::string_view key_view, int64_t t, double value, bool h
     }
     ++w.count;
     taken = true;
+    MarkChanged(*changes, s, &w);
     const bool due = watermark != kNoWatermark && end <= watermark;
     if (created) {
       purge_.emplace(end + spec_.allowed_lateness_ns, key, s);
@@ -77,10 +113,7 @@ bool WindowStore::Add(std::string_view key_view, int64_t t, double value, bool h
     }
     if (due) Fire(key, s, w, emit);  // late but within lateness: emit the update now
   }
-  if (taken) {
-    it->second.last_seen_ns = now_ns;
-    dirty_.insert(key);
-  }
+  if (taken) it->second.last_seen_ns = now_ns;
   return taken;
 }
 
@@ -92,8 +125,8 @@ void WindowStore::FireDue(const std::string& key, KeyState& k, const Emit& emit)
       Fire(key, w->first, w->second, emit);
     if (end + spec_.allowed_lateness_ns <= watermark) {
       purge_.erase(Due{end + spec_.allowed_lateness_ns, key, w->first});
+      MarkGone(key, w->first);
       w = k.windows.erase(w);
-      dirty_.insert(key);
     } else {
       ++w;
     }
@@ -105,7 +138,7 @@ void WindowStore::AdvanceWatermark(std::string_view scope, int64_t watermark_ns,
     auto it = keys_.find(std::string(scope));
     if (it == keys_.end() || watermark_ns <= it->second.watermark) return;
     it->second.watermark = watermark_ns;
-    dirty_.insert(it->first);
+    changes_[it->first].watermark = true;
     const std::string key = it->first;
     FireDue(key, it->second, emit);
     if (it->second.windows.empty()) EraseKey(key);
@@ -124,8 +157,7 @@ void WindowStore::AdvanceWatermark(std::string_view scope, int64_t watermark_ns,
     const auto& [until, key, start] = node.value();
     auto it = keys_.find(key);
     if (it == keys_.end()) continue;
-    it->second.windows.erase(start);
-    dirty_.insert(key);
+    if (it->second.windows.erase(start) > 0) MarkGone(key, start);
     if (it->second.windows.empty()) EraseKey(key);
   }
 }
@@ -146,14 +178,17 @@ void WindowStore::ExpireIdleKeys(int64_t now_ns, int64_t ttl_ns, const Emit& emi
 }
 
 void WindowStore::EraseKey(const std::string& key) {
-  keys_.erase(key);
-  dirty_.insert(key);
+  auto it = keys_.find(key);
+  if (it == keys_.end()) return;
+  Changes& c = changes_[key];
+  for (auto& [start, w] : it->second.windows) MarkChanged(c, start, &w);
+  if (it->second.watermark != kNoWatermark) c.watermark = true;
+  keys_.erase(it);
 }
 
 void WindowStore::SetSpec(const WindowSpec& spec) {
   if (spec.size_ns != spec_.size_ns || spec.slide_ns != spec_.slide_ns) {
-    for (const auto& [key, k] : keys_) dirty_.insert(key);
-    keys_.clear();
+    while (!keys_.empty()) EraseKey(keys_.begin()->first);
     fire_.clear();
     purge_.clear();
     spec_ = spec;
@@ -170,27 +205,33 @@ void WindowStore::SetSpec(const WindowSpec& spec) {
 
 void WindowStore::TakeChangedState(
     const std::function<void(std::string_view, std::string_view)>& sink) {
-  std::string value;
-  for (const auto& key : dirty_) {
+  for (const auto& key : old_form_keys_) sink("k:" + key, "");
+  old_form_keys_.clear();
+  std::string name, value;
+  for (auto& [key, c] : changes_) {
     auto it = keys_.find(key);
-    value.clear();
-    if (it != keys_.end()) {
-      const KeyState& k = it->second;
-      PutRaw<int64_t>(value, k.watermark);
-      PutRaw<uint32_t>(value, static_cast<uint32_t>(k.windows.size()));
-      for (const auto& [start, w] : k.windows) {
-        PutRaw<int64_t>(value, start);
-        PutRaw<uint64_t>(value, w.count);
-        PutRaw<double>(value, w.sum);
-        PutRaw<double>(value, w.min);
-        PutRaw<double>(value, w.max);
-        PutRaw<uint32_t>(value, w.emissions);
-        w.sketch.AppendTo(value);
+    std::sort(c.windows.begin(), c.windows.end());
+    c.windows.erase(std::unique(c.windows.begin(), c.windows.end()), c.windows.end());
+    for (int64_t start : c.windows) {
+      AppendWindowName(name, key, start);
+      value.clear();
+      if (it != keys_.end()) {
+        if (auto w = it->second.windows.find(start); w != it->second.windows.end()) {
+          w->second.unsaved = false;
+          AppendWindow(value, w->second);
+        }
       }
+      sink(name, value);  // empty: gone
     }
-    sink("k:" + key, value);  // empty: deleted
+    if (c.watermark) {
+      value.clear();
+      if (it != keys_.end() && it->second.watermark != kNoWatermark) {
+        PutRaw<int64_t>(value, it->second.watermark);
+      }
+      sink("m:" + key, value);
+    }
   }
-  dirty_.clear();
+  changes_.clear();
   if (stream_dirty_) {
     value.clear();
     PutRaw<int64_t>(value, stream_watermark_);
@@ -199,30 +240,61 @@ void WindowStore::TakeChangedState(
   }
 }
 
+Status WindowStore::RestoreWindow(const std::string& key, int64_t start, std::string_view& value,
+                                  int64_t now_ns) {
+  WindowAggregate w;
+  if (!ReadWindow(value, &w)) {
+    return Status(StatusCode::kInvalidArgument, "bad window checkpoint entry");
+  }
+  auto [it, created] = keys_.try_emplace(key);
+  if (created) it->second.last_seen_ns = now_ns;
+  const bool fired = w.emissions > 0;
+  if (!it->second.windows.try_emplace(start, std::move(w)).second) {
+    return Status(StatusCode::kInvalidArgument, "window checkpoint entry restored twice");
+  }
+  purge_.emplace(start + spec_.size_ns + spec_.allowed_lateness_ns, key, start);
+  if (!fired) fire_.emplace(start + spec_.size_ns, key, start);
+  return Status::Ok();
+}
+
 Status WindowStore::RestoreState(std::string_view key, std::string_view value, int64_t now_ns) {
   const Status bad(StatusCode::kInvalidArgument, "bad window checkpoint entry");
   if (key == "stream") {
     return ReadRaw(value, &stream_watermark_) ? Status::Ok() : bad;
   }
-  if (key.substr(0, 2) != "k:") return bad;
+  const std::string_view form = key.substr(0, 2);
+  if (form == "w:") {
+    if (key.size() < 2 + kWindowNameTail || key[key.size() - kWindowNameTail] != '\0') return bad;
+    std::string_view tail = key.substr(key.size() - sizeof(int64_t));
+    int64_t start = 0;
+    ReadRaw(tail, &start);
+    return RestoreWindow(std::string(key.substr(2, key.size() - 2 - kWindowNameTail)), start, value,
+                         now_ns);
+  }
   const std::string name(key.substr(2));
-  KeyState k;
-  k.last_seen_ns = now_ns;
+  if (form == "m:") {
+    auto [it, created] = keys_.try_emplace(name);
+    if (created) it->second.last_seen_ns = now_ns;
+    return ReadRaw(value, &it->second.watermark) ? Status::Ok() : bad;
+  }
+  if (form != "k:") return bad;
+  // The form used before: the key's watermark and all its windows in one entry.
+  int64_t watermark = kNoWatermark;
   uint32_t n = 0;
-  if (!ReadRaw(value, &k.watermark) || !ReadRaw(value, &n)) return bad;
+  if (!ReadRaw(value, &watermark) || !ReadRaw(value, &n)) return bad;
   for (uint32_t i = 0; i < n; ++i) {
     int64_t start = 0;
-    WindowAggregate w;
-    if (!ReadRaw(value, &start) || !ReadRaw(value, &w.count) || !ReadRaw(value, &w.sum) ||
-        !ReadRaw(value, &w.min) || !ReadRaw(value, &w.max) || !ReadRaw(value, &w.emissions) ||
-        !w.sketch.ReadFrom(value)) {
-      return bad;
-    }
-    purge_.emplace(start + spec_.size_ns + spec_.allowed_lateness_ns, name, start);
-    if (w.emissions == 0) fire_.emplace(start + spec_.size_ns, name, start);
-    k.windows.emplace(start, std::move(w));
+    if (!ReadRaw(value, &start)) return bad;
+    SEEDANCE_RETURN_IF_ERROR(RestoreWindow(name, start, value, now_ns));
   }
-  keys_[name] = std::move(k);
+  auto [it, created] = keys_.try_emplace(name);
+  if (created) it->second.last_seen_ns = now_ns;
+  it->second.watermark = watermark;
+  // Rewritten in entries of their own at the next take, and this one deleted with them.
+  old_form_keys_.push_back(name);
+  Changes& c = changes_[name];
+  for (auto& [start, w] : it->second.windows) MarkChanged(c, start, &w);
+  c.watermark = true;
   return Status::Ok();
 }
 

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
-#include <unordered_set>
+#include <vector>
 
 #include "eventtime/dd_sketch.h"
 #include "eventtime/watermark_tracker.h"
@@ -40,6 +40,7 @@ struct WindowAggregate {
   double max = 0;
   DDSketch sketch;
   uint32_t emissions = 0;
+  bool unsaved = false;  // the store's own: changed since its last checkpoint
 };
 
 struct WindowResult {
@@ -78,7 +79,13 @@ class WindowStore {
   bool HasKey(const std::string& key) const { return keys_.count(key) != 0; }
   size_t window_count() const { return purge_.size(); }
 
-  // Checkpoint: "k:<key>" → the key's windows (empty = deleted); "stream" → the watermark.
+  // Checkpoint entries, an empty value deleting one: "w:<key>\0<start>" → one window,
+  // "m:<key>" → the key's own watermark, "stream" → the stream's. Only what changed since the
+  // last call is taken: the windows an event updated, not every window its key holds (a key
+  // keeps a window per slide for `allowed_lateness` after it fired). Entries of the form used
+  // before, "k:<key>" → all of a key's windows, are restored, and at the next take rewritten
+  // in this one. Until taken, the changes are held (a window start each): the pipeline takes
+  // them after every batch.
   void TakeChangedState(const std::function<void(std::string_view, std::string_view)>& sink);
   Status RestoreState(std::string_view key, std::string_view value, int64_t now_ns);
 
@@ -89,6 +96,11 @@ class WindowStore {
     int64_t last_seen_ns = 0;
   };
   using Due = std::tuple<int64_t, std::string, int64_t>;  // (time, key, window start)
+  // A key's changes since the last checkpoint.
+  struct Changes {
+    std::vector<int64_t> windows;  // starts of windows added, updated or gone (may repeat)
+    bool watermark = false;        // its own watermark set, or the key gone
+  };
 
   int64_t EffectiveWatermark(const KeyState& k) const {
     return std::max(stream_watermark_, k.watermark);
@@ -96,13 +108,20 @@ class WindowStore {
   void Fire(const std::string& key, int64_t start, WindowAggregate& w, const Emit& emit);
   void FireDue(const std::string& key, KeyState& k, const Emit& emit);
   void EraseKey(const std::string& key);
+  static void MarkChanged(Changes& c, int64_t start, WindowAggregate* w);
+  void MarkGone(const std::string& key, int64_t start) {
+    MarkChanged(changes_[key], start, nullptr);
+  }
+  Status RestoreWindow(const std::string& key, int64_t start, std::string_view& value,
+                       int64_t now_ns);
 
   WindowSpec spec_;
   std::unordered_map<std::string, KeyState> keys_;
   std::set<Due> fire_;   // (end, key, start) of windows not yet emitted
   std::set<Due> purge_;  // (end + lateness, key, start) of every open window
   int64_t stream_watermark_ = kNoWatermark;
-  std::unordered_set<std::string> dirty_;
+  std::unordered_map<std::string, Changes> changes_;
+  std::vector<std::string> old_form_keys_;  // "k:" entries restored: deleted at the next take
   bool stream_dirty_ = false;
 };
 
