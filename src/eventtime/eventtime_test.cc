@@ -327,7 +327,7 @@ Emissions RunWithCheckpoints(const Case& c, size_t restart_every) {
 }
 
 TEST(WindowStoreTest, CheckpointsTakenAfterEveryEventRestoreToTheSameResults) {
-  for (uint64_t seed = 1; seed <= 300; ++seed) {
+  for (uint64_t seed = 1; seed <= 120; ++seed) {
     for (bool per_key : {false, true}) {
       SCOPED_TRACE(::testing::Message() << "seed " << seed << (per_key ? " per key" : ""));
       const Case c = RandomCase(seed, per_key);
