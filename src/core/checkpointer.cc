@@ -8,11 +8,12 @@ namespace seedance {
 
 Checkpointer::Checkpointer(std::unique_ptr<storage::CheckpointLog> log,
                            std::vector<Stateful> processors, RedeliveryGuard& redelivery,
-                           StreamPositions& positions)
+                           StreamPositions& positions, observe::Counter& written)
     : log_(std::move(log)),
       processors_(std::move(processors)),
       redelivery_(redelivery),
-      positions_(positions) {}
+      positions_(positions),
+      written_(written) {}
 
 Result<std::unique_ptr<Checkpointer>> Checkpointer::Open(const storage::QueueSettings& q,
                                                          std::vector<Stateful> processors,
@@ -58,8 +59,11 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::Open(const storage::QueueSet
                     "state of stateful processors in {}/checkpoint: {} entr{} restored{}",
                     q.data_dir, restored, restored == 1 ? "y" : "ies",
                     log->truncated_tail() ? " (torn tail truncated)" : "");
+  observe::Counter& written =
+      metrics.GetCounter("seedance_checkpoint_written_bytes_total",
+                         "Bytes written to the checkpoint log (commits and compactions).", {});
   return std::unique_ptr<Checkpointer>(
-      new Checkpointer(std::move(log), std::move(processors), redelivery, positions));
+      new Checkpointer(std::move(log), std::move(processors), redelivery, positions, written));
 }
 
 bool Checkpointer::Save(const std::function<bool()>& past_deadline) {
@@ -70,10 +74,11 @@ bool Checkpointer::Save(const std::function<bool()>& past_deadline) {
   redelivery_.Commit(batch_ids_, *log_);
   batch_ids_.clear();
   positions_.Commit(*log_);
-  if (!CommitUntilDeadline([this] { return log_->Commit(); }, past_deadline, "checkpoint",
-                           "the checkpoint", log_limiter_)) {
-    return false;
-  }
+  const bool committed = CommitUntilDeadline([this] { return log_->Commit(); }, past_deadline,
+                                             "checkpoint", "the checkpoint", log_limiter_);
+  written_.Add(log_->bytes_written() - written_counted_);
+  written_counted_ = log_->bytes_written();
+  if (!committed) return false;
   // Copies of messages that were still in the pipeline when they came again: their first
   // copies are committed now.
   for (const auto& ack : redelivery_.TakeReadyAcks()) ack();

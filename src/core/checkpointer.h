@@ -4,10 +4,11 @@
 //
 // At start it restores every stateful processor from the log (a processor refusing its state
 // is kDataLoss, naming the processor and key) and reports damaged or missing records
-// (`seedance_checkpoint_lost_records_total`, one error line). After each batch, before the
-// batch is acknowledged upstream, Save() commits the state the batch changed and the ids of
-// redeliverable messages it took in; a failed commit is retried (logged at most every 10 s)
-// until the caller's deadline, and then Save() returns false: that batch must stay
+// (`seedance_checkpoint_lost_records_total`, one error line). The bytes it writes are counted
+// in `seedance_checkpoint_written_bytes_total` (what a flash card's wear follows). After each
+// batch, before the batch is acknowledged upstream, Save() commits the state the batch changed and
+// the ids of redeliverable messages it took in; a failed commit is retried (logged at most every 10
+// s) until the caller's deadline, and then Save() returns false: that batch must stay
 // unacknowledged. Processing thread only.
 #pragma once
 
@@ -54,7 +55,7 @@ class Checkpointer {
 
  private:
   Checkpointer(std::unique_ptr<storage::CheckpointLog> log, std::vector<Stateful> processors,
-               RedeliveryGuard& redelivery, StreamPositions& positions);
+               RedeliveryGuard& redelivery, StreamPositions& positions, observe::Counter& written);
 
   std::unique_ptr<storage::CheckpointLog> log_;
   std::vector<Stateful> processors_;
@@ -62,6 +63,8 @@ class Checkpointer {
   StreamPositions& positions_;
   std::map<std::string, std::vector<uint16_t>> batch_ids_;  // by source, this batch
   util::LogLimiter log_limiter_;
+  observe::Counter& written_;
+  uint64_t written_counted_ = 0;  // of log_->bytes_written()
 };
 
 }  // namespace seedance

@@ -244,6 +244,7 @@ Status CheckpointLog::Commit() {
       return Error("write", path_);
     }
     file_bytes_ += pending_.size();
+    bytes_written_ += pending_.size();
     pending_.clear();
     marker_bytes_ = 0;
     unsynced_ = true;
@@ -291,6 +292,7 @@ Status CheckpointLog::Compact() {
   fs_.Close(fd_);
   fd_ = fd;
   file_bytes_ = all.size();
+  bytes_written_ += all.size();
   unsynced_ = false;
   if (fs_.SyncDir(dir_) != 0) return Error("sync directory", dir_);
   return Status::Ok();

@@ -54,6 +54,8 @@ class CheckpointLog {
   void Tick();
 
   uint64_t file_bytes() const { return file_bytes_; }
+  // Bytes written since open: commits and compactions.
+  uint64_t bytes_written() const { return bytes_written_; }
   uint64_t recovered_records() const { return recovered_records_; }
   // What the replay at open found wrong.
   uint64_t lost_records() const { return lost_records_; }        // damaged or missing records
@@ -86,6 +88,7 @@ class CheckpointLog {
   Entries live_;
   uint64_t live_bytes_ = 0;
   uint64_t file_bytes_ = 0;
+  uint64_t bytes_written_ = 0;
   uint64_t next_sequence_ = 1;
   uint64_t recovered_records_ = 0;
   uint64_t lost_records_ = 0;

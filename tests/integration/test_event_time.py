@@ -394,3 +394,30 @@ def test_readings_scattered_over_the_lateness_stop_at_max_windows(tmp_path):
         assert sd.stop() == 0, sd.stderr()[-3000:]
     assert all("max_windows (100) reached" in e["headers"]["reason"] for e in read_ndjson(errors))
     assert sum("max_windows (100) reached" in l for l in sd.stderr().splitlines()) == 1
+
+
+def test_a_reading_checkpoints_the_windows_it_changed_not_every_window_of_its_key(tmp_path):
+    """A key keeps a window per slide for allowed_lateness (5 min) after it fired: 1 s windows
+    and a reading a second held up to 300 windows a device, and each batch wrote all of a
+    changed key's windows to the checkpoint (9.8 KB a reading with 100 devices). Now a batch
+    writes the windows it changed: a reading's own window when it opens, fires and goes."""
+    devices, seconds = 20, 400
+    base = time.time() - seconds - 1  # the last readings a second ago: their windows are held
+    lines = [{"ts": base + s + d / devices, "device": f"d{d}", "v": d}
+             for s in range(seconds) for d in range(devices)]
+    windows = tmp_path / "windows.ndjson"
+    port = free_port()
+    sd = Seedance(tail_window_job(tmp_path, lines,
+                                  more=f"metrics:\n  listen: 127.0.0.1:{port}"),
+                  workdir=str(tmp_path)).start()
+    try:
+        # Every reading in its window: the last second's windows fire once the source is idle.
+        assert wait_until(lambda: windowed(windows) == len(lines), timeout=60), \
+            (windowed(windows), sd.stderr()[-2000:])
+        text = scrape(f"http://127.0.0.1:{port}/metrics")
+    finally:
+        assert sd.stop() == 0, sd.stderr()[-3000:]
+    assert metric(text, "seedance_window_open") >= devices * 290  # the lateness's worth
+    written = metric(text, "seedance_checkpoint_written_bytes_total")
+    print(f"checkpoint bytes per reading: {written / len(lines):.0f}")
+    assert 0 < written < 400 * len(lines), written / len(lines)
