@@ -18,7 +18,7 @@ int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0
 // is read from the end, so a key may hold any byte.
 constexpr size_t kWindowNameTail = 1 + sizeof(int64_t);
 
-void AppendWindowName(std::string& out, std::string_view key, int64_t start) {
+void SetWindowEntryName(std::string& out, std::string_view key, int64_t start) {
   out.assign("w:");
   out.append(key);
   out.push_back('\0');
@@ -213,7 +213,7 @@ void WindowStore::TakeChangedState(
     std::sort(c.windows.begin(), c.windows.end());
     c.windows.erase(std::unique(c.windows.begin(), c.windows.end()), c.windows.end());
     for (int64_t start : c.windows) {
-      AppendWindowName(name, key, start);
+      SetWindowEntryName(name, key, start);
       value.clear();
       if (it != keys_.end()) {
         if (auto w = it->second.windows.find(start); w != it->second.windows.end()) {
@@ -240,16 +240,20 @@ void WindowStore::TakeChangedState(
   }
 }
 
+WindowStore::KeyState& WindowStore::RestoredKey(const std::string& key, int64_t now_ns) {
+  auto [it, created] = keys_.try_emplace(key);
+  if (created) it->second.last_seen_ns = now_ns;  // its TTL counts from the restart
+  return it->second;
+}
+
 Status WindowStore::RestoreWindow(const std::string& key, int64_t start, std::string_view& value,
                                   int64_t now_ns) {
   WindowAggregate w;
   if (!ReadWindow(value, &w)) {
     return Status(StatusCode::kInvalidArgument, "bad window checkpoint entry");
   }
-  auto [it, created] = keys_.try_emplace(key);
-  if (created) it->second.last_seen_ns = now_ns;
   const bool fired = w.emissions > 0;
-  if (!it->second.windows.try_emplace(start, std::move(w)).second) {
+  if (!RestoredKey(key, now_ns).windows.try_emplace(start, std::move(w)).second) {
     return Status(StatusCode::kInvalidArgument, "window checkpoint entry restored twice");
   }
   purge_.emplace(start + spec_.size_ns + spec_.allowed_lateness_ns, key, start);
@@ -272,11 +276,8 @@ Status WindowStore::RestoreState(std::string_view key, std::string_view value, i
                          now_ns);
   }
   const std::string name(key.substr(2));
-  if (form == "m:") {
-    auto [it, created] = keys_.try_emplace(name);
-    if (created) it->second.last_seen_ns = now_ns;
-    return ReadRaw(value, &it->second.watermark) ? Status::Ok() : bad;
-  }
+  if (form == "m:")
+    return ReadRaw(value, &RestoredKey(name, now_ns).watermark) ? Status::Ok() : bad;
   if (form != "k:") return bad;
   // The form used before: the key's watermark and all its windows in one entry.
   int64_t watermark = kNoWatermark;
@@ -287,13 +288,12 @@ Status WindowStore::RestoreState(std::string_view key, std::string_view value, i
     if (!ReadRaw(value, &start)) return bad;
     SEEDANCE_RETURN_IF_ERROR(RestoreWindow(name, start, value, now_ns));
   }
-  auto [it, created] = keys_.try_emplace(name);
-  if (created) it->second.last_seen_ns = now_ns;
-  it->second.watermark = watermark;
+  KeyState& k = RestoredKey(name, now_ns);
+  k.watermark = watermark;
   // Rewritten in entries of their own at the next take, and this one deleted with them.
   old_form_keys_.push_back(name);
   Changes& c = changes_[name];
-  for (auto& [start, w] : it->second.windows) MarkChanged(c, start, &w);
+  for (auto& [start, w] : k.windows) MarkChanged(c, start, &w);
   c.watermark = true;
   return Status::Ok();
 }

@@ -112,6 +112,8 @@ class WindowStore {
   void MarkGone(const std::string& key, int64_t start) {
     MarkChanged(changes_[key], start, nullptr);
   }
+  // The key `key`, made (seen at `now_ns`) if it is not there yet.
+  KeyState& RestoredKey(const std::string& key, int64_t now_ns);
   Status RestoreWindow(const std::string& key, int64_t start, std::string_view& value,
                        int64_t now_ns);
 
